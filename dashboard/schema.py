@@ -1,0 +1,141 @@
+"""The catalog's columns: one normalized record per model.
+
+This module is the contract between the normalizer (:mod:`dashboard.catalog`), the Hub scraper
+(:mod:`dashboard.hub`), the rules engine (:mod:`dashboard.rules`), the per-rank layout
+(:mod:`dashboard.layout`), the memory model (:mod:`dashboard.memory`) and the dashboard. It is pure
+data: no I/O, no Panel.
+
+Conventions
+-----------
+* Counts and sizes are integers stored as pandas nullable ``Int64``; ``<NA>`` means "the config does
+  not say and nothing sound could be inferred" (the reason is in ``parse_notes``).
+* Sizes are in *elements* (heads, channels, tokens), never bytes, unless the name ends in ``_bytes``.
+* Parameter counts are plain numbers of parameters (not billions) stored as ``float64``.
+* Flags are pandas nullable ``boolean``.
+* Strings that came from a config or the Hub are untrusted: escape them before rendering.
+
+Every column is listed in :data:`COLUMNS` as ``(name, dtype, description)``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: Frameworks the rules engine knows, in display order. These ids are used everywhere
+#: (rules, grid, layout, memory, dashboard URLs, tests, ``../shared/cases``).
+FRAMEWORKS: Final[tuple[str, ...]] = (
+    "vllm",
+    "sglang",
+    "transformers-native-tp",
+    "transformers-cb-cache",
+    "tensorrt-llm",
+    "megatron-core",
+)
+
+#: Human labels for :data:`FRAMEWORKS`.
+FRAMEWORK_LABELS: Final[dict[str, str]] = {
+    "vllm": "vLLM",
+    "sglang": "SGLang",
+    "transformers-native-tp": "transformers (native TP)",
+    "transformers-cb-cache": "transformers (continuous-batching cache)",
+    "tensorrt-llm": "TensorRT-LLM",
+    "megatron-core": "Megatron-Core",
+}
+
+#: TP sizes the grid and the dashboard use by default.
+DEFAULT_TP_SIZES: Final[tuple[int, ...]] = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
+
+#: Row statuses (one per model). Only ``ok`` rows carry shapes the rules can use.
+STATUSES: Final[tuple[str, ...]] = ("ok", "gated", "not_found", "invalid_json", "error")
+
+#: Cell statuses of the validity grid, worst last.
+CELL_STATUSES: Final[tuple[str, ...]] = ("valid", "valid_replicated", "valid_padded", "invalid", "unknown")
+
+COLUMNS: Final[tuple[tuple[str, str, str], ...]] = (
+    # --- identity and provenance -------------------------------------------------------------
+    ("model_id", "string", "Hub repo id `org/name`; unique key of the catalog."),
+    ("org", "string", "Part of model_id before the first `/`."),
+    ("name", "string", "Part of model_id after the first `/`."),
+    ("status", "string", "Row status, one of STATUSES. Non-ok rows keep their reason in status_reason."),
+    ("status_reason", "string", "Why status is not ok (HTTP code, parse error...); empty when ok."),
+    ("source", "string", "`snapshot` (built from a folder of config.json files) or `hub` (scraped)."),
+    ("fetched_at", "string", "ISO-8601 UTC time the config was read or downloaded."),
+    ("sha", "string", "Hub commit sha of the config's revision, where known."),
+    ("last_modified", "string", "Hub last_modified (ISO-8601), where known."),
+    ("downloads", "Int64", "Hub download count, where known."),
+    ("likes", "Int64", "Hub like count, where known."),
+    ("gated", "boolean", "Hub gating flag, where known."),
+    ("safetensors_params", "float64", "Total parameter count the Hub API reports from safetensors, where known."),
+    ("safetensors_params_by_dtype", "string", "JSON object dtype -> parameter count from the Hub API, where known."),
+    # --- architecture --------------------------------------------------------------------------
+    ("model_type", "string", "Top-level `model_type` of the config (untrusted string)."),
+    ("text_model_type", "string", "`model_type` of the nested text config the shapes were read from, else = model_type."),
+    ("text_config_key", "string", "Key of the nested text config used (`text_config`, `llm_config`, ...), empty when top level."),
+    ("architectures", "string", "Comma-joined `architectures` list (untrusted)."),
+    ("torch_dtype", "string", "Checkpoint dtype (`torch_dtype` or `dtype`), e.g. bfloat16."),
+    ("hidden_size", "Int64", "Model width d_model (elements)."),
+    ("num_hidden_layers", "Int64", "Decoder layers (all kinds: full, sliding-window, linear attention, Mamba)."),
+    ("intermediate_size", "Int64", "Dense MLP width (elements); for MoE models the dense layers' width."),
+    ("vocab_size", "Int64", "Vocabulary rows of the embedding (unpadded)."),
+    ("tie_word_embeddings", "boolean", "LM head shares the embedding matrix."),
+    ("max_position_embeddings", "Int64", "Maximum context length the config declares (tokens)."),
+    # --- softmax attention -----------------------------------------------------------------------
+    ("num_attention_heads", "Int64", "Query heads of the (full/sliding) attention layers."),
+    ("num_key_value_heads", "Int64", "KV heads (GQA groups); = num_attention_heads when absent (noted); 1 for MQA. For MLA the config value (usually = heads)."),
+    ("head_dim", "Int64", "Per-head dim of q/k (elements): config `head_dim` when set and not null, else hidden_size // num_attention_heads (noted). For MLA: qk_nope_head_dim + qk_rope_head_dim."),
+    ("v_head_dim", "Int64", "Per-head dim of v when it differs from head_dim (MLA and some others), else = head_dim."),
+    ("attention_kind", "string", "`mha`, `gqa`, `mqa` or `mla`."),
+    ("num_full_attention_layers", "Int64", "Layers with global softmax attention (they hold a full-length KV cache)."),
+    ("num_sliding_window_layers", "Int64", "Layers with sliding-window softmax attention (KV capped at sliding_window tokens)."),
+    ("num_linear_attention_layers", "Int64", "Layers with linear attention or SSM (GDN, KDA, Mamba2): fixed-size state, no per-token KV."),
+    ("sliding_window", "Int64", "Window of the sliding-window layers (tokens)."),
+    ("num_cross_attention_layers", "Int64", "Cross-attention layers (e.g. mllama), 0 when none."),
+    # --- MLA -------------------------------------------------------------------------------------
+    ("is_mla", "boolean", "Multi-head latent attention (DeepSeek-V2/V3 style): KV cache holds a latent replicated on every TP rank."),
+    ("q_lora_rank", "Int64", "MLA query low-rank dim (elements); NA when q is not low-rank."),
+    ("kv_lora_rank", "Int64", "MLA KV latent dim (elements)."),
+    ("qk_rope_head_dim", "Int64", "MLA rotary part of q/k per head (elements)."),
+    ("qk_nope_head_dim", "Int64", "MLA non-rotary part of q/k per head (elements)."),
+    # --- MoE -------------------------------------------------------------------------------------
+    ("is_moe", "boolean", "Mixture of experts."),
+    ("num_experts", "Int64", "Routed experts per MoE layer (`num_experts`, `num_local_experts`, `n_routed_experts`)."),
+    ("num_experts_per_tok", "Int64", "Routed experts active per token (top-k)."),
+    ("moe_intermediate_size", "Int64", "Width of one routed expert's MLP (elements)."),
+    ("num_shared_experts", "Int64", "Shared (always-on) experts per MoE layer; 0 when none."),
+    ("shared_expert_intermediate_size", "Int64", "Total width of the shared expert MLP (elements); NA when none."),
+    ("num_dense_layers", "Int64", "Decoder layers with a dense MLP instead of MoE (first_k_dense_replace, mlp_only_layers, ...)."),
+    ("num_moe_layers", "Int64", "Decoder layers with an MoE MLP."),
+    # --- linear attention / SSM -------------------------------------------------------------------
+    ("has_linear_attention", "boolean", "Has GDN, KDA or Mamba layers."),
+    ("linear_attention_kind", "string", "`gdn`, `kda`, `mamba2`, or empty."),
+    ("linear_num_key_heads", "Int64", "GDN key heads (linear_num_key_heads)."),
+    ("linear_num_value_heads", "Int64", "GDN value heads (linear_num_value_heads); KDA heads; Mamba2 heads."),
+    ("linear_key_head_dim", "Int64", "GDN/KDA key head dim (elements)."),
+    ("linear_value_head_dim", "Int64", "GDN/KDA value head dim; Mamba2 head dim (elements)."),
+    ("linear_conv_kernel_dim", "Int64", "Short-convolution kernel size of GDN/KDA/Mamba2."),
+    ("mamba_n_groups", "Int64", "Mamba2 `n_groups` (B/C groups)."),
+    ("ssm_state_size", "Int64", "Mamba2 state size per head (elements)."),
+    # --- vision tower ----------------------------------------------------------------------------
+    ("has_vision", "boolean", "Has a vision encoder (`vision_config`)."),
+    ("vision_num_heads", "Int64", "Attention heads of the vision encoder."),
+    ("vision_hidden_size", "Int64", "Width of the vision encoder (elements)."),
+    ("vision_depth", "Int64", "Layers of the vision encoder."),
+    ("vision_intermediate_size", "Int64", "MLP width of the vision encoder (elements)."),
+    # --- quantization ----------------------------------------------------------------------------
+    ("is_quantized", "boolean", "Checkpoint has a quantization_config."),
+    ("quant_method", "string", "quantization_config quant_method (fp8, awq, gptq, compressed-tensors, modelopt, mxfp4, ...)."),
+    ("quant_format", "string", "Finer format where given (e.g. nvfp4, float-quantized, mxfp4-pack-quantized)."),
+    ("quant_bits", "Int64", "Weight bits (4, 8, ...), where given or implied."),
+    ("quant_group_size", "Int64", "AWQ/GPTQ/NVFP4 group size along the input dim (elements)."),
+    ("weight_block_n", "Int64", "Block-FP8 `weight_block_size[0]` (output dim block)."),
+    ("weight_block_k", "Int64", "Block-FP8 `weight_block_size[1]` (input dim block)."),
+    # --- size --------------------------------------------------------------------------------------
+    ("params_total", "float64", "Estimated parameters from the shapes (count, not billions), text model + vision tower."),
+    ("params_active", "float64", "Estimated parameters active per token (MoE: top-k routed + shared + dense); = params_total for dense."),
+    ("params_vision", "float64", "Estimated parameters of the vision tower (count), 0 when none."),
+    ("parse_notes", "string", "`; `-joined notes: fields missing, inferred, contradictory or unreadable."),
+)
+
+COLUMN_NAMES: Final[tuple[str, ...]] = tuple(c[0] for c in COLUMNS)
+COLUMN_DTYPES: Final[dict[str, str]] = {c[0]: c[1] for c in COLUMNS}
+COLUMN_DOCS: Final[dict[str, str]] = {c[0]: c[2] for c in COLUMNS}
