@@ -1,0 +1,1451 @@
+"""The model catalog: raw Hub ``config.json`` dicts -> one normalized record per model -> DataFrame.
+
+Pure and offline: nothing here touches the network or imports Panel. The columns, their dtypes and their
+meaning are fixed by :mod:`dashboard.schema`.
+
+Public API (the contract other modules code against)
+----------------------------------------------------
+``normalize_config(raw, model_id, *, source="snapshot", sha=None, fetched_at=None) -> dict``
+    One record with every column of :data:`dashboard.schema.COLUMN_NAMES`. Never raises on bad input:
+    unreadable or unusable configs give ``status`` ``invalid_json`` / ``error`` with ``status_reason``,
+    and every record keeps ``parse_notes`` (what was missing, inferred, coerced or contradictory).
+``catalog_from_records(records) -> DataFrame``
+    Schema dtypes, schema column order.
+``build_catalog(folder) -> DataFrame``
+    Folder of ``<org>--<name>.json`` files (the layout of ``../shared/hub-configs``), one row per file.
+``load_catalog(path=None) -> DataFrame``
+    Default: the shipped ``data/catalog.parquet`` next to the package.
+``write_catalog(df, path)``
+    Atomic: temp file in the same folder + ``os.replace``.
+``merge_catalog(old, new) -> DataFrame``
+    New rows win by ``model_id``; old rows are never dropped.
+
+How a config is read
+--------------------
+1. The *text config* is chosen: the first nested dict under :data:`TEXT_CONFIG_KEYS` (``text_config``,
+   ``llm_config``, ``language_config``, ``thinker_config`` -> its ``text_config``, ...) that carries
+   attention or width fields; else the top level. Fields the text config lacks are taken from the top
+   level (noted).
+2. Each canonical field is looked up through a static alias table (:data:`ALIASES`: ``n_head``,
+   ``n_head_kv``, ``num_kv_heads``, ``multi_query``, ``multi_query_group_num``, ``attn_config.kv_n_heads``,
+   ``num_query_groups``, ...). When ``transformers`` is importable, the ``attribute_map`` of the config
+   class registered for the ``model_type`` (a class attribute: the class is never instantiated, no remote
+   code is ever loaded) adds aliases the static table lacks. Set ``TP_PLANNER_NO_TRANSFORMERS=1`` to skip it.
+3. Values are validated: booleans are not counts, integral floats and numeric strings are coerced (noted),
+   zero / negative / non-finite / absurd values are rejected (noted), strings are length-capped.
+
+Parameter estimate convention
+-----------------------------
+``params_total`` counts the embedding, the LM head (unless tied), every decoder layer (attention or
+linear-attention/SSM mixer, dense MLP or MoE with router and shared experts, norms) and the vision
+tower; it **excludes multi-token-prediction (MTP / nextn) layers**, as the published DeepSeek-V3 figure
+(671B, not the 685B of the checkpoint) does. ``params_active`` replaces each MoE layer's routed experts
+by ``num_experts_per_tok`` of them. Biases are ignored (< 0.1%). Checked against published totals:
+Llama-3.1-8B 8.03B, Llama-3.1-70B 70.6B, Qwen3-235B-A22B 235B / 22B, DeepSeek-V3 671B / 37B,
+Mixtral-8x7B 46.7B / 12.9B (tests/test_catalog.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dashboard import schema
+
+__all__ = [
+    "ALIASES",
+    "TEXT_CONFIG_KEYS",
+    "VISION_CONFIG_KEYS",
+    "build_catalog",
+    "catalog_from_records",
+    "default_catalog_path",
+    "load_catalog",
+    "merge_catalog",
+    "model_id_from_filename",
+    "normalize_config",
+    "write_catalog",
+]
+
+#: Keys under which multimodal / composite configs nest their language model, in preference order.
+TEXT_CONFIG_KEYS: tuple[str, ...] = (
+    "text_config",
+    "llm_config",
+    "language_config",
+    "language_model_config",
+    "thinker_config",
+    "text_model_config",
+    "llm",
+    "language_model",
+    "decoder_config",
+    "decoder",
+    "text",
+    "lm_config",
+)
+
+#: Keys of the vision encoder's config.
+VISION_CONFIG_KEYS: tuple[str, ...] = (
+    "vision_config",
+    "vision_tower_config",
+    "visual",
+    "vit_config",
+    "vision_encoder_config",
+    "vision_model_config",
+    "image_encoder_config",
+)
+
+#: Canonical field -> aliases, first match wins. Dotted aliases look into a nested dict.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "num_attention_heads": (
+        "num_attention_heads", "n_head", "n_heads", "num_heads", "attention_heads", "n_attention_heads",
+        "num_q_heads", "decoder_attention_heads", "encoder_attention_heads",
+    ),
+    "num_key_value_heads": (
+        "num_key_value_heads", "num_kv_heads", "n_head_kv", "n_kv_heads", "num_query_groups",
+        "attn_config.kv_n_heads", "kv_n_heads", "n_kv_head", "num_kv", "multi_query_group_num",
+        "num_key_value_groups_total",
+    ),
+    "hidden_size": ("hidden_size", "n_embd", "d_model", "model_dim", "dim", "n_embed", "embed_dim", "emb_dim"),
+    "num_hidden_layers": ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_decoder_layers", "decoder_layers"),
+    "intermediate_size": (
+        "intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim", "d_ff", "inner_hidden_size",
+        "ffn_config.ffn_hidden_size", "mlp_dim", "hidden_dim",
+    ),
+    "vocab_size": ("vocab_size", "padded_vocab_size", "n_vocab", "vocabulary_size"),
+    "max_position_embeddings": (
+        "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx",
+        "max_seq_len", "model_max_length", "max_seq_length",
+    ),
+    "head_dim": ("head_dim", "kv_channels", "attention_head_dim", "d_head", "head_size", "attention_head_size"),
+    "num_experts": (
+        "num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts", "num_routed_experts",
+        "ffn_config.moe_num_experts", "n_experts", "expert_num",
+    ),
+    "num_experts_per_tok": (
+        "num_experts_per_tok", "num_experts_per_token", "moe_top_k", "top_k_experts", "moe_k",
+        "ffn_config.moe_top_k", "num_selected_experts", "n_activated_experts", "experts_per_token",
+        "moe_topk",
+    ),
+    "moe_intermediate_size": (
+        "moe_intermediate_size", "expert_intermediate_size", "moe_ffn_hidden_size", "ffn_config.ffn_hidden_size_moe",
+    ),
+    "num_shared_experts": ("n_shared_experts", "num_shared_experts", "shared_expert_num", "moe_num_shared_experts"),
+    "shared_expert_intermediate_size": (
+        "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", "shared_intermediate_size",
+    ),
+    "torch_dtype": ("torch_dtype", "dtype"),
+    "sliding_window": ("sliding_window", "sliding_window_size", "window_size", "attention_window_size"),
+}
+
+# Hard bounds: anything outside is rejected as unreadable (keeps Int64 safe and the arithmetic sane).
+_MAX_HEADS = 1 << 16
+_MAX_SIZE = 1 << 40
+_MAX_STR = 200
+_MAX_NOTES = 4000
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+#: model_type prefixes whose transformers config class defaults ``tie_word_embeddings`` to True
+#: (checked against the installed transformers by tests/test_catalog_transformers.py).
+_TIED_BY_DEFAULT: tuple[str, ...] = ("gemma", "gpt2", "paligemma", "t5", "mt5", "opt", "bloom", "gpt_neo", "codegen",
+                                     "gptj", "falcon", "mpt", "starcoder2", "phi", "olmo", "granite", "stablelm")
+_NONGATED_TYPES = frozenset({
+    "gpt2", "gpt_neox", "gpt_neo", "gptj", "falcon", "bloom", "opt", "gpt_bigcode", "starcoder2", "phi",
+    "mpt", "codegen", "nemotron", "stablelm_epoch", "bert", "roberta", "t5", "persimmon", "olmo_hf",
+})
+_NONGATED_ACTS = frozenset({"relu2", "gelu_new", "gelu_pytorch_tanh_nongated", "relu", "gelu_fast"})
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _short(v: Any, n: int = 60) -> str:
+    try:
+        s = repr(v)
+    except Exception:  # pragma: no cover - repr of plain JSON values never fails
+        s = f"<{type(v).__name__}>"
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def _clean_str(v: Any, field: str, notes: list[str], cap: int = _MAX_STR) -> str | None:
+    """A config string, type-checked and length-capped (it is untrusted and may be megabytes)."""
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        notes.append(f"{field} is not a string ({type(v).__name__}): ignored")
+        return None
+    if len(v) > cap:
+        notes.append(f"{field} truncated from {len(v)} characters")
+        return v[:cap]
+    return v
+
+
+def _as_int(v: Any, field: str, notes: list[str], *, lo: int = 1, hi: int = _MAX_SIZE) -> int | None:
+    """Validate one integer field; None (noted) when unusable. ``lo``/``hi`` are inclusive bounds."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        notes.append(f"{field} is a boolean ({v}), not a count: ignored")
+        return None
+    if isinstance(v, int):
+        i = v
+    elif isinstance(v, float):
+        if not math.isfinite(v):
+            notes.append(f"{field} is not finite ({v}): ignored")
+            return None
+        if not v.is_integer():
+            notes.append(f"{field} is not an integer ({_short(v)}): ignored")
+            return None
+        i = int(v)
+        notes.append(f"{field} given as float {v}: read as {i}")
+    elif isinstance(v, str):
+        s = v.strip()
+        if len(s) > 20 or not re.fullmatch(r"[+-]?\d+", s):
+            notes.append(f"{field} is a non-numeric string ({_short(v, 40)}): ignored")
+            return None
+        i = int(s)
+        notes.append(f"{field} given as string {_short(v, 30)}: read as {i}")
+    else:
+        notes.append(f"{field} has type {type(v).__name__}: ignored")
+        return None
+    if i < lo:
+        notes.append(f"{field} = {i} is below {lo}: ignored")
+        return None
+    if i > hi:
+        notes.append(f"{field} = {_short(i, 30)} is implausibly large (> {hi}): ignored")
+        return None
+    return i
+
+
+def _as_bool(v: Any, field: str, notes: list[str]) -> bool | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int) and v in (0, 1):
+        notes.append(f"{field} given as integer {v}: read as {bool(v)}")
+        return bool(v)
+    if isinstance(v, str) and v.strip().lower() in ("true", "false"):
+        notes.append(f"{field} given as string {v!r}")
+        return v.strip().lower() == "true"
+    notes.append(f"{field} is not a boolean ({_short(v, 30)}): ignored")
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# transformers attribute maps (optional, class attributes only)
+# ------------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _config_mapping() -> Any:
+    if os.environ.get("TP_PLANNER_NO_TRANSFORMERS"):
+        return None
+    try:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # type: ignore
+    except Exception:
+        return None
+    return CONFIG_MAPPING
+
+
+@lru_cache(maxsize=512)
+def transformers_attribute_map(model_type: str) -> dict[str, str]:
+    """``attribute_map`` of the transformers config class registered for ``model_type``.
+
+    Only the class attribute is read: the class is never instantiated and nothing from the Hub is
+    imported (``CONFIG_MAPPING`` holds transformers' own classes; remote code is never involved).
+    Returns ``{}`` when transformers is absent, the type is unknown or the name is not a plain identifier.
+    """
+    if not model_type or not _SAFE_NAME.match(model_type):
+        return {}
+    mapping = _config_mapping()
+    if mapping is None:
+        return {}
+    try:
+        if model_type not in mapping:
+            return {}
+        cls = mapping[model_type]
+        amap = getattr(cls, "attribute_map", None) or {}
+        return {str(k): str(v) for k, v in dict(amap).items() if isinstance(k, str) and isinstance(v, str)}
+    except Exception:
+        return {}
+
+
+@lru_cache(maxsize=512)
+def transformers_sub_config_keys(model_type: str) -> tuple[str, ...]:
+    """Keys of ``sub_configs`` of the transformers config class for ``model_type`` (class attribute only)."""
+    if not model_type or not _SAFE_NAME.match(model_type):
+        return ()
+    mapping = _config_mapping()
+    if mapping is None:
+        return ()
+    try:
+        if model_type not in mapping:
+            return ()
+        subs = getattr(mapping[model_type], "sub_configs", None) or {}
+        return tuple(str(k) for k in dict(subs) if isinstance(k, str))
+    except Exception:
+        return ()
+
+
+# ------------------------------------------------------------------------------------------------
+# lookups
+# ------------------------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def _dig(d: Mapping, path: str) -> Any:
+    if "." not in path:
+        return d.get(path, _MISSING)
+    cur: Any = d
+    for part in path.split("."):
+        if not isinstance(cur, Mapping):
+            return _MISSING
+        cur = cur.get(part, _MISSING)
+        if cur is _MISSING:
+            return _MISSING
+    return cur
+
+
+class _Reader:
+    """Alias-aware lookups over the chosen text config, falling back to the top level."""
+
+    __slots__ = ("text", "top", "notes", "model_types", "_amap", "nested")
+
+    def __init__(self, text: Mapping, top: Mapping, notes: list[str], model_types: tuple[str, ...]):
+        self.text = text
+        self.top = top
+        self.notes = notes
+        self.model_types = model_types
+        self._amap: dict[str, str] | None = None
+        self.nested = text is not top
+
+    def amap(self) -> dict[str, str]:
+        """transformers' attribute_map for the text model_type (then the top one); loaded on first need."""
+        if self._amap is None:
+            self._amap = {}
+            for mt in self.model_types:
+                m = transformers_attribute_map(mt) if mt else {}
+                if m:
+                    self._amap = m
+                    break
+        return self._amap
+
+    def raw(self, canonical: str, *, fallback_top: bool = True, tf: bool = True) -> tuple[Any, str | None]:
+        """(value, key) of the first alias present with a non-null value; (None, None) when none."""
+        aliases = ALIASES.get(canonical, (canonical,))
+        sources = (self.text, self.top) if (fallback_top and self.nested) else (self.text,)
+        for src in sources:
+            for a in aliases:
+                v = _dig(src, a)
+                if v is not _MISSING and v is not None:
+                    if src is self.top and self.nested:
+                        self.notes.append(f"{canonical} read from the top-level config ({a})")
+                    elif a != canonical:
+                        self.notes.append(f"{canonical} read from alias {a}")
+                    return v, a
+        if tf and canonical in _TF_FALLBACK_FIELDS:
+            # the static table missed: ask transformers' attribute_map for this model_type (lazy import)
+            extra = self.amap().get(canonical)
+            if extra and extra not in aliases:
+                for src in sources:
+                    v = src.get(extra, _MISSING)
+                    if v is not _MISSING and v is not None:
+                        self.notes.append(f"{canonical} read from {extra} (transformers attribute_map)")
+                        return v, extra
+        return None, None
+
+    def int(self, canonical: str, *, lo: int = 1, hi: int = _MAX_SIZE, fallback_top: bool = True,
+            tf: bool = True) -> int | None:
+        v, key = self.raw(canonical, fallback_top=fallback_top, tf=tf)
+        if key is None:
+            return None
+        return _as_int(v, canonical, self.notes, lo=lo, hi=hi)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        v = self.text.get(key, _MISSING)
+        if v is _MISSING or v is None:
+            return default
+        return v
+
+
+def _has_any(d: Mapping, fields: tuple[str, ...]) -> bool:
+    for f in fields:
+        for a in ALIASES[f]:
+            if "." not in a and a in d:
+                return True
+    return False
+
+
+_TEXT_MARKERS = ("num_attention_heads", "hidden_size", "num_hidden_layers")
+
+#: Fields for which transformers' attribute_map is consulted when the static table finds nothing.
+#: (Only these: a miss on them means the row is unusable, so the one-time import is worth it.)
+_TF_FALLBACK_FIELDS = frozenset({"num_attention_heads", "hidden_size", "num_hidden_layers", "vocab_size"})
+
+
+def _find_text_config(cfg: Mapping, model_type: str | None, depth: int = 0) -> tuple[Mapping, str]:
+    """The nested dict holding the language model's shapes, and its dotted key ('' = top level)."""
+    if depth > 3:
+        return cfg, ""
+    for k in TEXT_CONFIG_KEYS:
+        sub = cfg.get(k)
+        if isinstance(sub, Mapping) and sub:
+            if _has_any(sub, _TEXT_MARKERS):
+                return sub, k
+            inner, ik = _find_text_config(sub, None, depth + 1)
+            if ik:
+                return inner, f"{k}.{ik}"
+    if model_type and depth == 0 and not _has_any(cfg, _TEXT_MARKERS):
+        # nothing found: ask transformers which sub-configs this model_type declares (lazy import)
+        for k in transformers_sub_config_keys(model_type):
+            sub = cfg.get(k)
+            if "vision" not in k and "audio" not in k and isinstance(sub, Mapping) and _has_any(sub, _TEXT_MARKERS):
+                return sub, k
+    return cfg, ""
+
+
+# ------------------------------------------------------------------------------------------------
+# the normalizer
+# ------------------------------------------------------------------------------------------------
+
+
+def _empty_record(model_id: str, source: str, sha: Any, fetched_at: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = dict.fromkeys(schema.COLUMN_NAMES)
+    mid = model_id if isinstance(model_id, str) else str(model_id)
+    org, _, name = mid.partition("/")
+    rec["model_id"] = mid
+    rec["org"] = org
+    rec["name"] = name
+    rec["status"] = "ok"
+    rec["status_reason"] = ""
+    rec["source"] = source
+    rec["fetched_at"] = fetched_at if fetched_at is not None else _now()
+    rec["sha"] = sha
+    rec["parse_notes"] = ""
+    return rec
+
+
+def normalize_config(raw: object, model_id: str, *, source: str = "snapshot", sha: str | None = None,
+                     fetched_at: str | None = None) -> dict[str, Any]:
+    """Normalize one raw ``config.json`` into a catalog record.
+
+    Parameters
+    ----------
+    raw : dict, or ``str`` / ``bytes`` JSON text. Anything else (or JSON that is not an object) gives a
+        row with ``status="invalid_json"``.
+    model_id : ``org/name``.
+    source, sha, fetched_at : provenance columns (``fetched_at`` defaults to now, ISO-8601 UTC).
+
+    Returns
+    -------
+    dict with exactly the keys of :data:`dashboard.schema.COLUMN_NAMES`. Counts and sizes are ``int`` or
+    ``None``; parameter counts are ``float`` (number of parameters) or ``None``.
+
+    Never raises on bad input: unexpected failures give ``status="error"`` with the exception in
+    ``status_reason``; every problem met is listed in ``parse_notes``.
+    """
+    rec = _empty_record(model_id, source, sha, fetched_at)
+    notes: list[str] = []
+    try:
+        cfg = raw
+        if isinstance(cfg, (bytes, bytearray)):
+            try:
+                cfg = cfg.decode("utf-8")
+            except UnicodeDecodeError as e:
+                rec["status"], rec["status_reason"] = "invalid_json", f"not UTF-8: {e.reason}"
+                cfg = None
+        if isinstance(cfg, str):
+            consts: list[str] = []
+            try:
+                cfg = json.loads(cfg, parse_constant=lambda c: consts.append(c) or float(c))
+            except (ValueError, RecursionError) as e:
+                rec["status"], rec["status_reason"] = "invalid_json", f"unreadable JSON: {_short(str(e), 160)}"
+                cfg = None
+            if consts:
+                notes.append(f"non-standard JSON constants {sorted(set(consts))} read as floats")
+        if rec["status"] == "ok":
+            if not isinstance(cfg, Mapping):
+                rec["status"] = "invalid_json"
+                rec["status_reason"] = f"config is not a JSON object (got {type(cfg).__name__})"
+            else:
+                _fill(rec, cfg, notes)
+    except RecursionError:
+        rec["status"], rec["status_reason"] = "error", "config nested too deeply"
+    except Exception as e:  # last line of defence: a bad config must never crash a catalog build
+        rec["status"], rec["status_reason"] = "error", f"normalizer failed: {type(e).__name__}: {_short(str(e), 160)}"
+    if rec["status"] != "ok" and rec["status_reason"]:
+        notes.insert(0, rec["status_reason"])
+    text = "; ".join(dict.fromkeys(notes))  # de-duplicate, keep order
+    if len(text) > _MAX_NOTES:
+        text = text[: _MAX_NOTES - 20] + "; ... (truncated)"
+    rec["parse_notes"] = text
+    return rec
+
+
+def _fill(rec: dict[str, Any], cfg: Mapping, notes: list[str]) -> None:
+    model_type = _clean_str(cfg.get("model_type"), "model_type", notes)
+    if model_type is None:
+        notes.append("model_type missing")
+    rec["model_type"] = model_type
+    text, tkey = _find_text_config(cfg, model_type)
+    rec["text_config_key"] = tkey
+    tmt = _clean_str(text.get("model_type"), "text model_type", notes) if text is not cfg else model_type
+    rec["text_model_type"] = tmt if tmt is not None else model_type
+
+    r = _Reader(text, cfg, notes, (rec["text_model_type"] or "", model_type or ""))
+
+    arch = cfg.get("architectures")
+    if arch is None and text is not cfg:
+        arch = text.get("architectures")
+    if isinstance(arch, list):
+        names = [a for a in arch[:8] if isinstance(a, str)]
+        if len(names) != len(arch[:8]):
+            notes.append("architectures has non-string entries")
+        rec["architectures"] = _clean_str(",".join(names), "architectures", notes)
+    elif isinstance(arch, str):
+        rec["architectures"] = _clean_str(arch, "architectures", notes)
+    elif arch is not None:
+        notes.append("architectures is not a list")
+
+    dt, _ = r.raw("torch_dtype")
+    rec["torch_dtype"] = _clean_str(dt, "torch_dtype", notes, cap=40) if isinstance(dt, str) else None
+    if dt is not None and not isinstance(dt, str):
+        notes.append("torch_dtype is not a string")
+
+    hidden = r.int("hidden_size")
+    layers = r.int("num_hidden_layers", hi=1 << 20, tf=False)
+    if layers is None:
+        for k in ("layer_types", "layers_block_type", "hybrid_override_pattern", "block_configs"):
+            pat = r.get(k)
+            if isinstance(pat, (list, str)) and 0 < len(pat) <= (1 << 20):
+                layers = len(pat)
+                notes.append(f"num_hidden_layers = {layers} from the length of {k}")
+                break
+    if layers is None:
+        layers = r.int("num_hidden_layers", hi=1 << 20)
+    rec["hidden_size"] = hidden
+    rec["num_hidden_layers"] = layers
+    rec["vocab_size"] = r.int("vocab_size")
+    rec["max_position_embeddings"] = r.int("max_position_embeddings")
+    tie, tkey2 = r.raw("tie_word_embeddings")
+    tied = _as_bool(tie, "tie_word_embeddings", notes) if tkey2 else None
+    if tied is None:
+        mt0 = (rec["text_model_type"] or model_type or "").lower()
+        tied = mt0.startswith(_TIED_BY_DEFAULT)
+        notes.append(f"tie_word_embeddings absent: {tied} assumed (transformers' default for this model type)")
+    rec["tie_word_embeddings"] = tied
+    if hidden is None:
+        notes.append("hidden_size missing")
+    if layers is None:
+        notes.append("num_hidden_layers missing")
+
+    _attention(rec, r, cfg, notes)
+    _layers(rec, r, notes)
+    _moe(rec, r, notes)
+    _linear(rec, r, notes)
+    _vision(rec, cfg, notes)
+    _quant(rec, cfg, text, notes)
+    _params(rec, r, cfg, notes)
+    _status(rec, notes)
+
+
+def _attention(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
+    heads = r.int("num_attention_heads", hi=_MAX_HEADS)
+    if heads is None:
+        notes.append("num_attention_heads missing or unusable")
+    rec["num_attention_heads"] = heads
+
+    kv: int | None = None
+    v, key = r.raw("num_key_value_heads")
+    if key == "multi_query_group_num" and not r.get("multi_query_attention", False):
+        v, key = None, None  # ChatGLM: the group count only applies with multi_query_attention
+    if key is not None:
+        kv = _as_int(v, "num_key_value_heads", notes, hi=_MAX_HEADS)
+    if kv is None:
+        mq = r.get("multi_query")
+        nda = r.get("new_decoder_architecture")
+        if mq is True and not nda:
+            kv = 1
+            notes.append("num_key_value_heads = 1 from multi_query")
+    # nemotron-nas (DeciLM): per-block n_heads_in_group
+    if kv is None and heads and isinstance(r.get("block_configs"), list):
+        groups = []
+        for b in r.get("block_configs"):
+            att = b.get("attention") if isinstance(b, Mapping) else None
+            if isinstance(att, Mapping) and not att.get("no_op") and not att.get("replace_with_linear"):
+                g = _as_int(att.get("n_heads_in_group"), "block_configs.n_heads_in_group", notes)
+                if g:
+                    groups.append(g)
+        if groups:
+            common = max(set(groups), key=groups.count)
+            if heads % common == 0:
+                kv = heads // common
+                notes.append(f"num_key_value_heads = {kv} from block_configs n_heads_in_group={common}")
+            if len(set(groups)) > 1:
+                notes.append(f"n_heads_in_group varies per block: {sorted(set(groups))}")
+    if kv is None and heads is not None:
+        kv = heads
+        notes.append("num_key_value_heads absent: set to num_attention_heads")
+    rec["num_key_value_heads"] = kv
+
+    # MLA
+    kv_lora = r.int("kv_lora_rank", fallback_top=False)
+    q_lora = r.int("q_lora_rank", fallback_top=False)
+    rope = r.int("qk_rope_head_dim", fallback_top=False)
+    nope = r.int("qk_nope_head_dim", fallback_top=False)
+    vhd = r.int("v_head_dim", fallback_top=False)
+    is_mla = kv_lora is not None
+    rec["is_mla"] = is_mla
+    rec["q_lora_rank"] = q_lora
+    rec["kv_lora_rank"] = kv_lora
+    rec["qk_rope_head_dim"] = rope
+    rec["qk_nope_head_dim"] = nope
+
+    hd_cfg = r.int("head_dim", hi=1 << 16)
+    hidden = rec["hidden_size"]
+    head_dim: int | None
+    if is_mla and rope is not None and nope is not None:
+        head_dim = nope + rope
+        if hd_cfg is not None and hd_cfg != head_dim:
+            notes.append(f"MLA: head_dim = qk_nope_head_dim + qk_rope_head_dim = {head_dim} (config head_dim {hd_cfg} ignored)")
+    elif hd_cfg is not None:
+        head_dim = hd_cfg
+    elif hidden and heads:
+        head_dim = hidden // heads
+        notes.append(f"head_dim absent or null: hidden_size // num_attention_heads = {head_dim}")
+        if hidden % heads:
+            notes.append(f"hidden_size {hidden} not divisible by num_attention_heads {heads}")
+        if head_dim == 0:
+            head_dim = None
+            notes.append("head_dim would be 0: left empty")
+    else:
+        head_dim = None
+        notes.append("head_dim cannot be derived")
+    rec["head_dim"] = head_dim
+    rec["v_head_dim"] = vhd if vhd is not None else head_dim
+
+    if is_mla:
+        rec["attention_kind"] = "mla"
+    elif heads is not None and kv is not None:
+        rec["attention_kind"] = "mha" if kv == heads else ("mqa" if kv == 1 else "gqa")
+
+    # per-layer heterogeneous head counts: keep the headline value, note the spread
+    per_layer = r.get("num_attention_heads_per_layer")
+    if isinstance(per_layer, list) and per_layer:
+        vals = sorted({x for x in per_layer if isinstance(x, int) and not isinstance(x, bool)})
+        if len(vals) > 1:
+            notes.append(f"attention heads vary per layer: {vals[:6]}")
+    swa_h = r.get("swa_num_attention_heads")
+    swa_kv = r.get("swa_num_key_value_heads")
+    if (swa_h is not None and swa_h != heads) or (swa_kv is not None and swa_kv != kv):
+        notes.append(f"sliding-window layers use {swa_h} heads / {swa_kv} KV heads")
+
+
+def _count_bool_list(v: Any) -> int | None:
+    if isinstance(v, list):
+        return len(v)
+    return None
+
+
+def _layers(rec: dict, r: _Reader, notes: list[str]) -> None:
+    """Counts of full / sliding / linear / cross-attention layers and the window."""
+    n = rec["num_hidden_layers"]
+    mt = (rec["text_model_type"] or rec["model_type"] or "").lower()
+    window = r.int("sliding_window", hi=1 << 40, fallback_top=False)
+    use_sw = r.get("use_sliding_window")
+    full = sliding = linear = 0
+    cross = 0
+    decided = False
+
+    cal = r.get("cross_attention_layers")
+    if isinstance(cal, list):
+        cross = len(cal)
+
+    lt = r.get("layer_types")
+    lbt = r.get("layers_block_type")
+    hop = r.get("hybrid_override_pattern")
+    lac = r.get("linear_attn_config")
+    if isinstance(lt, list) and lt:
+        for t in lt:
+            s = str(t).lower() if isinstance(t, str) else ""
+            if "linear" in s or "mamba" in s or "ssm" in s or "kda" in s or "gdn" in s or "delta" in s:
+                linear += 1
+            elif "sliding" in s or "local" in s or "chunk" in s or "swa" in s:
+                sliding += 1
+            elif s:
+                full += 1
+            else:
+                notes.append("layer_types has a non-string entry")
+                full += 1
+        decided = True
+        if n is not None and len(lt) != n:
+            notes.append(f"layer_types has {len(lt)} entries for {n} layers")
+    elif isinstance(lbt, list) and lbt:
+        for t in lbt:
+            s = str(t).lower()
+            if s in ("mamba", "m", "ssm", "linear_attention"):
+                linear += 1
+            elif s in ("attention", "*", "full_attention"):
+                full += 1
+        decided = True
+    elif isinstance(hop, str) and hop:
+        hop = hop[:100000]
+        linear = hop.count("M")
+        full = hop.count("*")
+        decided = True
+        if n is not None and len(hop) != n:
+            notes.append(f"hybrid_override_pattern has {len(hop)} entries for {n} layers")
+    elif isinstance(lac, Mapping) and (lac.get("kda_layers") is not None or lac.get("full_attn_layers") is not None):
+        kda = lac.get("kda_layers")
+        fal = lac.get("full_attn_layers")
+        linear = len(kda) if isinstance(kda, list) else 0
+        full = len(fal) if isinstance(fal, list) else ((n or 0) - linear)
+        decided = True
+    elif isinstance(r.get("hybrid_layer_pattern"), list):
+        pat = r.get("hybrid_layer_pattern")
+        sliding = sum(1 for x in pat if x == 1)
+        full = len(pat) - sliding
+        decided = True
+        notes.append("hybrid_layer_pattern: 1 = sliding-window layer, 0 = full attention")
+    elif isinstance(r.get("compress_ratios"), list) and n:
+        cr = r.get("compress_ratios")[:n]
+        sliding = sum(1 for x in cr if x == 0)
+        full = len(cr) - sliding
+        decided = True
+        notes.append("compress_ratios: ratio 0 = sliding-window-only layer; compressed (ratio > 0) layers counted as full")
+    elif n is not None and isinstance(r.get("full_attention_interval"), int) and r.get("full_attention_interval") > 0:
+        k = r.get("full_attention_interval")
+        full = sum(1 for i in range(n) if (i + 1) % k == 0)
+        linear = n - full
+        decided = True
+        notes.append(f"layer kinds from full_attention_interval={k}")
+    elif n is not None and window is not None and use_sw is not False:
+        pat = r.get("sliding_window_pattern")
+        if isinstance(pat, int) and not isinstance(pat, bool) and pat > 0:
+            full = sum(1 for i in range(n) if (i + 1) % pat == 0)
+            sliding = n - full
+            notes.append(f"layer kinds from sliding_window_pattern={pat}")
+        elif isinstance(pat, str) and pat:
+            p = pat[:1000]
+            seq = [p[i % len(p)] for i in range(n)]
+            full = sum(1 for c in seq if c.upper() == "G")
+            sliding = n - full
+            notes.append(f"layer kinds from sliding_window_pattern={_short(pat, 20)}")
+        elif mt.startswith("gemma2") or mt.startswith("cohere2"):
+            sliding = sum(1 for i in range(n) if (i + 1) % 2)
+            full = n - sliding
+            notes.append("gemma2: sliding and full layers alternate")
+        elif use_sw is True and isinstance(r.get("max_window_layers"), int):
+            mwl = max(0, min(n, r.get("max_window_layers")))
+            sliding = n - mwl
+            full = mwl
+            notes.append(f"use_sliding_window: layers >= max_window_layers={mwl} slide")
+        else:
+            sliding = n
+            notes.append("sliding_window set without a layer pattern: all layers assumed sliding-window")
+        decided = True
+    if window is not None and use_sw is False:
+        notes.append(f"sliding_window={window} ignored (use_sliding_window is false)")
+        window = None
+    bc = r.get("block_configs")
+    if not decided and n is not None and isinstance(bc, list) and bc:
+        # DeciLM / Nemotron-NAS: some blocks have no attention at all (no_op / replaced by a linear layer)
+        full = sum(1 for b in bc if isinstance(b, Mapping) and isinstance(b.get("attention"), Mapping)
+                   and not b["attention"].get("no_op") and not b["attention"].get("replace_with_linear"))
+        decided = True
+        if full != n:
+            notes.append(f"block_configs: {n - full} of {n} blocks have no attention")
+    if not decided and n is not None:
+        chunk = r.int("attention_chunk_size", fallback_top=False)
+        if chunk and mt.startswith("llama4"):
+            # Llama 4: chunked local attention on 3 of every 4 layers (no-RoPE layers are global)
+            full = sum(1 for i in range(n) if (i + 1) % 4 == 0)
+            sliding = n - full
+            window = chunk
+            notes.append(f"llama4 chunked attention (chunk {chunk}) counted as sliding-window on 3 of 4 layers")
+        else:
+            full = n
+        decided = True
+    if cross and n is not None and full >= cross:
+        full -= cross
+        notes.append(f"{cross} cross-attention layers included in num_hidden_layers")
+    if sliding == 0 and window is not None and not (isinstance(lt, list) and lt):
+        window = window if decided and sliding else window
+    if n is None and not decided:
+        return
+    rec["num_full_attention_layers"] = full
+    rec["num_sliding_window_layers"] = sliding
+    rec["num_linear_attention_layers"] = linear
+    rec["num_cross_attention_layers"] = cross
+    rec["sliding_window"] = window if sliding else None
+    if window is not None and not sliding and use_sw is not False:
+        notes.append(f"sliding_window={window} given but no sliding-window layers")
+
+
+def _moe(rec: dict, r: _Reader, notes: list[str]) -> None:
+    n = rec["num_hidden_layers"]
+    experts = r.int("num_experts", fallback_top=False)
+    if experts is not None and experts <= 1:
+        experts = None
+    topk = r.int("num_experts_per_tok", fallback_top=False)
+    moe_i = r.int("moe_intermediate_size", fallback_top=False)
+    mt = (rec["text_model_type"] or "").lower()
+    if experts is not None and moe_i is None:
+        inter = r.int("intermediate_size", fallback_top=False)
+        if inter is not None:
+            moe_i = inter
+            notes.append("moe_intermediate_size absent: experts use intermediate_size")
+    is_moe = experts is not None
+    if r.get("enable_moe_block") is False:
+        is_moe = False
+    rec["is_moe"] = is_moe
+    rec["intermediate_size"] = r.int("intermediate_size", fallback_top=False)
+    if rec["intermediate_size"] is None and rec["hidden_size"] and not isinstance(r.get("block_configs"), list):
+        rec["intermediate_size"] = 4 * rec["hidden_size"]
+        notes.append(f"intermediate_size absent: 4 x hidden_size = {rec['intermediate_size']} assumed")
+    if not is_moe:
+        rec["num_experts"] = None
+        rec["num_shared_experts"] = 0
+        hop, lbt = r.get("hybrid_override_pattern"), r.get("layers_block_type")
+        if isinstance(lbt, list) and lbt:
+            rec["num_dense_layers"] = sum(1 for t in lbt if str(t).lower() in ("mlp", "-", "dense"))
+        elif isinstance(hop, str) and hop:
+            rec["num_dense_layers"] = hop.count("-")
+        else:
+            rec["num_dense_layers"] = n
+        rec["num_moe_layers"] = 0
+        return
+    rec["num_experts"] = experts
+    if topk is None:
+        notes.append("num_experts_per_tok missing")
+    elif topk > experts:
+        notes.append(f"num_experts_per_tok {topk} > num_experts {experts}: contradictory")
+    rec["num_experts_per_tok"] = topk
+    rec["moe_intermediate_size"] = moe_i
+    shared = r.int("num_shared_experts", lo=0, fallback_top=False)
+    sh_i = r.int("shared_expert_intermediate_size", fallback_top=False)
+    if shared is None and mt.startswith("llama4"):
+        shared, sh_i = 1, r.int("intermediate_size", fallback_top=False)
+        notes.append("llama4: one shared expert of intermediate_size")
+    if shared is None:
+        shared = 1 if sh_i else 0
+    if shared and sh_i is None and moe_i is not None:
+        sh_i = shared * moe_i
+        notes.append(f"shared expert width = n_shared_experts x moe_intermediate_size = {sh_i}")
+    rec["num_shared_experts"] = shared
+    rec["shared_expert_intermediate_size"] = sh_i if shared else None
+
+    dense = 0
+    if n is not None:
+        fkd = r.get("first_k_dense_replace")
+        mlf = r.get("moe_layer_freq")
+        mol = r.get("mlp_only_layers")
+        dss = r.get("decoder_sparse_step")
+        ils = r.get("interleave_moe_layer_step")
+        mlt = r.get("mlp_layer_types")
+        lbt = r.get("layers_block_type")
+        hop = r.get("hybrid_override_pattern")
+        if isinstance(lbt, list) and lbt:
+            moe_layers = sum(1 for t in lbt if str(t).lower() in ("moe", "e"))
+            dense = sum(1 for t in lbt if str(t).lower() in ("mlp", "-", "dense"))
+            rec["num_moe_layers"], rec["num_dense_layers"] = moe_layers, dense
+            return
+        if isinstance(hop, str) and hop:
+            rec["num_moe_layers"], rec["num_dense_layers"] = hop.count("E"), hop.count("-")
+            return
+        if isinstance(mlt, list) and mlt:
+            dense = sum(1 for t in mlt if str(t).lower() in ("dense", "mlp"))
+            rec["num_dense_layers"], rec["num_moe_layers"] = dense, len(mlt) - dense
+            return
+        if isinstance(mlf, list) and mlf:
+            moe_layers = sum(1 for x in mlf[:n] if x)
+            rec["num_dense_layers"], rec["num_moe_layers"] = n - moe_layers, moe_layers
+            return
+        is_moe_layer = [True] * n
+        if isinstance(fkd, int) and not isinstance(fkd, bool) and fkd > 0:
+            for i in range(min(fkd, n)):
+                is_moe_layer[i] = False
+        if isinstance(mlf, int) and not isinstance(mlf, bool) and mlf > 1:
+            for i in range(n):
+                if i % mlf != 0:
+                    is_moe_layer[i] = False
+        if isinstance(dss, int) and not isinstance(dss, bool) and dss > 1:
+            for i in range(n):
+                if (i + 1) % dss != 0:
+                    is_moe_layer[i] = False
+        if isinstance(ils, int) and not isinstance(ils, bool) and ils > 1:
+            for i in range(n):
+                if (i + 1) % ils != 0:
+                    is_moe_layer[i] = False
+        if isinstance(mol, list):
+            for i in mol:
+                if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n:
+                    is_moe_layer[i] = False
+        moe_layers = sum(is_moe_layer)
+        rec["num_moe_layers"] = moe_layers
+        rec["num_dense_layers"] = n - moe_layers
+    # dense-layer width: MoE configs sometimes keep the dense width elsewhere
+    dense_i = r.int("dense_intermediate_size", fallback_top=False)
+    if dense_i is not None:
+        rec["intermediate_size"] = dense_i
+        notes.append("intermediate_size of dense layers from dense_intermediate_size")
+    elif mt.startswith("llama4") and r.int("intermediate_size_mlp", fallback_top=False):
+        pass  # llama4: intermediate_size is the expert width; intermediate_size_mlp the dense one
+
+
+def _linear(rec: dict, r: _Reader, notes: list[str]) -> None:
+    kind = ""
+    lac = r.get("linear_attn_config")
+    if r.get("linear_num_value_heads") is not None or r.get("linear_num_key_heads") is not None:
+        kind = "gdn"
+        rec["linear_num_key_heads"] = r.int("linear_num_key_heads", hi=_MAX_HEADS, fallback_top=False)
+        rec["linear_num_value_heads"] = r.int("linear_num_value_heads", hi=_MAX_HEADS, fallback_top=False)
+        rec["linear_key_head_dim"] = r.int("linear_key_head_dim", fallback_top=False)
+        rec["linear_value_head_dim"] = r.int("linear_value_head_dim", fallback_top=False)
+        rec["linear_conv_kernel_dim"] = r.int("linear_conv_kernel_dim", fallback_top=False)
+    elif isinstance(lac, Mapping):
+        kind = "kda"
+        h = _as_int(lac.get("num_heads"), "linear_attn_config.num_heads", notes, hi=_MAX_HEADS)
+        d = _as_int(lac.get("head_dim"), "linear_attn_config.head_dim", notes)
+        rec["linear_num_key_heads"] = h
+        rec["linear_num_value_heads"] = h
+        rec["linear_key_head_dim"] = d
+        rec["linear_value_head_dim"] = d
+        rec["linear_conv_kernel_dim"] = _as_int(lac.get("short_conv_kernel_size"), "linear_attn_config.short_conv_kernel_size", notes)
+    elif r.get("mamba_num_heads") is not None or r.get("ssm_state_size") is not None or (rec["model_type"] or "").startswith(("mamba", "nemotron_h", "falcon_h", "jamba", "zamba", "granitemoehybrid")):
+        if r.get("ssm_state_size") is not None or r.get("mamba_num_heads") is not None or r.get("state_size") is not None:
+            kind = "mamba2"
+            hidden = rec["hidden_size"]
+            nh = r.int("mamba_num_heads", hi=1 << 20, fallback_top=False)
+            hd = r.int("mamba_head_dim", fallback_top=False)
+            if nh is None and hidden:
+                expand = r.int("expand", fallback_top=False) or r.int("mamba_expand", fallback_top=False) or 2
+                hd = hd or 64
+                nh = expand * hidden // hd
+                notes.append(f"mamba heads inferred as expand*hidden/head_dim = {nh}")
+            rec["linear_num_value_heads"] = nh
+            rec["linear_value_head_dim"] = hd
+            rec["mamba_n_groups"] = r.int("n_groups", fallback_top=False) or r.int("mamba_n_groups", fallback_top=False)
+            rec["ssm_state_size"] = r.int("ssm_state_size", fallback_top=False) or r.int("state_size", fallback_top=False)
+            rec["linear_conv_kernel_dim"] = r.int("conv_kernel", fallback_top=False) or r.int("mamba_d_conv", fallback_top=False)
+    has = bool(kind) and (rec["num_linear_attention_layers"] or 0) > 0
+    if kind and not has:
+        if rec["num_linear_attention_layers"] in (0, None) and rec["num_hidden_layers"]:
+            notes.append(f"{kind} fields present but no linear-attention layers in the layer pattern")
+    rec["has_linear_attention"] = has
+    rec["linear_attention_kind"] = kind if has else ""
+
+
+def _vision(rec: dict, cfg: Mapping, notes: list[str]) -> None:
+    vc = None
+    for k in VISION_CONFIG_KEYS:
+        v = cfg.get(k)
+        if isinstance(v, Mapping) and v:
+            vc = v
+            break
+    if vc is None:
+        rec["has_vision"] = False
+        rec["params_vision"] = 0.0
+        return
+    rec["has_vision"] = True
+
+    def first(keys: tuple[str, ...], field: str, hi: int = _MAX_SIZE) -> int | None:
+        for k in keys:
+            if vc.get(k) is not None:
+                return _as_int(vc.get(k), f"vision {field}", notes, hi=hi)
+        return None
+
+    rec["vision_num_heads"] = first(("num_attention_heads", "num_heads", "vt_num_attention_heads", "attention_heads", "n_heads", "heads"), "heads", _MAX_HEADS)
+    vh = first(("hidden_size", "embed_dim", "vt_hidden_size", "width", "d_model", "dim"), "hidden_size")
+    depth = first(("depth", "num_hidden_layers", "vt_num_hidden_layers", "num_layers", "layers", "n_layers"), "depth", 1 << 20)
+    glob = first(("num_global_layers",), "num_global_layers", 1 << 20)
+    if depth is not None and glob:
+        depth += glob
+        notes.append(f"vision depth includes {glob} global layers")
+    rec["vision_hidden_size"] = vh
+    rec["vision_depth"] = depth
+    vi = first(("intermediate_size", "vt_intermediate_size", "mlp_dim", "ffn_dim"), "intermediate_size")
+    if vi is None and vh is not None and isinstance(vc.get("mlp_ratio"), (int, float)) and not isinstance(vc.get("mlp_ratio"), bool):
+        ratio = vc.get("mlp_ratio")
+        if math.isfinite(ratio) and 0 < ratio < 100:
+            vi = int(vh * ratio)
+            notes.append(f"vision intermediate_size = hidden_size x mlp_ratio {ratio}")
+    rec["vision_intermediate_size"] = vi
+    if rec["vision_num_heads"] is None:
+        notes.append("vision_config has no head count")
+    # vision tower estimate: blocks (qkv + o + 2-matrix MLP, 3 when gated) + patch embedding + merger
+    if vh and depth:
+        gated = isinstance(vc.get("hidden_act"), str) and vc.get("hidden_act") in ("silu", "swiglu") 
+        mlp = (3 if gated else 2) * vh * (vi or 4 * vh)
+        block = 4 * vh * vh + mlp + 4 * vh
+        patch = _as_int(vc.get("patch_size"), "vision patch_size", [], hi=4096) or 14
+        chans = _as_int(vc.get("in_channels") or vc.get("num_channels"), "vision channels", [], hi=64) or 3
+        tps = _as_int(vc.get("temporal_patch_size"), "vision temporal_patch_size", [], hi=64) or 1
+        embed = chans * tps * patch * patch * vh
+        merge = _as_int(vc.get("spatial_merge_size"), "vision spatial_merge_size", [], hi=64) or 1
+        out = _as_int(vc.get("out_hidden_size") or vc.get("projection_dim") or vc.get("vision_output_dim")
+                      or vc.get("text_hidden_size") or vc.get("out_dim"), "vision out dim", []) or rec["hidden_size"] or vh
+        mi = vh * merge * merge
+        merger = mi * mi + mi * out
+        rec["params_vision"] = float(depth * block + embed + merger)
+    else:
+        rec["params_vision"] = 0.0
+        notes.append("vision tower size unknown: params_vision = 0")
+
+
+_NAME_QUANT = (("nvfp4", "modelopt", "nvfp4", 4), ("mxfp4", "mxfp4", "mxfp4", 4), ("fp8", "fp8", "", 8),
+               ("awq", "awq", "", 4), ("gptq", "gptq", "", 4), ("int4", "", "", 4), ("w4a16", "", "", 4))
+
+
+def _quant(rec: dict, cfg: Mapping, text: Mapping, notes: list[str]) -> None:
+    q = cfg.get("quantization_config")
+    if not isinstance(q, Mapping) and text is not cfg:
+        q = text.get("quantization_config")
+        if isinstance(q, Mapping):
+            notes.append("quantization_config read from the text config")
+    if q is not None and not isinstance(q, Mapping):
+        notes.append("quantization_config is not an object: ignored")
+        q = None
+    if not q:
+        rec["is_quantized"] = False
+        name = (rec["name"] or "").lower()
+        for token, method, fmt, bits in _NAME_QUANT:
+            if re.search(rf"(^|[-_.]){token}($|[-_.])", name):
+                rec["is_quantized"] = True
+                rec["quant_method"] = method or None
+                rec["quant_format"] = fmt or None
+                rec["quant_bits"] = bits
+                notes.append(f"no quantization_config in config.json; '{token}' in the repo name: quantized checkpoint inferred")
+                break
+        return
+    rec["is_quantized"] = True
+    method = _clean_str(q.get("quant_method"), "quant_method", notes, cap=60)
+    qa = q.get("quant_algo")
+    qa = qa.strip() if isinstance(qa, str) else None
+    fmt = q.get("format") if isinstance(q.get("format"), str) else None
+    bits = None
+    group = None
+    wbs = q.get("weight_block_size")
+    if isinstance(wbs, list) and len(wbs) == 2:
+        rec["weight_block_n"] = _as_int(wbs[0], "weight_block_size[0]", notes)
+        rec["weight_block_k"] = _as_int(wbs[1], "weight_block_size[1]", notes)
+    elif wbs is not None:
+        notes.append(f"weight_block_size unreadable ({_short(wbs, 40)})")
+    m = (method or "").lower()
+    if m in ("awq", "gptq", "autoround", "auto-round", "bitblas", "exl2", "hqq", "quark", "eetq", "aqlm"):
+        bits = _as_int(q.get("bits", q.get("w_bit")), "quant bits", notes, hi=64)
+        group = _as_int(q.get("group_size", q.get("q_group_size")), "quant group_size", notes, lo=-1, hi=1 << 20)
+        if group == -1:
+            group = None
+            notes.append("group_size -1: per-channel quantization")
+    elif m == "bitsandbytes":
+        bits = 4 if q.get("load_in_4bit") else (8 if q.get("load_in_8bit") else None)
+        fmt = fmt or _clean_str(q.get("bnb_4bit_quant_type"), "bnb_4bit_quant_type", notes, cap=40)
+    elif m in ("fp8", "fbgemm_fp8", "fp8_e4m3", "w8a8_fp8"):
+        bits = 8
+        fmt = fmt or (q.get("fmt") if isinstance(q.get("fmt"), str) else None)
+    elif m == "mxfp4":
+        bits = 4
+        fmt = fmt or "mxfp4"
+    # compressed-tensors style groups (also used by modelopt exports and some fp8 hybrids)
+    groups = q.get("config_groups")
+    if isinstance(groups, Mapping):
+        for gname, g in list(groups.items())[:16]:
+            w = g.get("weights") if isinstance(g, Mapping) else None
+            if isinstance(w, Mapping):
+                b = _as_int(w.get("num_bits"), f"config_groups.{_short(gname, 20)}.num_bits", notes, hi=64)
+                gs = w.get("group_size")
+                gs = _as_int(gs, "config_groups group_size", notes, hi=1 << 20) if gs is not None else None
+                if b is not None and (bits is None or b < bits):
+                    bits = b
+                    group = gs if gs is not None else group
+                elif group is None and gs is not None:
+                    group = gs
+                gfmt = g.get("format") if isinstance(g, Mapping) else None
+                if isinstance(gfmt, str) and not fmt:
+                    fmt = gfmt
+        if len(groups) > 1:
+            notes.append(f"quantization_config has {len(groups)} config_groups (mixed precision)")
+    if group is None and q.get("group_size") is not None:
+        group = _as_int(q.get("group_size"), "quant group_size", notes, hi=1 << 20)
+    if qa:
+        qal = qa.lower()
+        moe_algo = q.get("moe_quant_algo")
+        if qal == "mixed_precision":
+            algos = set()
+            ql = q.get("quantized_layers")
+            if isinstance(ql, Mapping):
+                for i, v in enumerate(ql.values()):
+                    if i > 50000:
+                        break
+                    if isinstance(v, Mapping) and isinstance(v.get("quant_algo"), str):
+                        algos.add(v["quant_algo"].lower())
+            if isinstance(moe_algo, str):
+                algos.add(moe_algo.lower())
+            if any("nvfp4" in a for a in algos):
+                fmt = "nvfp4"
+                bits = 4
+                group = group or 16
+            elif algos:
+                fmt = sorted(algos)[0]
+            notes.append(f"mixed-precision modelopt checkpoint ({', '.join(sorted(algos)) or 'per-layer'})")
+        else:
+            fmt = qal
+            if "fp4" in qal:
+                bits = 4
+                group = group or 16
+            elif "fp8" in qal:
+                bits = bits or 8
+            elif "int4" in qal or "w4" in qal:
+                bits = 4
+    rec["quant_method"] = method
+    rec["quant_format"] = _clean_str(fmt, "quant format", notes, cap=60) if fmt else None
+    rec["quant_bits"] = bits
+    rec["quant_group_size"] = group
+    if method is None:
+        notes.append("quantization_config has no quant_method")
+
+
+def _mlp_params(hidden: int, inter: int, gated: bool) -> int:
+    return (3 if gated else 2) * hidden * inter
+
+
+def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
+    """Parameter estimate from the shapes (see the module docstring for the convention)."""
+    h = rec["hidden_size"]
+    n = rec["num_hidden_layers"]
+    heads = rec["num_attention_heads"]
+    kv = rec["num_key_value_heads"]
+    hd = rec["head_dim"]
+    vocab = rec["vocab_size"]
+    if not (h and n and vocab):
+        return
+    mt = (rec["text_model_type"] or rec["model_type"] or "").lower()
+    act = r.get("hidden_act") or r.get("activation_function") or r.get("mlp_hidden_act") or r.get("hidden_activation")
+    gated = not (mt in _NONGATED_TYPES or (isinstance(act, str) and act in _NONGATED_ACTS))
+    if mt.startswith("gpt2") or mt == "gpt_bigcode":
+        gated = False
+
+    # --- attention mixer (per softmax-attention layer)
+    attn = 0
+    if rec["is_mla"] and heads:
+        qk = (rec["qk_nope_head_dim"] or 0) + (rec["qk_rope_head_dim"] or 0)
+        vd = rec["v_head_dim"] or 0
+        ql = rec["q_lora_rank"]
+        kvl = rec["kv_lora_rank"] or 0
+        rope = rec["qk_rope_head_dim"] or 0
+        q = (h * ql + ql + ql * heads * qk) if ql else h * heads * qk
+        attn = q + h * (kvl + rope) + kvl + kvl * heads * ((rec["qk_nope_head_dim"] or 0) + vd) + heads * vd * h
+    elif heads and kv and hd:
+        vd = rec["v_head_dim"] or hd
+        ql = r.int("q_lora_rank", fallback_top=False)
+        q = (h * ql + ql * heads * hd) if ql else h * heads * hd
+        ol = r.int("o_lora_rank", fallback_top=False)
+        o = heads * vd * h
+        if ol:
+            og = r.int("o_groups", fallback_top=False) or 1
+            # DeepSeek-V4 grouped low-rank output: og groups of (heads*vd/og -> ol), then og*ol -> hidden
+            o = heads * vd * ol + og * ol * h
+        attn = q + h * kv * hd + h * kv * vd + o
+    norms = 2 * h
+
+    # --- linear mixers
+    lin = 0
+    kind = rec["linear_attention_kind"]
+    if kind == "gdn":
+        nk, nv = rec["linear_num_key_heads"] or 0, rec["linear_num_value_heads"] or 0
+        dk, dv = rec["linear_key_head_dim"] or 0, rec["linear_value_head_dim"] or 0
+        kc = rec["linear_conv_kernel_dim"] or 4
+        conv_dim = 2 * nk * dk + nv * dv
+        lin = h * (2 * nk * dk + 2 * nv * dv) + h * 2 * nv + conv_dim * kc + nv * dv * h + 2 * nv + dv
+    elif kind == "kda":
+        nh, d = rec["linear_num_value_heads"] or 0, rec["linear_value_head_dim"] or 0
+        kc = rec["linear_conv_kernel_dim"] or 4
+        proj = nh * d
+        lin = 3 * h * proj + 3 * proj * kc + 2 * (h * d + d * proj) + h * nh + proj * h + 2 * nh
+    elif kind == "mamba2":
+        nh, d = rec["linear_num_value_heads"] or 0, rec["linear_value_head_dim"] or 0
+        g, s = rec["mamba_n_groups"] or 1, rec["ssm_state_size"] or 0
+        kc = rec["linear_conv_kernel_dim"] or 4
+        inner = nh * d
+        lin = h * (2 * inner + 2 * g * s + nh) + (inner + 2 * g * s) * kc + inner * h + 3 * nh + inner
+
+    # --- MLPs
+    inter = rec["intermediate_size"]
+    dense_mlp = _mlp_params(h, inter, gated) if inter else 0
+    if mt.startswith("llama4"):
+        im = r.int("intermediate_size_mlp", fallback_top=False)
+        if im:
+            dense_mlp = _mlp_params(h, im, gated)
+    moe_total = moe_active = 0
+    if rec["is_moe"]:
+        e, k = rec["num_experts"] or 0, rec["num_experts_per_tok"] or 0
+        mi = rec["moe_intermediate_size"] or 0
+        latent = r.int("moe_latent_size", fallback_top=False) or r.int("routed_expert_hidden_size", fallback_top=False)
+        eh = latent or h
+        one = _mlp_params(eh, mi, gated)
+        proj = 2 * h * latent if latent else 0
+        shared = _mlp_params(h, rec["shared_expert_intermediate_size"], gated) if rec["shared_expert_intermediate_size"] else 0
+        router = h * e
+        moe_total = e * one + shared + router + proj
+        moe_active = k * one + shared + router + proj
+
+    # --- per-layer kinds
+    n_attn = (rec["num_full_attention_layers"] or 0) + (rec["num_sliding_window_layers"] or 0)
+    n_lin = rec["num_linear_attention_layers"] or 0
+    n_cross = rec["num_cross_attention_layers"] or 0
+    n_moe = rec["num_moe_layers"] or 0 if rec["is_moe"] else 0
+    n_dense = rec["num_dense_layers"] if rec["num_dense_layers"] is not None else n
+    if not rec["is_moe"]:
+        n_dense = n
+    mixers = n_attn * attn + n_lin * lin + n_cross * attn
+    hybrid_blocks = mt.startswith("nemotron_h") or isinstance(r.get("hybrid_override_pattern"), str) or isinstance(r.get("layers_block_type"), list)
+    if hybrid_blocks:
+        # Nemotron-H: each block is one of mamba / attention / mlp / moe, one norm each
+        mlp_blocks = rec["num_dense_layers"] or 0
+        total = mixers + mlp_blocks * dense_mlp + n_moe * moe_total + n * h
+        active = mixers + mlp_blocks * dense_mlp + n_moe * moe_active + n * h
+    elif isinstance(r.get("block_configs"), list):
+        total = active = _decilm_blocks(r.get("block_configs"), h, heads or 0, hd or 0, notes) + n * norms
+    else:
+        total = mixers + n_dense * dense_mlp + n_moe * moe_total + n * norms
+        active = mixers + n_dense * dense_mlp + n_moe * moe_active + n * norms
+    embed = vocab * h
+    head = 0 if rec["tie_word_embeddings"] else vocab * h
+    pv = rec["params_vision"] or 0.0
+    rec["params_total"] = float(total + embed + head + h) + pv
+    rec["params_active"] = float(active + embed + head + h) + pv
+    nextn = r.int("num_nextn_predict_layers", lo=0, fallback_top=False) or r.int("mtp_num_hidden_layers", lo=0, fallback_top=False)
+    if nextn:
+        notes.append(f"{nextn} MTP/nextn layer(s) not counted in params_total")
+
+
+def _decilm_blocks(blocks: list, h: int, heads: int, hd: int, notes: list[str]) -> int:
+    """DeciLM / Nemotron-NAS blocks: per-block attention (``n_heads_in_group``) and FFN (``ffn_mult``).
+
+    FFN width follows DeciLM's ``_ffn_mult_to_intermediate_size``: ``int(2 * ffn_mult * hidden / 3)``
+    rounded up to a multiple of 256.
+    """
+    total = 0
+    for b in blocks:
+        att = b.get("attention") if isinstance(b, Mapping) else None
+        if isinstance(att, Mapping) and not att.get("no_op"):
+            if att.get("replace_with_linear"):
+                total += h * h
+            else:
+                g = att.get("n_heads_in_group")
+                kvb = heads // g if isinstance(g, int) and not isinstance(g, bool) and g > 0 else heads
+                total += 2 * h * heads * hd + 2 * h * kvb * hd
+        ffn = b.get("ffn") if isinstance(b, Mapping) else None
+        if not isinstance(ffn, Mapping) or ffn.get("no_op"):
+            continue
+        if ffn.get("replace_with_linear"):
+            total += h * h
+            continue
+        mult = ffn.get("ffn_mult")
+        if isinstance(mult, (int, float)) and not isinstance(mult, bool) and math.isfinite(mult) and 0 < mult < 1000:
+            inter = int(2 * mult * h / 3)
+            inter = -(-inter // 256) * 256
+            total += 3 * h * inter
+    notes.append("per-block FFN widths from block_configs (ffn_mult)")
+    return total
+
+
+def _status(rec: dict, notes: list[str]) -> None:
+    heads, kv, hd = rec["num_attention_heads"], rec["num_key_value_heads"], rec["head_dim"]
+    problems = []
+    attn_layers = (rec["num_full_attention_layers"] or 0) + (rec["num_sliding_window_layers"] or 0)
+    pure_ssm = rec["has_linear_attention"] and attn_layers == 0
+    if heads is None and not pure_ssm:
+        problems.append("no usable num_attention_heads")
+    if heads is not None and kv is not None and not rec["is_mla"]:
+        if kv > heads:
+            problems.append(f"num_key_value_heads ({kv}) > num_attention_heads ({heads})")
+        elif heads % kv:
+            problems.append(f"num_attention_heads ({heads}) not a multiple of num_key_value_heads ({kv})")
+    if hd is None and not pure_ssm:
+        problems.append("no usable head_dim")
+    if rec["hidden_size"] is None:
+        problems.append("no usable hidden_size")
+    if rec["num_hidden_layers"] is None:
+        problems.append("no usable num_hidden_layers")
+    if problems:
+        rec["status"] = "error"
+        rec["status_reason"] = "; ".join(problems)
+
+
+# ------------------------------------------------------------------------------------------------
+# records <-> DataFrame, files
+# ------------------------------------------------------------------------------------------------
+
+
+def _coerce_column(values: list, dtype: str) -> pd.api.extensions.ExtensionArray | Any:
+    if dtype == "Int64":
+        return pd.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v) for v in values], dtype="Int64")
+    if dtype == "boolean":
+        return pd.array([None if v is None or v is pd.NA else bool(v) for v in values], dtype="boolean")
+    if dtype == "float64":
+        return pd.array([math.nan if v is None or v is pd.NA else float(v) for v in values], dtype="float64")
+    return pd.array([None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values], dtype="string")
+
+
+def catalog_from_records(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """DataFrame with the schema's columns (order of ``schema.COLUMN_NAMES``) and dtypes.
+
+    Missing keys become NA; extra keys are dropped.
+    """
+    recs = list(records)
+    data = {}
+    for name in schema.COLUMN_NAMES:
+        data[name] = _coerce_column([rc.get(name) for rc in recs], schema.COLUMN_DTYPES[name])
+    return pd.DataFrame(data, columns=list(schema.COLUMN_NAMES))
+
+
+def conform(df: pd.DataFrame) -> pd.DataFrame:
+    """Cast a DataFrame to the schema (adds missing columns as NA, drops extras, fixes order)."""
+    out = {}
+    n = len(df)
+    for name in schema.COLUMN_NAMES:
+        dt = schema.COLUMN_DTYPES[name]
+        if name in df.columns:
+            col = df[name]
+            if str(col.dtype) == dt:
+                out[name] = col.reset_index(drop=True)
+            else:
+                out[name] = pd.Series(_coerce_column(col.tolist(), dt))
+        else:
+            out[name] = pd.Series(_coerce_column([None] * n, dt))
+    return pd.DataFrame(out, columns=list(schema.COLUMN_NAMES))
+
+
+def model_id_from_filename(path: str | os.PathLike) -> str:
+    """``<org>--<name>.json`` -> ``org/name`` (only the first ``--`` separates org from name)."""
+    stem = Path(path).name
+    if stem.endswith(".json"):
+        stem = stem[:-5]
+    org, sep, name = stem.partition("--")
+    return f"{org}/{name}" if sep else stem
+
+
+def read_config_file(path: str | os.PathLike, *, source: str = "snapshot", sha: str | None = None,
+                     fetched_at: str | None = None) -> dict[str, Any]:
+    """Read and normalize one ``<org>--<name>.json`` file; unreadable files give a row with the reason."""
+    mid = model_id_from_filename(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        rec = normalize_config({}, mid, source=source, sha=sha, fetched_at=fetched_at)
+        rec["status"], rec["status_reason"] = "error", f"unreadable file: {e.strerror or e}"
+        rec["parse_notes"] = rec["status_reason"]
+        return rec
+    return normalize_config(data, mid, source=source, sha=sha, fetched_at=fetched_at)
+
+
+def build_catalog(folder: str | os.PathLike, *, fetched_at: str | None = None,
+                  shas: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Catalog of every ``*.json`` file in ``folder`` (named ``<org>--<name>.json``), one row per file.
+
+    ``source`` is ``snapshot``; ``fetched_at`` defaults to each file's modification time (UTC);
+    ``shas`` optionally maps model_id -> Hub commit sha. Rows are sorted by model_id.
+    Raises ``FileNotFoundError`` / ``NotADirectoryError`` when ``folder`` is not a directory.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise NotADirectoryError(f"{folder} is not a directory")
+    recs = []
+    for p in sorted(folder.glob("*.json")):
+        ts = fetched_at
+        if ts is None:
+            try:
+                ts = datetime.fromtimestamp(p.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            except OSError:
+                ts = None
+        mid = model_id_from_filename(p)
+        recs.append(read_config_file(p, fetched_at=ts, sha=(shas or {}).get(mid)))
+    df = catalog_from_records(recs)
+    return df.sort_values("model_id", kind="stable").reset_index(drop=True)
+
+
+def default_catalog_path() -> Path:
+    """The shipped catalog, ``data/catalog.parquet`` beside the package (works with ``pip install -e .``)."""
+    return Path(__file__).resolve().parent.parent / "data" / "catalog.parquet"
+
+
+def load_catalog(path: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Read a catalog parquet file (default: the shipped one) and conform it to the schema."""
+    p = Path(path) if path is not None else default_catalog_path()
+    df = pd.read_parquet(p)
+    return conform(df)
+
+
+def write_catalog(df: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write ``df`` (conformed to the schema) to parquet atomically: temp file beside it + ``os.replace``.
+
+    A failure at any point leaves an existing file at ``path`` untouched. Returns the path.
+    """
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    out = conform(df)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            out.to_parquet(fh, index=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return p
+
+
+def merge_catalog(old: pd.DataFrame | None, new: pd.DataFrame | None) -> pd.DataFrame:
+    """Union of two catalogs by ``model_id``: rows of ``new`` replace rows of ``old`` with the same id.
+
+    Rows of ``old`` absent from ``new`` are kept; duplicates inside ``new`` keep the last. Sorted by
+    model_id, schema dtypes.
+    """
+    frames = [conform(d) for d in (old, new) if d is not None and len(d)]
+    if not frames:
+        return catalog_from_records([])
+    both = pd.concat(frames, ignore_index=True)
+    both = both.drop_duplicates("model_id", keep="last")
+    return both.sort_values("model_id", kind="stable").reset_index(drop=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m dashboard.catalog build FOLDER [-o data/catalog.parquet] [--merge]``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m dashboard.catalog", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="build the catalog from a folder of <org>--<name>.json configs")
+    b.add_argument("folder")
+    b.add_argument("-o", "--output", default=str(default_catalog_path()))
+    b.add_argument("--merge", action="store_true", help="keep rows of the existing output absent from the folder")
+    args = ap.parse_args(argv)
+    df = build_catalog(args.folder)
+    if args.merge and Path(args.output).exists():
+        df = merge_catalog(load_catalog(args.output), df)
+    write_catalog(df, args.output)
+    counts = df["status"].value_counts().to_dict()
+    print(f"wrote {len(df)} rows to {args.output}: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
