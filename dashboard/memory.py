@@ -1,0 +1,774 @@
+"""Memory model per rank: KV-cache bytes per token, linear-attention state per sequence, weight bytes,
+and how many KV-cache tokens fit on a GPU under each framework's budget rule.
+
+Pure: numpy/pandas only, no Panel, no I/O except :func:`load_gpus` (reads ``data/gpus.csv``).
+
+Units are in every name: ``*_bytes`` are bytes (never GiB), ``*_per_token`` is per token of one
+sequence, ``*_per_sequence`` per sequence, ``*_per_rank`` on one TP rank (= one GPU), ``params`` are
+parameter counts. ``GiB`` = 2**30 bytes.
+
+Every public function has a scalar form (one record: a ``dict``, a ``pandas.Series`` or a one-row
+frame of catalog columns, see :mod:`dashboard.schema`) and shares its arithmetic with the vectorized
+:func:`memory_grid` (catalog x TP sizes x frameworks, numpy over columns, no per-row Python).
+
+Sources (read upstream, pinned)
+-------------------------------
+KV cache page per layer, vLLM ``FullAttentionSpec.real_page_size_bytes`` =
+``block_size * num_kv_heads * (head_size + head_size_v) * dtype_size`` and ``MLAAttentionSpec`` =
+``block_size * 1 * (kv_lora_rank + qk_rope_head_dim) * dtype_size``:
+    https://github.com/vllm-project/vllm/blob/001cabc1be16a59a70d720ed61a13b678c060a18/vllm/v1/kv_cache_interface.py
+vLLM KV budget, ``Worker.determine_available_memory``: ``requested_memory = total_memory *
+gpu_memory_utilization``; ``available_kv = requested_memory - (weights + peak_activation +
+non_torch_increase)``:
+    https://github.com/vllm-project/vllm/blob/35d5cda123ec28581759b6d34cde8052314fb1e6/vllm/v1/worker/gpu_worker.py
+vLLM Mamba / GDN / KDA state shapes, ``MambaStateShapeCalculator`` and dtypes
+``MambaStateDtypeCalculator`` (KDA recurrent state is float32):
+    https://github.com/vllm-project/vllm/blob/02d710837549a368073552333f66d714477415d2/vllm/model_executor/layers/mamba/mamba_utils.py
+SGLang ``profile_max_num_token``: ``cell_size = num_kv_heads(attn_tp) * (head_dim + v_head_dim) *
+layers * dtype_size`` (MLA: ``(kv_lora_rank + qk_rope_head_dim) * layers * dtype_size``);
+``rest_memory = available_after_weights - total * (1 - mem_fraction_static)``:
+    https://github.com/sgl-project/sglang/blob/226149ac457bd1a1b5d450f55c01f72f604320d6/python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py
+SGLang default ``mem_fraction_static`` (``ServerArgs._handle_gpu_memory_settings``, PR #10975):
+``reserved_mib = 512 + max(chunked_prefill_size, 2048) * 1.5 + cuda_graph_max_bs * 2 + tp * pp / 8 *
+1024`` (floor 10 GiB above 60 GiB cards); ``mem_fraction_static = round((gpu_mib - reserved_mib) /
+gpu_mib, 3)``:
+    https://github.com/sgl-project/sglang/blob/469c63e54e7d94591617ef9590c6aa26d54dc1bb/python/sglang/srt/server_args.py
+TensorRT-LLM (PyTorch backend) ``KvCacheCreator._cal_max_memory``: ``available_kv_mem = (total -
+peak_memory) * free_gpu_memory_fraction`` (default 0.9) -- a fraction of what is *free after* weights
+and the profiled peak; KV heads per rank ``ceil(kv / tp)`` (1 when attention-DP: ``tp_size = 1``):
+    https://github.com/NVIDIA/TensorRT-LLM/blob/0004396720054fd8e205cbf616f21f0b57c6b412/tensorrt_llm/_torch/pyexecutor/_util.py
+transformers continuous batching ``PagedAttentionMemoryHandler``: ``(total - max(allocated,
+reserved)) * max_memory_percent`` (default 0.9):
+    https://github.com/huggingface/transformers/blob/3f17daf89935cfac6c1b70500cf9bd5720f2c14e/src/transformers/generation/continuous_batching/cache.py
+Measured vLLM 0.19.0 on one H100 80GB (the oracle the tests check): Llama-3.1-8B-Instruct at
+``gpu_memory_utilization=0.95`` -> weights 14.99 GiB, peak activation 1.89 GiB, non-torch 0.25 GiB
+(2.07-2.13 GiB at TP 2-4), KV cache 58.11 GiB = 476,016 tokens; activation 0.75-2.29 GiB across
+dense models, scaling with vocabulary size:
+    llm-d/llm-d-benchmark capacity-planner accuracy report (vLLM v0.19.0, H100), search-index file
+    id 53125280591; llm-d/llm-d-benchmark@259334868c50 config_explorer/empirical-vllm-memory-results.md
+
+Modelling choices (documented constants, not measurements of your machine)
+----------------------------------------------------------------------------
+* GPU memory is ``data/gpus.csv`` ``memory_bytes`` (NVML / ``get_device_properties`` total). On an
+  H100 ``cudaMemGetInfo`` reports ~0.46 GiB less (79.19 GiB), so vLLM/SGLang budgets here are ~0.6 %
+  high on that card.
+* vLLM peak activation = ``max(sampler, forward)``: sampler = ``4 * max_num_seqs * vocab * 4 B`` (fp32
+  logits, about four live copies; fits the v0.19 measurements within ~10 %: Llama-3.1-8B 1.96 vs 1.89
+  GiB, Qwen2.5-7B 2.32 vs 2.21, phi-4 1.53 vs 1.52, granite-8b 0.75 vs 0.85), forward = ``T * 2 B *
+  (4 * hidden + 2 * intermediate / tp)`` (dense) or ``+ top_k * (3 * moe_intermediate / moe_tp +
+  hidden)`` (MoE) for ``T = max_num_batched_tokens``; vLLM's usage-context defaults on >= 70 GiB cards
+  (``max_num_seqs = 1024``, ``max_num_batched_tokens = 8192``) else 256 / 2048. Non-torch memory 0.25
+  GiB at TP 1, 2.1 GiB at TP > 1 (NCCL / custom all-reduce buffers). CUDA graphs are captured after
+  the KV cache is sized, so they come out of the unrequested ``(1 - utilization)`` share.
+* TensorRT-LLM reuses the vLLM activation and non-torch estimates (not separately calibrated).
+* transformers native TP and Megatron-Core have no pre-allocated KV pool: the cache grows until
+  out-of-memory, so their budget is everything left after weights, activation and non-torch memory.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from dashboard import schema, sharding
+
+GiB = 1 << 30
+MiB = 1 << 20
+
+GPUS_CSV = Path(__file__).resolve().parents[1] / "data" / "gpus.csv"
+
+#: Bytes per element of a KV-cache dtype name.
+KV_DTYPE_BYTES: dict[str, float] = {
+    "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2, "fp32": 4, "float32": 4,
+    "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1,
+}
+
+#: Bytes per weight element of a (quantized) weight format, scales included where fixed.
+#: 4-bit group formats add their per-group scales in :func:`_quant_weight_bytes`.
+WEIGHT_DTYPE_BYTES: dict[str, float] = {
+    "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "fp32": 4, "float32": 4,
+    "fp8": 1, "int8": 1, "w8a8": 1,
+    "nvfp4": 0.5 + 1 / 16,  # e2m1 + one fp8 scale per 16 elements
+    "mxfp4": 0.5 + 1 / 32,  # e2m1 + one e8m0 scale per 32 elements
+    "int4": 0.5 + (2 + 0.5) / 128, "awq": 0.5 + (2 + 0.5) / 128, "gptq": 0.5 + (2 + 0.5) / 128,
+}
+
+#: KV-cache block granularity in tokens (vLLM ``block_size`` 16, TensorRT-LLM ``tokens_per_block``
+#: 32, SGLang page size 1, transformers continuous batching ``block_size`` 256).
+TOKENS_PER_BLOCK: dict[str, int] = {
+    "vllm": 16, "sglang": 1, "tensorrt-llm": 32, "transformers-cb-cache": 256,
+    "transformers-native-tp": 1, "megatron-core": 1,
+}
+
+#: Budget rule per framework, in words (shown by the dashboard).
+BUDGET_RULES: dict[str, str] = {
+    "vllm": "gpu_memory_utilization x total - weights - peak activation - non-torch",
+    "sglang": "mem_fraction_static x total - weights",
+    "tensorrt-llm": "free_gpu_memory_fraction x (total - weights - peak activation - non-torch)",
+    "transformers-cb-cache": "max_memory_percent x (total - weights) - activation",
+    "transformers-native-tp": "total - weights - activation - non-torch (no pre-allocated pool)",
+    "megatron-core": "total - weights - activation - non-torch (no pre-allocated pool)",
+}
+
+#: Default fraction of the budget rule per framework (SGLang's is computed per GPU, see
+#: :func:`sglang_default_mem_fraction_static`).
+DEFAULT_FRACTION: dict[str, float | None] = {
+    "vllm": 0.9, "sglang": None, "tensorrt-llm": 0.9, "transformers-cb-cache": 0.9,
+    "transformers-native-tp": 1.0, "megatron-core": 1.0,
+}
+
+_MLA_LATENT_FRAMEWORKS = ("vllm", "sglang", "tensorrt-llm")
+_NUMERIC = (
+    "hidden_size", "num_hidden_layers", "intermediate_size", "vocab_size", "max_position_embeddings",
+    "num_attention_heads", "num_key_value_heads", "head_dim", "v_head_dim",
+    "num_full_attention_layers", "num_sliding_window_layers", "num_linear_attention_layers",
+    "sliding_window", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+    "num_experts", "num_experts_per_tok", "moe_intermediate_size", "num_shared_experts",
+    "shared_expert_intermediate_size", "num_dense_layers", "num_moe_layers",
+    "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+    "linear_conv_kernel_dim", "mamba_n_groups", "ssm_state_size", "vision_num_heads",
+    "quant_bits", "quant_group_size", "weight_block_n", "weight_block_k",
+    "params_total", "params_active", "params_vision",
+)
+_BOOL = ("tie_word_embeddings", "is_mla", "is_moe", "has_linear_attention", "has_vision", "is_quantized")
+_STR = ("model_id", "linear_attention_kind", "quant_method", "quant_format", "torch_dtype", "status")
+
+
+# --------------------------------------------------------------------------------------------
+# Column access: one record or a whole catalog, as float arrays (NaN = unknown)
+# --------------------------------------------------------------------------------------------
+def _as_frame(obj: Any) -> pd.DataFrame:
+    if isinstance(obj, pd.DataFrame):
+        return obj
+    if isinstance(obj, pd.Series):
+        return obj.to_frame().T
+    if isinstance(obj, Mapping):
+        return pd.DataFrame([dict(obj)])
+    if hasattr(obj, "_asdict"):
+        return pd.DataFrame([obj._asdict()])
+    raise TypeError(f"expected a catalog record (dict / Series) or DataFrame, got {type(obj).__name__}")
+
+
+def _cols(obj: Any) -> dict[str, np.ndarray]:
+    """Columns needed by the memory model as 1-D arrays (float64 with NaN for numbers/flags)."""
+    df = _as_frame(obj)
+    n = len(df)
+    out: dict[str, np.ndarray] = {}
+    for name in _NUMERIC:
+        if name in df.columns:
+            out[name] = pd.to_numeric(df[name], errors="coerce").astype("float64").to_numpy()
+        else:
+            out[name] = np.full(n, np.nan)
+    for name in _BOOL:
+        if name in df.columns:
+            vals = df[name].astype(object).to_numpy()
+            na = pd.isna(vals)
+            out[name] = np.where(na, np.nan, np.where(na, False, vals).astype(bool).astype(np.float64))
+        else:
+            out[name] = np.full(n, np.nan)
+    for name in _STR:
+        if name in df.columns:
+            out[name] = df[name].astype(object).where(df[name].notna(), "").astype(str).str.lower().to_numpy()
+        else:
+            out[name] = np.full(n, "", dtype=object)
+    return out
+
+
+def _nz(x: np.ndarray, default: float = 0.0) -> np.ndarray:
+    return np.where(np.isnan(x), default, x)
+
+
+def _flag(x: np.ndarray) -> np.ndarray:
+    return _nz(x, 0.0) > 0.5
+
+
+def _cdiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Ceil division on float arrays (NaN propagates)."""
+    return np.ceil(a / b)
+
+
+def _layer_counts(c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(full-attention layers, sliding-window layers, linear/SSM layers) per model."""
+    L = c["num_hidden_layers"]
+    swa = _nz(c["num_sliding_window_layers"])
+    lin = _nz(c["num_linear_attention_layers"])
+    full = np.where(np.isnan(c["num_full_attention_layers"]), L - swa - lin, c["num_full_attention_layers"])
+    return np.maximum(full, 0), swa, lin
+
+
+def _head_dims(c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    hd = c["head_dim"]
+    hd = np.where(np.isnan(hd), c["hidden_size"] / c["num_attention_heads"], hd)
+    vhd = np.where(np.isnan(c["v_head_dim"]), hd, c["v_head_dim"])
+    return hd, vhd
+
+
+def attention_tp(framework: str, tp: Any, dp: Any = 1, dp_attention: bool = False) -> np.ndarray:
+    """Ranks the attention heads are split over (int array).
+
+    SGLang DP-attention: ``attn_tp = tp // dp``; TensorRT-LLM attention-DP: ``1`` (every rank holds
+    all heads, ``tp_size = 1 if mapping.enable_attention_dp``); otherwise ``tp``.
+    """
+    t = np.asarray(tp, dtype=np.int64)
+    if dp_attention and framework == "sglang":
+        return np.maximum(t // max(int(dp), 1), 1)
+    if dp_attention and framework == "tensorrt-llm":
+        return np.ones_like(t)
+    return t
+
+
+def _kv_heads_per_rank(c: dict[str, np.ndarray], framework: str, attn_tp: np.ndarray) -> np.ndarray:
+    """KV heads stored per rank, float array, broadcast (models x tp)."""
+    kv = c["num_key_value_heads"]
+    kv = np.where(np.isnan(kv), c["num_attention_heads"], kv)[:, None]
+    t = np.atleast_1d(np.asarray(attn_tp, dtype=np.float64))[None, :]
+    if framework == "tensorrt-llm":
+        return np.ceil(kv / t)
+    if framework in ("transformers-native-tp", "transformers-cb-cache"):
+        # Sharded only when KV heads split evenly; otherwise the k/v projections are not sharded and
+        # the cache holds every KV head (the rules engine decides whether that run is valid).
+        return np.where(np.mod(kv, t) == 0, kv / t, kv)
+    return np.maximum(1.0, np.floor(kv / t))
+
+
+def _dtype_bytes(name: str, table: Mapping[str, float], what: str) -> float:
+    key = str(name).strip().lower()
+    if key not in table:
+        raise ValueError(f"unknown {what} {name!r}; expected one of {sorted(table)}")
+    return float(table[key])
+
+
+# --------------------------------------------------------------------------------------------
+# KV cache
+# --------------------------------------------------------------------------------------------
+def _kv_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, *, kv_bytes: float,
+                     context_len: float | None, dp: int = 1, dp_attention: bool = False) -> np.ndarray:
+    """KV-cache bytes per token per rank, shape (models, len(tp)). NaN where shapes are unknown."""
+    tp = np.atleast_1d(np.asarray(tp, dtype=np.int64))
+    atp = attention_tp(framework, tp, dp, dp_attention)
+    full, swa, _ = _layer_counts(c)
+    hd, vhd = _head_dims(c)
+    kvr = _kv_heads_per_rank(c, framework, atp)
+    gqa = kvr * (hd + vhd)[:, None]
+    is_mla = _flag(c["is_mla"])[:, None]
+    if framework in _MLA_LATENT_FRAMEWORKS:
+        mla = np.broadcast_to((c["kv_lora_rank"] + c["qk_rope_head_dim"])[:, None], gqa.shape)
+    else:
+        # transformers / Megatron cache the up-projected per-head K (nope + rope) and V.
+        heads = c["num_attention_heads"][:, None]
+        t = atp.astype(np.float64)[None, :]
+        hpr = np.where(np.mod(heads, t) == 0, heads / t, heads)
+        mla = hpr * (hd + vhd)[:, None]
+    per_layer = np.where(is_mla, mla, gqa) * kv_bytes
+    if context_len is None:
+        swa_frac = np.ones_like(swa)
+    else:
+        ctx = float(context_len)
+        win = np.where(np.isnan(c["sliding_window"]), ctx, c["sliding_window"])
+        swa_frac = np.minimum(win, ctx) / ctx
+    layers = full + swa * swa_frac
+    return per_layer * layers[:, None]
+
+
+def kv_cache_bytes_per_token_per_rank(record: Any, framework: str, tp: int, *, kv_dtype: str = "bf16",
+                                      context_len: int | None = None, dp: int = 1,
+                                      dp_attention: bool = False) -> float:
+    """KV-cache bytes one token of one sequence occupies on one TP rank (bytes, float).
+
+    Formula, summed over softmax-attention layers (linear-attention / Mamba layers hold no per-token
+    KV; cross-attention caches encoder tokens and is not counted):
+
+    * GQA/MHA: ``kv_heads_per_rank * (head_dim + v_head_dim) * dtype_bytes`` per layer (= ``2 * kv *
+      head_dim * bytes`` when d_k = d_v), with ``kv_heads_per_rank``: vLLM/SGLang/Megatron ``max(1, kv
+      // attn_tp)`` (replicated when ``attn_tp > kv``), TensorRT-LLM ``ceil(kv / attn_tp)``,
+      transformers ``kv / tp`` when it divides, else all ``kv`` heads (k/v not sharded).
+    * MLA: vLLM, SGLang, TensorRT-LLM cache the latent ``(kv_lora_rank + qk_rope_head_dim) *
+      dtype_bytes`` per layer on *every* rank (no division by TP); transformers and Megatron-Core cache
+      the up-projected K and V per local head: ``heads / tp * (qk_head_dim + v_head_dim) * bytes``.
+    * Sliding-window layers: with ``context_len`` given, a sequence of ``context_len`` tokens keeps
+      ``min(sliding_window, context_len)`` tokens in those layers, so they count ``min(window, ctx) /
+      ctx`` of a layer per token (the average over the sequence). With ``context_len=None`` every layer
+      counts fully (the cost of a token while the sequence is shorter than the window).
+
+    Parameters
+    ----------
+    record : one catalog record (dict / Series with :mod:`dashboard.schema` columns).
+    framework : one of :data:`dashboard.schema.FRAMEWORKS`.
+    tp : tensor-parallel size (>= 1).
+    kv_dtype : ``bf16``, ``fp16``, ``fp8`` (1 byte), ``fp32``; see :data:`KV_DTYPE_BYTES`.
+    context_len : tokens per sequence for the sliding-window cap, or ``None``.
+    dp, dp_attention : SGLang DP-attention (``attn_tp = tp // dp``) / TensorRT-LLM attention-DP.
+
+    Returns
+    -------
+    float bytes per token per rank; ``nan`` when the record lacks the shapes.
+
+    Raises
+    ------
+    ValueError for an unknown framework or dtype, or ``tp < 1``.
+
+    Sources: vLLM ``FullAttentionSpec`` / ``MLAAttentionSpec`` page sizes, SGLang ``cell_size``,
+    TensorRT-LLM ``get_cache_size_per_token`` (URLs in the module docstring).
+    """
+    _check(framework, tp)
+    c = _cols(record)
+    return float(_kv_bytes_matrix(c, framework, np.array([tp]), kv_bytes=_dtype_bytes(kv_dtype, KV_DTYPE_BYTES, "kv_dtype"),
+                                  context_len=context_len, dp=dp, dp_attention=dp_attention)[0, 0])
+
+
+def _state_bytes_matrix(c: dict[str, np.ndarray], tp: np.ndarray, *, state_bytes: float) -> np.ndarray:
+    """Linear-attention / SSM state bytes per sequence per rank, shape (models, len(tp))."""
+    tp = np.atleast_1d(np.asarray(tp, dtype=np.float64))[None, :]
+    kind = c["linear_attention_kind"]
+    _, _, lin = _layer_counts(c)
+    lin = np.where(_flag(c["has_linear_attention"]) | (lin > 0), lin, 0.0)[:, None]
+    nk = c["linear_num_key_heads"][:, None]
+    nv = c["linear_num_value_heads"][:, None]
+    dk = c["linear_key_head_dim"][:, None]
+    dv = c["linear_value_head_dim"][:, None]
+    ker = _nz(c["linear_conv_kernel_dim"], 4.0)[:, None]
+    # GDN (vLLM gated_delta_net_state_shape): conv (k-1, (2*nk*dk + nv*dv)/tp), temporal (nv/tp, dv, dk)
+    gdn = ((ker - 1) * _cdiv(2 * nk * dk + nv * dv, tp) + _cdiv(nv, tp) * dv * dk) * state_bytes
+    # KDA (vLLM kda_state_shape): conv (k-1, (nv*dv + 2*nk*dk)/tp) model dtype; recurrent fp32
+    nk_kda = np.where(np.isnan(nk), nv, nk)
+    dk_kda = np.where(np.isnan(dk), dv, dk)
+    kda = (ker - 1) * _cdiv(nv * dv + 2 * nk_kda * dk_kda, tp) * state_bytes + _cdiv(nv, tp) * dv * dv * 4.0
+    # Mamba2 (vLLM mamba2_state_shape): groups padded to tp when they do not divide
+    ng = _nz(c["mamba_n_groups"], 1.0)[:, None]
+    ng_eff = np.where(np.mod(ng, tp) == 0, ng, np.maximum(ng, tp))
+    ds = c["ssm_state_size"][:, None]
+    mamba = ((ker - 1) * _cdiv(nv * dv + 2 * ng_eff * ds, tp) + _cdiv(nv, tp) * dv * ds) * state_bytes
+    per_layer = np.select([(kind == "gdn")[:, None], (kind == "kda")[:, None], (kind == "mamba2")[:, None]],
+                          [gdn, kda, mamba], default=np.nan)
+    return np.where(lin > 0, per_layer * lin, 0.0)
+
+
+def linear_state_bytes_per_sequence_per_rank(record: Any, framework: str, tp: int, *,
+                                             state_dtype: str = "bf16") -> float:
+    """Fixed-size recurrent state of the linear-attention / Mamba layers, bytes per sequence per rank.
+
+    Per layer (vLLM ``MambaStateShapeCalculator``): GDN ``(conv_kernel - 1) * (2 * nk * dk + nv * dv) /
+    tp + nv / tp * dv * dk`` elements; KDA ``(conv_kernel - 1) * (nv * dv + 2 * nk * dk) / tp``
+    elements of ``state_dtype`` plus a float32 recurrent state ``nv / tp * dv * dv``; Mamba2
+    ``(conv_kernel - 1) * (nv * dv + 2 * n_groups' * state) / tp + nv / tp * dv * state`` with
+    ``n_groups'`` padded to ``tp`` when ``n_groups`` does not divide it (replicated groups). The same
+    shapes are used for every framework. Returns 0.0 for models without such layers, ``nan`` when the
+    kind or shapes are unknown. ``state_dtype`` is vLLM's default ``mamba_ssm_cache_dtype="auto"`` (the
+    model dtype).
+    """
+    _check(framework, tp)
+    c = _cols(record)
+    return float(_state_bytes_matrix(c, np.array([tp]), state_bytes=_dtype_bytes(state_dtype, KV_DTYPE_BYTES, "state_dtype"))[0, 0])
+
+
+# --------------------------------------------------------------------------------------------
+# Weights
+# --------------------------------------------------------------------------------------------
+def _base_weight_bytes(c: dict[str, np.ndarray], framework: str) -> np.ndarray:
+    """Unquantized tensor bytes: 2 (serving frameworks load float32 checkpoints in 16-bit; transformers
+    and Megatron keep float32)."""
+    fp32 = np.isin(c["torch_dtype"], ["float32", "fp32"])
+    if framework in ("transformers-native-tp", "transformers-cb-cache", "megatron-core"):
+        return np.where(fp32, 4.0, 2.0)
+    return np.full(len(fp32), 2.0)
+
+
+def _quant_weight_bytes(c: dict[str, np.ndarray], base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes per quantized linear weight element, experts_only flag) from the checkpoint's config."""
+    method, fmt = c["quant_method"], c["quant_format"]
+    bits = c["quant_bits"]
+    gs = np.where(_nz(c["quant_group_size"], 128.0) > 0, _nz(c["quant_group_size"], 128.0), np.inf)
+    blk = c["weight_block_n"] * c["weight_block_k"]
+    fp8_scale = np.where(np.isnan(blk), 0.0, 4.0 / blk)
+    nvfp4 = np.char.find(fmt.astype(str), "nvfp4") >= 0
+    nvfp4 |= np.char.find(method.astype(str), "fp4") >= 0
+    mxfp4 = (method == "mxfp4") | (np.char.find(fmt.astype(str), "mxfp4") >= 0)
+    fp8 = (method == "fp8") | (np.char.find(fmt.astype(str), "float-quantized") >= 0) | (np.char.find(fmt.astype(str), "fp8") >= 0)
+    four_bit = (_nz(bits) == 4) | np.isin(method, ["awq", "gptq", "bitsandbytes"])
+    eight_bit = _nz(bits) == 8
+    out = np.select(
+        [mxfp4, nvfp4, fp8, four_bit, eight_bit],
+        [np.full_like(base, WEIGHT_DTYPE_BYTES["mxfp4"]), np.full_like(base, WEIGHT_DTYPE_BYTES["nvfp4"]),
+         1.0 + fp8_scale, 0.5 + 2.5 / gs, np.ones_like(base)],
+        default=base,
+    )
+    quantized = _flag(c["is_quantized"]) | (method != "")
+    return np.where(quantized, out, base), mxfp4
+
+
+def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Parameter counts by how they are partitioned (1-D arrays, models)."""
+    H, L, V = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
+    heads = c["num_attention_heads"]
+    kv = np.where(np.isnan(c["num_key_value_heads"]), heads, c["num_key_value_heads"])
+    hd, vhd = _head_dims(c)
+    full, swa, lin = _layer_counts(c)
+    n_attn = full + swa
+    is_mla = _flag(c["is_mla"])
+    is_moe = _flag(c["is_moe"]) & (_nz(c["num_experts"]) > 0)
+    embed = V * H
+    lm_head = np.where(_flag(c["tie_word_embeddings"]), 0.0, V * H)
+    # softmax attention (GQA/MHA): q and o sharded by head, k/v by KV head
+    q_o = n_attn * (H * heads * hd + heads * vhd * H)
+    kv_proj = n_attn * H * kv * (hd + vhd)
+    # MLA: q_a / kv_a latent projections replicated (vLLM ReplicatedLinear), the rest sharded
+    ql = c["q_lora_rank"]
+    mla_rep = L * (np.where(np.isnan(ql), 0.0, H * ql + ql) + H * (c["kv_lora_rank"] + c["qk_rope_head_dim"]) + c["kv_lora_rank"])
+    mla_shard = L * (np.where(np.isnan(ql), H * heads * hd, ql * heads * hd)
+                     + c["kv_lora_rank"] * heads * (_nz(c["qk_nope_head_dim"]) + vhd) + heads * vhd * H)
+    attn_sharded = np.where(is_mla, mla_shard, q_o)
+    kv_proj = np.where(is_mla, 0.0, kv_proj)
+    mla_rep = np.where(is_mla, mla_rep, 0.0)
+    # MoE
+    n_moe = np.where(np.isnan(c["num_moe_layers"]), L - _nz(c["num_dense_layers"]), c["num_moe_layers"])
+    n_moe = np.where(is_moe, n_moe, 0.0)
+    E = _nz(c["num_experts"])
+    experts = n_moe * E * 3 * H * _nz(c["moe_intermediate_size"])
+    router = n_moe * H * E
+    shared_i = np.where(np.isnan(c["shared_expert_intermediate_size"]),
+                        _nz(c["num_shared_experts"]) * _nz(c["moe_intermediate_size"]), c["shared_expert_intermediate_size"])
+    shared = n_moe * 3 * H * shared_i
+    dense = (L - n_moe) * 3 * H * _nz(c["intermediate_size"])
+    norms = (2 * L + 1) * H
+    vision = _nz(c["params_vision"])
+    known = embed + lm_head + attn_sharded + kv_proj + mla_rep + experts + router + shared + dense + norms
+    # Linear-attention layers and anything else the catalog's estimate has: TP-sharded remainder.
+    other = np.where(np.isnan(c["params_total"]), 0.0, np.maximum(c["params_total"] - vision - known, 0.0))
+    return {
+        "embed": embed, "lm_head": lm_head, "attn_sharded": attn_sharded, "kv_proj": kv_proj,
+        "kv_heads": kv, "mla_replicated": mla_rep, "experts": experts, "num_experts": E,
+        "router": router, "sharded_mlp": shared + dense + other, "norms": norms, "vision": vision,
+        "layers": L, "n_attn": n_attn,
+    }
+
+
+def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, *, pp: int = 1,
+                         ep: int = 1, weight_dtype: str | None = None, dp: int = 1,
+                         dp_attention: bool = False) -> np.ndarray:
+    """Weight bytes per rank on the most loaded pipeline stage, shape (models, len(tp))."""
+    tp = np.atleast_1d(np.asarray(tp, dtype=np.float64))
+    t = tp[None, :]
+    atp = attention_tp(framework, tp.astype(np.int64), dp, dp_attention).astype(np.float64)[None, :]
+    p = _param_parts(c)
+    base = _base_weight_bytes(c, framework)
+    if weight_dtype is None:
+        qb, experts_only = _quant_weight_bytes(c, base)
+    else:
+        qb = np.full_like(base, _dtype_bytes(weight_dtype, WEIGHT_DTYPE_BYTES, "weight_dtype"))
+        experts_only = np.zeros(len(base), dtype=bool)
+    lin_b = np.where(experts_only, base, qb)[:, None]  # non-expert linear layers
+    exp_b = qb[:, None]
+    base_ = base[:, None]
+    col = lambda k: p[k][:, None]  # noqa: E731
+    # vocab-parallel embedding / LM head: vLLM and SGLang pad the vocabulary to a multiple of 64
+    V = c["vocab_size"][:, None]
+    Vp = sharding.pad_to_multiple(np.nan_to_num(V).astype(np.int64), 64).astype(np.float64) if framework in ("vllm", "sglang") else V
+    Vp = np.where(np.isnan(V), np.nan, Vp)
+    vocab_rows = np.ceil(Vp / t)
+    H = c["hidden_size"][:, None]
+    embed_r = vocab_rows * H * base_
+    lm_r = np.where(col("lm_head") > 0, vocab_rows * H * base_, 0.0)
+    # attention: heads split over attention-TP; KV heads per rank with replication
+    kvr = _kv_heads_per_rank(c, framework, atp[0].astype(np.int64))
+    hd, vhd = _head_dims(c)
+    kv_r = col("n_attn") * H * kvr * (hd + vhd)[:, None] * lin_b
+    attn_r = col("attn_sharded") / atp * lin_b + col("mla_replicated") * lin_b
+    # experts: ceil(E / ep) experts per EP rank, each split over moe_tp = tp // ep
+    e = float(max(int(ep), 1))
+    moe_tp = np.maximum(1.0, np.floor(t / e))
+    E = col("num_experts")
+    per_expert = np.where(E > 0, col("experts") / np.where(E > 0, E, 1.0), 0.0)
+    experts_r = np.ceil(E / e) * per_expert / moe_tp * exp_b
+    router_r = col("router") * base_
+    mlp_r = col("sharded_mlp") / t * lin_b
+    norms_r = col("norms") * base_
+    vision_r = col("vision") / t * base_
+    layer_part = kv_r + attn_r + experts_r + router_r + mlp_r + norms_r
+    stages = float(max(int(pp), 1))
+    if stages == 1:
+        return layer_part + embed_r + lm_r + vision_r
+    L = col("layers")
+    frac = np.ceil(L / stages) / L
+    # first stage: embedding + vision tower; last stage: LM head (its own copy when tied)
+    last = np.where(col("lm_head") > 0, lm_r, embed_r)
+    return layer_part * frac + np.maximum(embed_r + vision_r, last)
+
+
+def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, ep: int = 1,
+                          weight_dtype: str | None = None, dp: int = 1, dp_attention: bool = False) -> float:
+    """Weight bytes one GPU holds (bytes, float): the most loaded pipeline stage's TP shard.
+
+    Partitioning (shapes from the record; anything in ``params_total`` the shapes do not explain, e.g.
+    linear-attention projections, is treated as TP-sharded):
+
+    * embedding and LM head vocab-parallel: ``ceil(vocab' / tp)`` rows, ``vocab'`` = vocab padded to a
+      multiple of 64 for vLLM/SGLang; a tied LM head costs nothing extra unless ``pp > 1`` (the last
+      stage keeps its own copy); both stay in the checkpoint's 16-bit dtype;
+    * attention q/o (and MLA q_b/kv_b/o) split over attention-TP; k/v over KV heads with the
+      framework's per-rank KV heads (replicated when ``tp > kv``); MLA ``q_a``/``kv_a`` latent
+      projections replicated on every rank;
+    * routed experts: ``ceil(num_experts / ep)`` experts per rank, each split over ``moe_tp = tp // ep``
+      (MoE-TP is 1 under full EP); router replicated; shared experts and dense MLPs split over TP;
+    * norms replicated; vision tower (``params_vision``) split over TP, on the first PP stage;
+    * PP: ``ceil(layers / pp)`` layers on the heaviest stage plus the larger of (embedding + vision) and
+      LM head.
+
+    ``weight_dtype`` ``None`` reads the checkpoint: ``fp8`` 1 B (+ fp32 block scales ``4 / (block_n *
+    block_k)``), AWQ/GPTQ/int4 ``0.5 + 2.5 / group_size`` B, NVFP4 ``0.5625`` B, MXFP4 ``0.53125`` B
+    (experts only, as gpt-oss keeps attention in 16-bit), otherwise 2 B. An explicit ``weight_dtype``
+    (see :data:`WEIGHT_DTYPE_BYTES`) applies to every linear layer.
+
+    Returns ``nan`` when the record lacks shapes. Raises ``ValueError`` for an unknown framework /
+    dtype or ``tp < 1``.
+    """
+    _check(framework, tp)
+    c = _cols(record)
+    return float(_weight_bytes_matrix(c, framework, np.array([tp]), pp=pp, ep=ep, weight_dtype=weight_dtype,
+                                      dp=dp, dp_attention=dp_attention)[0, 0])
+
+
+# --------------------------------------------------------------------------------------------
+# GPUs and budgets
+# --------------------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def _gpus_cached(path: str) -> pd.DataFrame:
+    df = pd.read_csv(path, dtype={"gpu": "string", "name": "string", "vendor": "string", "memory_source": "string"})
+    df["memory_bytes"] = df["memory_bytes"].astype("int64")
+    return df
+
+
+def load_gpus(path: str | Path | None = None) -> pd.DataFrame:
+    """The GPU table ``data/gpus.csv``: one row per GPU.
+
+    Columns: ``gpu`` (id used everywhere, e.g. ``H100-80GB``), ``name`` (as the driver names it),
+    ``vendor``, ``memory_bytes`` (total device memory in bytes as the driver reports it: NVML /
+    ``nvidia-smi memory.total`` / ``torch.cuda.get_device_properties().total_memory``; ``rocm-smi`` for
+    AMD), ``memory_mib``, ``memory_gib``, ``memory_source`` (where the figure comes from).
+    Returns a copy (the cached table stays read-only).
+    """
+    return _gpus_cached(str(path or GPUS_CSV)).copy()
+
+
+def _gpu_memory(gpu: Any) -> tuple[str, int]:
+    if isinstance(gpu, (int, np.integer)):
+        return f"{int(gpu)} B", int(gpu)
+    if isinstance(gpu, (pd.Series, Mapping)):
+        return str(gpu["gpu"]), int(gpu["memory_bytes"])
+    table = load_gpus()
+    hit = table[table["gpu"].str.lower() == str(gpu).lower()]
+    if hit.empty:
+        raise ValueError(f"unknown GPU {gpu!r}; known: {', '.join(table['gpu'])}")
+    return str(hit.iloc[0]["gpu"]), int(hit.iloc[0]["memory_bytes"])
+
+
+def sglang_default_mem_fraction_static(memory_bytes: int, tp: int = 1, pp: int = 1, *, dp: int = 1,
+                                       dp_attention: bool = False) -> float:
+    """SGLang's default ``mem_fraction_static`` for a GPU of ``memory_bytes`` (fraction of TOTAL memory).
+
+    ``ServerArgs._handle_gpu_memory_settings``: buckets by memory (MiB) give ``chunked_prefill_size`` /
+    ``cuda_graph_max_bs`` (< 35 GiB: 2048 / 8, < 60 GiB: 4096 / 32 (160 at tp >= 4), < 160 GiB: 8192
+    / 256 (512 at tp >= 4), else 16384 / 512); ``reserved = 512 + max(chunked, 2048) * 1.5 + bs * 2 +
+    tp * pp / 8 * 1024`` MiB (+ ``bs * dp * 3`` (+ ``bs * dp * 1.5`` when bs > 300) under
+    DP-attention), at least 10 GiB on cards above 60 GiB; result ``round((mem - reserved) / mem, 3)``.
+    The multimodal reduction (``adjust_mem_fraction_for_vlm``) is not modelled.
+    """
+    mem = memory_bytes / MiB
+    gib = 1024
+    if mem < 35 * gib:
+        chunked, bs = 2048, 8
+    elif mem < 60 * gib:
+        chunked, bs = 4096, (32 if tp < 4 else 160)
+    elif mem < 160 * gib:
+        chunked, bs = 8192, (256 if tp < 4 else 512)
+    else:
+        chunked, bs = 16384, 512
+    reserved = 512 + max(chunked, 2048) * 1.5 + bs * 2 + tp * pp / 8 * 1024
+    if dp_attention:
+        reserved += bs * dp * 3 + (bs * dp * 1.5 if bs > 300 else 0)
+    if mem > 60 * gib:
+        reserved = max(reserved, 10 * gib)
+    return round((mem - reserved) / mem, 3)
+
+
+def _activation_bytes(c: dict[str, np.ndarray], framework: str, t: np.ndarray, ep: int, memory_bytes: int) -> np.ndarray:
+    """Peak activation estimate per GPU (bytes), shape (models, len(tp)); see module docstring."""
+    big = memory_bytes >= 70 * GiB
+    seqs, tokens = (1024, 8192) if big else (256, 2048)
+    if framework == "transformers-cb-cache":
+        seqs, tokens = 1, 256  # PagedAttentionMemoryHandler._upper_bound_max_batch_tokens
+    V = c["vocab_size"][:, None]
+    H = c["hidden_size"][:, None]
+    sampler = 4.0 * seqs * V * 4.0
+    I = _nz(c["intermediate_size"])[:, None]
+    moe = _flag(c["is_moe"])[:, None]
+    moe_tp = np.maximum(1.0, np.floor(t / max(int(ep), 1)))
+    moe_term = _nz(c["num_experts_per_tok"])[:, None] * (3 * _nz(c["moe_intermediate_size"])[:, None] / moe_tp + H)
+    forward = tokens * 2.0 * (4 * H + np.where(moe, moe_term, 2 * I / t))
+    return np.maximum(sampler, forward)
+
+
+def _non_torch_bytes(t: np.ndarray) -> np.ndarray:
+    return np.where(t > 1, 2.1 * GiB, 0.25 * GiB)
+
+
+def _capacity_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, memory_bytes: int, *, pp: int = 1,
+                     ep: int = 1, kv_dtype: str = "bf16", weight_dtype: str | None = None,
+                     context_len: np.ndarray | float | None = None, mem_fraction: float | None = None,
+                     dp: int = 1, dp_attention: bool = False) -> dict[str, np.ndarray]:
+    tp = np.atleast_1d(np.asarray(tp, dtype=np.int64))
+    t = tp.astype(np.float64)[None, :]
+    n = len(c["hidden_size"])
+    if context_len is None:
+        ctx = np.where(np.isnan(c["max_position_embeddings"]), 8192.0, c["max_position_embeddings"])
+    else:
+        ctx = np.broadcast_to(np.asarray(context_len, dtype=np.float64), (n,)).astype(np.float64)
+    kvb = _dtype_bytes(kv_dtype, KV_DTYPE_BYTES, "kv_dtype")
+    # per-token bytes averaged over a sequence of ctx tokens (sliding windows capped), one ctx per model
+    kv_tok = np.empty((n, len(tp)))
+    for u in np.unique(ctx):  # a handful of distinct context lengths, not per row
+        rows = ctx == u
+        sub = {k: v[rows] for k, v in c.items()}
+        kv_tok[rows] = _kv_bytes_matrix(sub, framework, tp, kv_bytes=kvb, context_len=float(u), dp=dp, dp_attention=dp_attention)
+    if pp > 1:  # a stage caches only its own layers: the heaviest holds ceil(L / pp) of L
+        L = c["num_hidden_layers"]
+        kv_tok = kv_tok * (np.ceil(L / pp) / L)[:, None]
+    state = _state_bytes_matrix(c, tp, state_bytes=kvb if kvb >= 2 else 2.0)
+    weights = _weight_bytes_matrix(c, framework, tp, pp=pp, ep=ep, weight_dtype=weight_dtype, dp=dp, dp_attention=dp_attention)
+    act = _activation_bytes(c, framework, t, ep, memory_bytes)
+    nt = np.broadcast_to(_non_torch_bytes(t), weights.shape)
+    M = float(memory_bytes)
+    frac = mem_fraction if mem_fraction is not None else DEFAULT_FRACTION[framework]
+    if framework == "vllm":
+        budget = M * frac - weights - act - nt
+        reserve = act + nt
+    elif framework == "sglang":
+        if frac is None:
+            fr = np.array([[sglang_default_mem_fraction_static(memory_bytes, int(x), pp, dp=dp, dp_attention=dp_attention) for x in tp]])
+        else:
+            fr = np.full((1, len(tp)), float(frac))
+        budget = M * fr - weights
+        reserve = np.broadcast_to(M * (1 - fr), weights.shape)
+        frac = fr
+    elif framework == "tensorrt-llm":
+        budget = (M - weights - act - nt) * frac
+        reserve = act + nt
+    elif framework == "transformers-cb-cache":
+        budget = (M - weights) * frac - act
+        reserve = act
+    else:
+        budget = (M - weights - act - nt) * frac
+        reserve = act + nt
+    budget = np.broadcast_to(budget, weights.shape).astype(np.float64)
+    block = TOKENS_PER_BLOCK[framework]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tokens = np.where(kv_tok > 0, np.floor(np.maximum(budget, 0) / (kv_tok * block)) * block, np.nan)
+        seq_bytes = kv_tok * ctx[:, None] + state
+        seqs = np.floor(np.maximum(budget, 0) / seq_bytes)
+    fits = (budget > 0) & (seqs >= 1) & (weights + np.broadcast_to(reserve, weights.shape) < M)
+    return {
+        "kv_bytes_per_token_per_rank": kv_tok, "linear_state_bytes_per_sequence_per_rank": state,
+        "weight_bytes_per_gpu": weights, "activation_bytes_per_gpu": np.broadcast_to(act, weights.shape),
+        "non_torch_bytes_per_gpu": nt, "reserve_bytes_per_gpu": np.broadcast_to(reserve, weights.shape),
+        "kv_budget_bytes_per_gpu": budget, "tokens_per_gpu": tokens, "concurrent_sequences": seqs,
+        "fits": fits & ~np.isnan(budget), "fraction": np.broadcast_to(np.asarray(frac, dtype=np.float64), weights.shape),
+        "context_len": np.broadcast_to(ctx[:, None], weights.shape),
+    }
+
+
+def capacity(record: Any, framework: str, gpu: Any, tp: int, *, pp: int = 1, ep: int = 1, kv_dtype: str = "bf16",
+             weight_dtype: str | None = None, context_len: int | None = None, mem_fraction: float | None = None,
+             dp: int = 1, dp_attention: bool = False) -> dict[str, Any]:
+    """How much KV cache fits on each GPU of a (model, framework, GPU, TP) deployment.
+
+    Parameters
+    ----------
+    record : one catalog record.
+    framework : one of :data:`dashboard.schema.FRAMEWORKS`.
+    gpu : GPU id from :func:`load_gpus` (e.g. ``"H100-80GB"``), a row of that table, or total bytes.
+    tp, pp, ep : parallel sizes (one GPU per rank).
+    kv_dtype, weight_dtype : see :func:`kv_cache_bytes_per_token_per_rank`, :func:`weight_bytes_per_rank`.
+    context_len : tokens per sequence (default: the model's ``max_position_embeddings``, else 8192).
+    mem_fraction : the framework's budget knob: vLLM ``gpu_memory_utilization`` (default 0.9), SGLang
+        ``mem_fraction_static`` (default: :func:`sglang_default_mem_fraction_static`), TensorRT-LLM
+        ``free_gpu_memory_fraction`` (0.9), transformers CB ``max_memory_percent`` (0.9).
+
+    Returns
+    -------
+    dict with: ``framework``, ``gpu``, ``tp``, ``pp``, ``ep``, ``context_len`` (tokens),
+    ``memory_bytes`` (per GPU), ``fraction``, ``budget_rule`` (text), ``weight_bytes_per_gpu``,
+    ``activation_bytes_per_gpu``, ``non_torch_bytes_per_gpu``, ``reserve_bytes_per_gpu`` (what the
+    rule holds back besides weights), ``kv_budget_bytes_per_gpu``, ``kv_bytes_per_token_per_rank``,
+    ``linear_state_bytes_per_sequence_per_rank``, ``tokens_per_gpu`` (KV-cache tokens, rounded down to
+    the framework's block size), ``concurrent_sequences`` (whole sequences of ``context_len``), ``fits``
+    (bool: weights load and at least one full-length sequence fits).
+
+    Raises ``ValueError`` for an unknown framework, GPU or dtype, or ``tp < 1``.
+    """
+    _check(framework, tp)
+    name, mem = _gpu_memory(gpu)
+    c = _cols(record)
+    m = _capacity_matrix(c, framework, np.array([tp]), mem, pp=pp, ep=ep, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
+                         context_len=context_len, mem_fraction=mem_fraction, dp=dp, dp_attention=dp_attention)
+    out: dict[str, Any] = {"framework": framework, "gpu": name, "tp": int(tp), "pp": int(pp), "ep": int(ep),
+                           "memory_bytes": mem, "budget_rule": BUDGET_RULES[framework]}
+    for k, v in m.items():
+        x = v[0, 0]
+        if k == "fits":
+            out[k] = bool(x)
+        elif k in ("tokens_per_gpu", "concurrent_sequences", "context_len"):
+            out[k] = int(x) if np.isfinite(x) else None
+        else:
+            out[k] = float(x)
+    return out
+
+
+def memory_grid(catalog: pd.DataFrame, tp_sizes: Sequence[int] = schema.DEFAULT_TP_SIZES,
+                frameworks: Sequence[str] = schema.FRAMEWORKS, *, gpu: Any = "H100-80GB", pp: int = 1, ep: int = 1,
+                kv_dtype: str = "bf16", weight_dtype: str | None = None, context_len: int | None = None,
+                mem_fraction: float | None = None) -> pd.DataFrame:
+    """Vectorized memory model over a catalog x TP sizes x frameworks (numpy over columns).
+
+    Returns a tidy frame, one row per (model_id, framework, tp), with the float columns of
+    :func:`capacity` (bytes per GPU / per token / per sequence, tokens, sequences, ``fits``). Rows of
+    models without shapes carry NaN (and ``fits`` False). ``mem_fraction`` applies to every framework
+    when given; otherwise each framework's default.
+    """
+    for fw in frameworks:
+        _check(fw, 1)
+    tp = np.asarray(list(tp_sizes), dtype=np.int64)
+    if (tp < 1).any():
+        raise ValueError("TP sizes must be >= 1")
+    _, mem = _gpu_memory(gpu)
+    c = _cols(catalog)
+    ids = c["model_id"] if "model_id" in catalog.columns else np.arange(len(catalog)).astype(str)
+    ids = catalog["model_id"].to_numpy() if "model_id" in catalog.columns else ids
+    frames = []
+    for fw in frameworks:
+        m = _capacity_matrix(c, fw, tp, mem, pp=pp, ep=ep, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
+                             context_len=context_len, mem_fraction=mem_fraction)
+        data = {"model_id": np.repeat(ids, len(tp)), "framework": fw, "tp": np.tile(tp, len(ids))}
+        for k, v in m.items():
+            data[k] = np.ascontiguousarray(np.broadcast_to(v, (len(ids), len(tp)))).ravel()
+        frames.append(pd.DataFrame(data))
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if len(out):
+        out["framework"] = out["framework"].astype("string")
+        out["model_id"] = out["model_id"].astype("string")
+    return out
+
+
+def _check(framework: str, tp: Any) -> None:
+    if framework not in schema.FRAMEWORKS:
+        raise ValueError(f"unknown framework {framework!r}; expected one of {', '.join(schema.FRAMEWORKS)}")
+    if isinstance(tp, (int, np.integer)) and int(tp) < 1:
+        raise ValueError(f"tp must be >= 1, got {tp}")
+
+
+def bytes_to_gib(x: float) -> float:
+    """Bytes -> GiB (2**30 bytes)."""
+    return x / GiB if x is not None and not (isinstance(x, float) and math.isnan(x)) else float("nan")
