@@ -1,0 +1,651 @@
+"""The rules engine: which (model, TP) pairs each serving framework accepts, and why not.
+
+Public API (the contract in the team preamble)
+-----------------------------------------------
+* :func:`check` -- one catalog record under one framework and parallel layout -> :class:`Verdict`
+  (failing rules with the framework's own message and source, warnings, suggestions).
+* :func:`grid` -- the whole catalog x TP sizes x frameworks -> tidy DataFrame, vectorized with numpy
+  (no per-cell Python in the hot path).
+* :data:`RULES` -- every rule as data (:class:`~dashboard.rules.common.Rule`), one module per framework
+  (:mod:`.vllm`, :mod:`.sglang`, :mod:`.transformers`, :mod:`.trtllm`, :mod:`.megatron`).
+
+``check`` runs the very same vectorized predicates on a one-row frame; there is one implementation.
+Pure: no I/O, no Panel.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from dashboard import schema, sharding
+from dashboard.rules import megatron as _megatron
+from dashboard.rules import sglang as _sglang
+from dashboard.rules import transformers as _transformers
+from dashboard.rules import trtllm as _trtllm
+from dashboard.rules import vllm as _vllm
+from dashboard.rules.common import KINDS, Ctx, Rule
+
+__all__ = [
+    "RULES",
+    "RULES_BY_FRAMEWORK",
+    "KINDS",
+    "Rule",
+    "RuleHit",
+    "Verdict",
+    "check",
+    "grid",
+    "rules_frame",
+    "rules_markdown",
+]
+
+#: Every rule, in evaluation order within each framework.
+RULES: list[Rule] = [
+    *_vllm.RULES,
+    *_sglang.RULES,
+    *_transformers.RULES,
+    *_trtllm.RULES,
+    *_megatron.RULES,
+]
+
+RULES_BY_FRAMEWORK: dict[str, list[Rule]] = {fw: [r for r in RULES if r.framework == fw] for fw in schema.FRAMEWORKS}
+
+#: Frameworks that replicate KV heads when kv < attention-TP (status ``valid_replicated``).
+_REPLICATING = {"vllm", "sglang", "tensorrt-llm"}
+
+
+@dataclass(frozen=True)
+class RuleHit:
+    """One rule that fired for a record: the framework's message with its numbers filled in."""
+
+    rule_id: str
+    framework: str
+    kind: str
+    message: str
+    source_url: str
+    severity: str  # "error" | "warning"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a framework does with one (model, parallel layout).
+
+    ``valid`` is True exactly when ``failures`` is empty. ``status`` is one of
+    :data:`dashboard.schema.CELL_STATUSES`. Per-rank counts are heads (not bytes); ``None`` when the
+    record lacks the heads. ``attn_tp`` is the TP degree of the attention layers (``tp / dp`` under
+    SGLang DP-attention, 1 under TensorRT-LLM attention-DP).
+    """
+
+    model_id: str
+    framework: str
+    version: str | None
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    dp_attention: bool
+    valid: bool
+    status: str
+    failures: tuple[RuleHit, ...]
+    warnings: tuple[RuleHit, ...]
+    suggestions: tuple[str, ...]
+    q_heads_per_rank: int | None
+    kv_heads_per_rank: int | None
+    kv_replicas: int | None
+    attn_tp: int
+
+
+# ----------------------------------------------------------------------------------------------------
+# version handling
+# ----------------------------------------------------------------------------------------------------
+
+
+def _parse_version(version: str | None):
+    if version is None:
+        return None
+    try:
+        from packaging.version import InvalidVersion, Version
+    except ImportError:  # pragma: no cover - packaging ships with pip/setuptools
+        return None
+    text = str(version).strip().lstrip("v")
+    if not re.fullmatch(r"\d+\.\d+(\.\d+)*((a|b|rc|\.post|\.dev)\d+)*(\+[\w.]+)?", text):
+        return None  # dates ("2025-05"), bare years, words ("seed") are not release numbers
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def _rule_applies_to_version(rule: Rule, version: str | None) -> bool:
+    """A rule holds for ``version`` when its specifier contains it. ``None`` (or a version that is not a
+    PEP 440 version, e.g. a date) means "the current release": every rule without an upper bound."""
+    if not rule.versions:
+        return True
+    from packaging.specifiers import SpecifierSet
+
+    spec = SpecifierSet(rule.versions)
+    v = _parse_version(version)
+    if v is None:
+        return not any(s.operator in ("<", "<=", "==", "~=") for s in spec)
+    return spec.contains(v, prereleases=True)
+
+
+def _rules_for(framework: str, version: str | None) -> list[Rule]:
+    if framework not in RULES_BY_FRAMEWORK:
+        raise ValueError(f"unknown framework {framework!r}; expected one of {schema.FRAMEWORKS}")
+    return [r for r in RULES_BY_FRAMEWORK[framework] if _rule_applies_to_version(r, version)]
+
+
+# ----------------------------------------------------------------------------------------------------
+# core evaluation (shared by grid and check)
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Eval:
+    rules: list[Rule]
+    fire: list[np.ndarray]
+    fields: list[dict[str, np.ndarray]]
+    unknown: np.ndarray
+    padded: np.ndarray
+    replicated: np.ndarray
+    q_per_rank: np.ndarray
+    kv_per_rank: np.ndarray
+    kv_rep: np.ndarray
+    has_q: np.ndarray
+    has_kv: np.ndarray
+    attn_tp: np.ndarray
+
+
+def _evaluate(ctx: Ctx, framework: str, version: str | None) -> _Eval:
+    rules = _rules_for(framework, version)
+    fire, fields = [], []
+    unknown = np.zeros(ctx.n, dtype=bool)
+    padded = np.zeros(ctx.n, dtype=bool)
+    for r in rules:
+        f, flds = r.predicate(ctx)
+        f = np.asarray(f, dtype=bool)
+        if f.shape != (ctx.n,):
+            f = np.broadcast_to(f, (ctx.n,)).copy()
+        fire.append(f)
+        fields.append(flds)
+        for col in r.needs:
+            unknown |= ~ctx.has(col)
+        if r.effect == "padded":
+            padded |= f
+    t = ctx.attn_tp(framework)
+    h = ctx.i("num_attention_heads")
+    kv = ctx.i("num_key_value_heads")
+    has_q = ctx.has("num_attention_heads")
+    mla = ctx.is_mla()
+    has_kv = ctx.has("num_key_value_heads") | (mla & has_q)
+    q_per_rank = h // np.maximum(t, 1)
+    kv_fw = "tensorrt-llm" if framework == "tensorrt-llm" else "vllm"
+    kv_per_rank = np.where(mla, 1, sharding.kv_heads_per_rank(np.maximum(kv, 1), t, kv_fw))
+    kv_rep = np.where(mla, t, sharding.kv_replicas(np.maximum(kv, 1), t))
+    replicated = np.zeros(ctx.n, dtype=bool)
+    if framework in _REPLICATING:
+        replicated = ~mla & ctx.has("num_key_value_heads") & (t > kv)
+    return _Eval(rules, fire, fields, unknown, padded, replicated, q_per_rank, kv_per_rank, kv_rep, has_q,
+                 has_kv, t)
+
+
+def _status(any_error: np.ndarray, ev: _Eval) -> np.ndarray:
+    """Cell status codes into schema.CELL_STATUSES (worst wins: invalid > unknown > padded > replicated)."""
+    st = np.zeros(any_error.shape, dtype=np.int8)  # valid
+    st[ev.replicated] = 1
+    st[ev.padded] = 2
+    st[ev.unknown] = 4
+    st[any_error] = 3
+    return st
+
+
+_STATUS_CATS = list(schema.CELL_STATUSES)
+
+
+def _to_ctx(records: pd.DataFrame | Mapping | pd.Series, tp_sizes, **kw) -> Ctx:
+    if isinstance(records, pd.DataFrame):
+        df = records.reset_index(drop=True)
+    elif isinstance(records, pd.Series):
+        df = records.to_frame().T.reset_index(drop=True)
+    elif isinstance(records, Mapping):
+        df = pd.DataFrame([dict(records)])
+    else:
+        raise TypeError(f"record must be a mapping, Series or DataFrame, got {type(records).__name__}")
+    return Ctx(df, np.asarray(list(tp_sizes), dtype=np.int64), **kw)
+
+
+# ----------------------------------------------------------------------------------------------------
+# grid
+# ----------------------------------------------------------------------------------------------------
+
+
+def _message_codes(rule: Rule, fire: np.ndarray, fields: dict[str, np.ndarray], registry: dict[str, int],
+                   strings: list[str]) -> np.ndarray:
+    """Per-cell code (index into ``strings``) of the rule's formatted message, -1 where it did not fire.
+    Messages are formatted once per distinct combination of field values (vectorized factorization)."""
+    codes = np.full(fire.shape, -1, dtype=np.int64)
+    idx = np.flatnonzero(fire)
+    if idx.size == 0:
+        return codes
+    names = rule.message_fields
+    if not names:
+        code = registry.setdefault(rule.message, len(strings))
+        if code == len(strings):
+            strings.append(rule.message)
+        codes[idx] = code
+        return codes
+    cols = [np.asarray(fields[n])[idx] if np.ndim(fields[n]) else np.full(idx.size, fields[n]) for n in names]
+    if len(cols) == 1:
+        local, uniq = pd.factorize(cols[0])
+        tuples = [(u,) for u in uniq]
+    else:
+        mi = pd.MultiIndex.from_arrays(cols)
+        local, uniq = mi.factorize()
+        tuples = list(uniq)
+    mapping = np.empty(len(tuples), dtype=np.int64)
+    for j, tup in enumerate(tuples):
+        s = rule.format(dict(zip(names, tup)))
+        code = registry.get(s)
+        if code is None:
+            code = len(strings)
+            registry[s] = code
+            strings.append(s)
+        mapping[j] = code
+    codes[idx] = mapping[local]
+    return codes
+
+
+def _join_codes(code_arrays: list[np.ndarray], strings: list[str], registry: dict[str, int]) -> np.ndarray:
+    """Codes of the "\\n"-joined messages of every failing rule, per cell (-1 where none).
+
+    Vectorized: the per-rule codes are combined into one integer key (re-factorized whenever the mixed
+    radix would overflow), then each distinct combination is joined once."""
+    n = code_arrays[0].shape[0] if code_arrays else 0
+    if not code_arrays:
+        return np.full(n, -1, dtype=np.int64)
+    key = np.zeros(n, dtype=np.int64)
+    combos: list[tuple[int, ...]] = [()]
+    key_space = 1
+    # decode table: factorized key -> tuple of codes; built incrementally
+    for c in code_arrays:
+        radix = int(c.max()) + 2
+        if key_space * radix >= 2**62:
+            key, uniq = pd.factorize(key)
+            combos = [combos[u] for u in uniq] if len(combos) > 1 else combos
+            key_space = max(len(uniq), 1)
+            key = key.astype(np.int64)
+        raw = key * radix + (c + 1)
+        key, uniq = pd.factorize(raw)
+        key = key.astype(np.int64)
+        new_combos = []
+        for u in uniq:
+            prev, cur = divmod(int(u), radix)
+            base = combos[prev] if prev < len(combos) else ()
+            new_combos.append(base + ((cur - 1,) if cur > 0 else ()))
+        combos = new_combos
+        key_space = max(len(uniq), 1)
+    out_map = np.empty(len(combos), dtype=np.int64)
+    for j, combo in enumerate(combos):
+        if not combo:
+            out_map[j] = -1
+            continue
+        s = "\n".join(strings[k] for k in combo)
+        code = registry.get(s)
+        if code is None:
+            code = len(strings)
+            registry[s] = code
+            strings.append(s)
+        out_map[j] = code
+    return out_map[key]
+
+
+def _grid_ctx(ctx: Ctx, framework: str, version: str | None, model_ids: np.ndarray) -> pd.DataFrame:
+    ev = _evaluate(ctx, framework, version)
+    n = ctx.n
+    errors = [(r, f, fl) for r, f, fl in zip(ev.rules, ev.fire, ev.fields) if r.severity == "error"]
+    strings: list[str] = []
+    registry: dict[str, int] = {}
+    first_rule = np.full(n, -1, dtype=np.int64)
+    first_msg = np.full(n, -1, dtype=np.int64)
+    n_fail = np.zeros(n, dtype=np.int64)
+    code_arrays = []
+    for j, (r, f, fl) in enumerate(errors):
+        codes = _message_codes(r, f, fl, registry, strings)
+        code_arrays.append(codes)
+        newly = f & (first_rule < 0)
+        first_rule[newly] = j
+        first_msg[newly] = codes[newly]
+        n_fail += f
+    any_error = n_fail > 0
+    all_msgs = _join_codes(code_arrays, strings, registry) if errors else np.full(n, -1, dtype=np.int64)
+    cats = pd.Index(strings, dtype=object)
+    empty_code = len(strings)
+    cats = cats.append(pd.Index([""], dtype=object))
+
+    def cat(codes: np.ndarray) -> pd.Categorical:
+        return pd.Categorical.from_codes(np.where(codes < 0, empty_code, codes), categories=cats)
+
+    rule_ids = pd.Index([r.id for r, _, _ in errors] + [""], dtype=object)
+    status = _status(any_error, ev)
+    model_codes = np.repeat(np.arange(ctx.n_models), ctx.n_tp)
+    id_cats = pd.Index(pd.unique(model_ids), dtype=object) if ctx.n_models else pd.Index([], dtype=object)
+    id_codes = pd.Index(id_cats).get_indexer(model_ids)
+    q_mask = ~ev.has_q
+    kv_mask = ~ev.has_kv
+    return pd.DataFrame(
+        {
+            "model_id": pd.Categorical.from_codes(id_codes[model_codes], categories=id_cats),
+            "framework": pd.Categorical.from_codes(
+                np.full(n, schema.FRAMEWORKS.index(framework)), categories=list(schema.FRAMEWORKS)
+            ),
+            "tp": ctx.tp,
+            "valid": ~any_error,
+            "status": pd.Categorical.from_codes(status, categories=_STATUS_CATS),
+            "rule_id": pd.Categorical.from_codes(np.where(first_rule < 0, len(errors), first_rule),
+                                                 categories=rule_ids),
+            "message": cat(first_msg),
+            "n_failures": n_fail,
+            "messages": cat(all_msgs),
+            "q_heads_per_rank": pd.arrays.IntegerArray(np.where(q_mask, 0, ev.q_per_rank), q_mask),
+            "kv_heads_per_rank": pd.arrays.IntegerArray(np.where(kv_mask, 0, ev.kv_per_rank), kv_mask.copy()),
+            "kv_replicas": pd.arrays.IntegerArray(np.where(kv_mask, 0, ev.kv_rep), kv_mask.copy()),
+        }
+    )
+
+
+def grid(
+    catalog_df: pd.DataFrame,
+    tp_sizes: Sequence[int] = schema.DEFAULT_TP_SIZES,
+    frameworks: Iterable[str] = schema.FRAMEWORKS,
+    *,
+    pp: int = 1,
+    dp: int = 1,
+    ep: int = 1,
+    dp_attention: bool = False,
+    vision_dp: bool = False,
+    version: str | None = None,
+) -> pd.DataFrame:
+    """Validity of every catalog model at every TP size under every framework.
+
+    Parameters
+    ----------
+    catalog_df : catalog records (schema columns; a missing column counts as NA).
+    tp_sizes : TP sizes (>= 1), in display order.
+    frameworks : framework ids from :data:`dashboard.schema.FRAMEWORKS`.
+    pp, dp, ep, dp_attention, vision_dp : the other parallel settings, the same for every cell.
+    version : framework version (PEP 440) or None for the current release.
+
+    Returns
+    -------
+    DataFrame, one row per (model_id, framework, tp), framework-major then model then TP:
+    ``model_id, framework, tp, valid, status, rule_id, message, n_failures, messages,
+    q_heads_per_rank, kv_heads_per_rank, kv_replicas``. ``rule_id``/``message`` are the first failing
+    rule ("" if none); ``messages`` joins every failing rule's message with "\\n". String columns are
+    categoricals; per-rank counts are nullable Int64 (heads, not bytes).
+
+    Raises
+    ------
+    ValueError for an unknown framework or a size < 1.
+    """
+    tps = np.asarray(list(tp_sizes), dtype=np.int64)
+    models = catalog_df.reset_index(drop=True)
+    ids = (
+        models["model_id"].astype("string").fillna("").to_numpy(dtype=object)
+        if "model_id" in models.columns
+        else np.array([f"row{i}" for i in range(len(models))], dtype=object)
+    )
+    ctx = Ctx(models, tps, pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp)
+    parts = [_grid_ctx(ctx, fw, version, ids) for fw in frameworks]
+    if not parts:
+        raise ValueError("no frameworks given")
+    if len(parts) == 1:
+        return parts[0]
+    out = pd.concat(parts, ignore_index=True)
+    for c in ("model_id", "framework", "status", "rule_id", "message", "messages"):
+        if not isinstance(out[c].dtype, pd.CategoricalDtype):
+            out[c] = out[c].astype("category")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# check
+# ----------------------------------------------------------------------------------------------------
+
+
+def _hits(ev: _Eval, row: int) -> tuple[list[RuleHit], list[RuleHit]]:
+    failures, warnings = [], []
+    for r, f, flds in zip(ev.rules, ev.fire, ev.fields):
+        if not f[row]:
+            continue
+        vals = {k: (np.asarray(v)[row] if np.ndim(v) else v) for k, v in flds.items()}
+        hit = RuleHit(r.id, r.framework, r.kind, r.format(vals), r.source_url, r.severity)
+        (failures if r.severity == "error" else warnings).append(hit)
+        if r.severity == "error" and r.effect == "run_time":
+            warnings.append(
+                RuleHit(
+                    r.id,
+                    r.framework,
+                    r.kind,
+                    "Passes the config check and loads, fails when the model is built/run (forward pass).",
+                    r.source_url,
+                    "warning",
+                )
+            )
+    return failures, warnings
+
+
+def _ok_sizes(record, framework: str, version, sizes: np.ndarray, **kw) -> np.ndarray:
+    ctx = _to_ctx(record, sizes, **kw)
+    ev = _evaluate(ctx, framework, version)
+    err = np.zeros(ctx.n, dtype=bool)
+    for r, f in zip(ev.rules, ev.fire):
+        if r.severity == "error":
+            err |= f
+    st = _status(err, ev)
+    return sizes[(st != 3) & (st != 4)]
+
+
+def _suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision_dp, failures) -> list[str]:
+    out: list[str] = []
+    upper = max(64, 2 * tp)
+    sizes = np.arange(1, upper + 1, dtype=np.int64)
+    base = dict(pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp)
+    ok = _ok_sizes(record, framework, version, sizes, **base)
+    if not failures:
+        return out
+    below = ok[ok < tp]
+    above = ok[ok > tp]
+    near = []
+    if below.size:
+        near.append(int(below.max()))
+    if above.size:
+        near.append(int(above.min()))
+    if near:
+        out.append("Nearest valid TP sizes: " + " and ".join(str(x) for x in near) + ".")
+    else:
+        out.append(f"No TP size in 1..{upper} is valid under {framework} with these settings.")
+
+    def valid_with(at_tp: int = tp, **over) -> bool:
+        kw = dict(base, **over)
+        return bool(_ok_sizes(record, framework, version, np.array([at_tp], dtype=np.int64), **kw).size)
+
+    if framework in ("sglang", "tensorrt-llm") and not dp_attention:
+        dps = [d for d in range(2, tp + 1) if tp % d == 0] if framework == "sglang" else [tp]
+        for d in dps:
+            if valid_with(dp=d, dp_attention=True):
+                if framework == "sglang":
+                    out.append(f"Valid at tp={tp} with --enable-dp-attention and dp={d} (attention-TP {tp // d}).")
+                else:
+                    out.append(f"Valid at tp={tp} with enable_attention_dp (attention-TP 1).")
+                break
+    if _is_moe_record(record) and ep == 1 and tp > 1 and valid_with(ep=tp):
+        out.append(f"Valid at tp={tp} with expert parallelism (ep={tp}): experts are not TP-sliced.")
+    if pp == 1:
+        for t2 in sorted((d for d in range(1, tp) if tp % d == 0), reverse=True):
+            if valid_with(at_tp=t2, pp=tp // t2):
+                out.append(f"The same {tp} GPUs as tp={t2} x pp={tp // t2} (pipeline parallel) is valid.")
+                break
+    if not vision_dp and any(f.kind == "vision_heads" for f in failures) and valid_with(vision_dp=True):
+        out.append(f"Valid at tp={tp} with a data-parallel vision encoder (mm_encoder_tp_mode='data').")
+    return out
+
+
+def _is_moe_record(record) -> bool:
+    try:
+        ctx = _to_ctx(record, [1])
+        return bool(ctx.is_moe()[0])
+    except Exception:  # pragma: no cover - defensive: suggestions must never break a verdict
+        return False
+
+
+def _opt_int(mask: bool, v) -> int | None:
+    return None if mask else int(v)
+
+
+def check(
+    record: Mapping | pd.Series,
+    framework: str,
+    tp: int,
+    *,
+    version: str | None = None,
+    pp: int = 1,
+    dp: int = 1,
+    ep: int = 1,
+    dp_attention: bool = False,
+    vision_dp: bool = False,
+) -> Verdict:
+    """Would ``framework`` accept this model at this parallel layout, and if not, what would it say?
+
+    Parameters
+    ----------
+    record : one catalog record (mapping or Series of schema columns; missing keys count as NA).
+    framework : one of :data:`dashboard.schema.FRAMEWORKS`.
+    tp, pp, dp, ep : tensor, pipeline, data and expert parallel sizes (>= 1). ``ep > 1`` means expert
+        parallelism (vLLM ``--enable-expert-parallel``: experts are not TP-sliced).
+    version : framework version (PEP 440, e.g. "0.11.0") or None for the current release; a string that
+        is not a version (e.g. a date) is treated as the current release.
+    dp_attention : SGLang ``--enable-dp-attention`` (attention-TP = tp / dp) or TensorRT-LLM attention-DP.
+    vision_dp : the vision encoder runs data-parallel (vLLM ``mm_encoder_tp_mode="data"``).
+
+    Returns
+    -------
+    :class:`Verdict`. Quantization comes from the record (``quant_method``, block sizes, group size).
+
+    Raises
+    ------
+    ValueError for an unknown framework or a parallel size < 1; TypeError for a record of another type.
+    """
+    tp = int(tp)
+    ctx = _to_ctx(record, [tp], pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp)
+    ev = _evaluate(ctx, framework, version)
+    failures, warnings = _hits(ev, 0)
+    if version is not None and _parse_version(version) is None:
+        warnings.append(
+            RuleHit("engine.version", framework, "attention_heads",
+                    f"Version {version!r} is not a release number; the current release's rules were used.",
+                    "", "warning")
+        )
+    err = np.array([bool(failures)])
+    status = _STATUS_CATS[int(_status(err, ev)[0])]
+    suggestions = _suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision_dp, failures)
+    model_id = ""
+    try:
+        model_id = str(ctx.models["model_id"].iloc[0]) if "model_id" in ctx.models.columns else ""
+    except Exception:  # pragma: no cover
+        model_id = ""
+    return Verdict(
+        model_id=model_id,
+        framework=framework,
+        version=version,
+        tp=tp,
+        pp=int(pp),
+        dp=int(dp),
+        ep=int(ep),
+        dp_attention=bool(dp_attention),
+        valid=not failures,
+        status=status,
+        failures=tuple(failures),
+        warnings=tuple(warnings),
+        suggestions=tuple(suggestions),
+        q_heads_per_rank=_opt_int(not ev.has_q[0], ev.q_per_rank[0]),
+        kv_heads_per_rank=_opt_int(not ev.has_kv[0], ev.kv_per_rank[0]),
+        kv_replicas=_opt_int(not ev.has_kv[0], ev.kv_rep[0]),
+        attn_tp=int(ev.attn_tp[0]),
+    )
+
+
+# ----------------------------------------------------------------------------------------------------
+# rule documentation
+# ----------------------------------------------------------------------------------------------------
+
+
+def rules_frame() -> pd.DataFrame:
+    """Every rule's data as a DataFrame (one row per rule; no predicates)."""
+    return pd.DataFrame([r.as_dict() for r in RULES])
+
+
+def _md_escape(s: str) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def rules_markdown() -> str:
+    """The rule page (``docs/rules.md``), generated from :data:`RULES`."""
+    lines = [
+        "# TP rules, per framework",
+        "",
+        "Generated from `dashboard.rules.RULES` by `python -m dashboard.rules.docs` -- do not edit by hand.",
+        "",
+        "Each rule: id, kind, the framework versions it holds for (empty = every version we checked; the",
+        "source link is pinned to the commit that was read), the condition as the framework tests it, the",
+        "message with `{fields}` the engine fills in, and the upstream source. Severity `warning` = the",
+        "framework runs, with a caveat. Effect `run_time` = the failure appears only when the model is",
+        "built/run, not at load; `padded` = dummy heads (status `valid_padded`).",
+        "",
+    ]
+    for fw in schema.FRAMEWORKS:
+        rules = RULES_BY_FRAMEWORK.get(fw, [])
+        lines += [f"## {schema.FRAMEWORK_LABELS[fw]} (`{fw}`)", ""]
+        if fw.startswith("transformers"):
+            vw = sorted({r.verified_with for r in rules if r.verified_with})
+            if vw:
+                lines += ["Checked against a real library run: " + "; ".join(vw), ""]
+            else:
+                lines += [
+                    "Checked against a real library run: not yet -- read from the source only (pinned links "
+                    "below); the transformers-matrix test (torchrun, gloo, CPU) fills in `verified_with`.",
+                    "",
+                ]
+        lines += [
+            "| id | kind | versions | severity | condition | message | source | notes |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for r in rules:
+            note = r.note
+            if r.effect:
+                note = (f"effect: {r.effect}. " + note).strip()
+            if r.verified_with:
+                note = (note + f" Verified with: {r.verified_with}").strip()
+            src = f"[{r.source_url.split('/blob/')[-1][:12]}…]({r.source_url})" if r.source_url else ""
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        f"`{r.id}`",
+                        r.kind,
+                        _md_escape(r.versions or "all checked"),
+                        r.severity,
+                        _md_escape(r.condition),
+                        "`" + _md_escape(r.message) + "`",
+                        src,
+                        _md_escape(note),
+                    ]
+                )
+                + " |"
+            )
+        lines.append("")
+    return "\n".join(lines)

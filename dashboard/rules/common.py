@@ -1,0 +1,367 @@
+"""Rule data model and the vectorized evaluation context shared by every framework module.
+
+A rule is DATA (:class:`Rule`: id, framework, kind, version range, condition text, message template with
+named fields, upstream source URL pinned to a commit) plus one small VECTORIZED predicate. The predicate
+receives a :class:`Ctx` -- the columns of N (model, TP) cells as numpy arrays plus the parallel sizes --
+and returns a boolean ``fire`` array (length N) and the integer arrays that fill the message template.
+
+The same predicates serve the whole-catalog grid (N = models x TP sizes) and the single-record
+:func:`dashboard.rules.check` (N = 1): one implementation, not two. Pure: no I/O, no Panel.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from dashboard import sharding
+
+#: Rule kinds (the contract's vocabulary).
+KINDS: tuple[str, ...] = (
+    "attention_heads",
+    "kv_heads",
+    "vision_heads",
+    "linear_attention_heads",
+    "mamba_groups",
+    "moe_experts",
+    "moe_intermediate",
+    "mlp_intermediate",
+    "vocab",
+    "block_fp8",
+    "group_size",
+    "pipeline_layers",
+    "cross_attention_heads",
+    "mla",
+)
+
+#: Effects a firing rule has on the cell besides validity.
+EFFECTS: tuple[str, ...] = ("", "padded", "run_time")
+
+Fields = dict[str, np.ndarray]
+Predicate = Callable[["Ctx"], tuple[np.ndarray, Fields]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One framework check, as data.
+
+    Attributes
+    ----------
+    id : stable rule id, ``<framework-short>.<kind>[.<detail>]``.
+    framework : one of :data:`dashboard.schema.FRAMEWORKS`.
+    kind : one of :data:`KINDS`.
+    versions : PEP 440 specifier of the framework versions the rule holds for ("" = every version we
+        checked; the pinned ``source_url`` says which code was read).
+    condition : the condition in words/arithmetic, as the upstream code tests it.
+    message : message template with named ``{fields}``; for upstream errors, the exact upstream text.
+    source_url : upstream source, pinned to a commit or release tag.
+    severity : ``"error"`` (the framework refuses the configuration) or ``"warning"`` (it runs, with
+        a caveat: dummy heads, uneven split ...).
+    predicate : vectorized ``Ctx -> (fire: bool[N], fields: dict[str, int[N]])``.
+    needs : columns without which the rule cannot be decided (NA there -> cell status ``unknown``).
+    effect : ``"padded"`` (firing means dummy heads: status ``valid_padded``), ``"run_time"`` (the
+        failure shows only when the model is built/run, not at load), or "".
+    verified_with : for rules checked against a real library run, the library version and what was
+        observed (filled by the transformers-matrix helper); None when only read from source.
+    note : anything a reader needs to trust the rule (e.g. "upstream raises a bare assert").
+    """
+
+    id: str
+    framework: str
+    kind: str
+    versions: str
+    condition: str
+    message: str
+    source_url: str
+    predicate: Predicate = field(repr=False, compare=False)
+    severity: str = "error"
+    needs: tuple[str, ...] = ()
+    effect: str = ""
+    verified_with: str | None = None
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"rule {self.id}: unknown kind {self.kind!r}")
+        if self.severity not in ("error", "warning"):
+            raise ValueError(f"rule {self.id}: severity must be 'error' or 'warning'")
+        if self.effect not in EFFECTS:
+            raise ValueError(f"rule {self.id}: unknown effect {self.effect!r}")
+
+    @property
+    def message_fields(self) -> tuple[str, ...]:
+        """Names of the ``{fields}`` in :attr:`message`."""
+        return tuple(f for _, f, _, _ in string.Formatter().parse(self.message) if f)
+
+    def format(self, values: Mapping[str, object]) -> str:
+        """The message with its fields filled (``values`` maps field name -> number)."""
+        return self.message.format(**{k: _plain(values[k]) for k in self.message_fields})
+
+    def as_dict(self) -> dict[str, object]:
+        """The rule's data (everything but the predicate), for tables and docs."""
+        return {
+            "id": self.id,
+            "framework": self.framework,
+            "kind": self.kind,
+            "versions": self.versions,
+            "condition": self.condition,
+            "message": self.message,
+            "source_url": self.source_url,
+            "severity": self.severity,
+            "needs": ", ".join(self.needs),
+            "effect": self.effect,
+            "verified_with": self.verified_with,
+            "note": self.note,
+        }
+
+
+def _plain(v: object) -> object:
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+# ----------------------------------------------------------------------------------------------------
+# Evaluation context
+# ----------------------------------------------------------------------------------------------------
+
+_INT_COLS_CACHE_KEY = "__int__"
+
+
+class Ctx:
+    """Columns of N cells (``n_models`` models x ``n_tp`` TP sizes, model-major) as numpy arrays.
+
+    Model columns are extracted once per model and repeated lazily (``np.repeat``) on first use;
+    derived arrays are memoized with :meth:`memo` so rules of several frameworks share the work.
+
+    Parameters
+    ----------
+    models : DataFrame of catalog records (schema columns; missing columns count as NA).
+    tp_sizes : 1-D int array of TP sizes; cell ``i`` is model ``i // n_tp`` at ``tp_sizes[i % n_tp]``.
+    pp, dp, ep : pipeline, data and expert parallel sizes (scalars, >= 1).
+    dp_attention : SGLang DP-attention / TensorRT-LLM attention-DP flag.
+    vision_dp : the vision encoder runs data-parallel (vLLM ``mm_encoder_tp_mode="data"``).
+    """
+
+    def __init__(
+        self,
+        models: pd.DataFrame,
+        tp_sizes: np.ndarray,
+        *,
+        pp: int = 1,
+        dp: int = 1,
+        ep: int = 1,
+        dp_attention: bool = False,
+        vision_dp: bool = False,
+    ) -> None:
+        self.models = models
+        self.n_models = len(models)
+        self.tp_sizes = np.asarray(tp_sizes, dtype=np.int64)
+        self.n_tp = len(self.tp_sizes)
+        self.n = self.n_models * self.n_tp
+        self.tp = np.tile(self.tp_sizes, self.n_models)
+        for name, v in (("pp", pp), ("dp", dp), ("ep", ep)):
+            if int(v) < 1:
+                raise ValueError(f"{name} must be >= 1, got {v}")
+        if (self.tp_sizes < 1).any():
+            raise ValueError("TP sizes must be >= 1")
+        self.pp = int(pp)
+        self.dp = int(dp)
+        self.ep = int(ep)
+        self.dp_attention = bool(dp_attention)
+        self.vision_dp = bool(vision_dp)
+        self._memo: dict[object, object] = {}
+
+    # -- raw columns --------------------------------------------------------------------------------
+    def _model_int(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        key = ("mint", name)
+        if key not in self._memo:
+            if name not in self.models.columns:
+                vals = np.zeros(self.n_models, dtype=np.int64)
+                has = np.zeros(self.n_models, dtype=bool)
+            else:
+                s = self.models[name]
+                if not pd.api.types.is_integer_dtype(s.dtype):
+                    s = pd.to_numeric(s, errors="coerce")
+                    s = s.where(np.isfinite(s.astype("float64")) & (s.astype("float64") % 1 == 0))
+                has = s.notna().to_numpy(dtype=bool)
+                vals = s.fillna(0).to_numpy(dtype=np.int64)
+            self._memo[key] = (vals, has)
+        return self._memo[key]  # type: ignore[return-value]
+
+    def _rep(self, key: object, model_level: np.ndarray) -> np.ndarray:
+        k = ("rep", key)
+        if k not in self._memo:
+            self._memo[k] = model_level if self.n_tp == 1 else np.repeat(model_level, self.n_tp)
+        return self._memo[k]  # type: ignore[return-value]
+
+    def i(self, name: str) -> np.ndarray:
+        """Integer column ``name`` per cell (NA -> 0; combine with :meth:`has`)."""
+        return self._rep(("i", name), self._model_int(name)[0])
+
+    def has(self, name: str) -> np.ndarray:
+        """True where column ``name`` is present (not NA) and > 0 for counts."""
+        vals, has = self._model_int(name)
+        return self._rep(("h", name), has & (vals > 0))
+
+    def flag(self, key: str, fn: Callable[[pd.DataFrame], np.ndarray]) -> np.ndarray:
+        """A boolean derived once per model by ``fn(models) -> bool[n_models]``, repeated per cell."""
+        k = ("mflag", key)
+        if k not in self._memo:
+            self._memo[k] = np.asarray(fn(self.models), dtype=bool)
+        return self._rep(("f", key), self._memo[k])  # type: ignore[arg-type]
+
+    def bool_col(self, name: str) -> np.ndarray:
+        """Boolean column per cell (NA -> False)."""
+
+        def fn(df: pd.DataFrame) -> np.ndarray:
+            if name not in df.columns:
+                return np.zeros(len(df), dtype=bool)
+            s = df[name]
+            if s.dtype == object:
+                s = s.map(lambda v: bool(v) if isinstance(v, (bool, np.bool_)) else False)
+            return s.fillna(False).to_numpy(dtype=bool)
+
+        return self.flag("bool:" + name, fn)
+
+    def str_in(self, name: str, values: tuple[str, ...]) -> np.ndarray:
+        """True where string column ``name`` (lower-cased) is one of ``values``."""
+
+        def fn(df: pd.DataFrame) -> np.ndarray:
+            if name not in df.columns:
+                return np.zeros(len(df), dtype=bool)
+            s = df[name].astype("string").str.lower()
+            return s.isin(values).fillna(False).to_numpy(dtype=bool)
+
+        return self.flag(f"in:{name}:{values}", fn)
+
+    def str_startswith(self, name: str, prefixes: tuple[str, ...]) -> np.ndarray:
+        """True where string column ``name`` (lower-cased) starts with one of ``prefixes``."""
+
+        def fn(df: pd.DataFrame) -> np.ndarray:
+            if name not in df.columns:
+                return np.zeros(len(df), dtype=bool)
+            s = df[name].astype("string").str.lower().fillna("")
+            out = np.zeros(len(df), dtype=bool)
+            for p in prefixes:
+                out |= s.str.startswith(p).to_numpy(dtype=bool)
+            return out
+
+        return self.flag(f"sw:{name}:{prefixes}", fn)
+
+    def memo(self, key: object, fn: Callable[[], object]):
+        """Memoize a derived array under ``key`` (shared by every rule of every framework)."""
+        if key not in self._memo:
+            self._memo[key] = fn()
+        return self._memo[key]
+
+    # -- shared derived quantities ------------------------------------------------------------------
+    def attn_tp(self, framework: str) -> np.ndarray:
+        """Attention-TP per cell.
+
+        * SGLang with DP-attention: ``tp // dp`` (``compute_dp_attention_world_info``).
+        * TensorRT-LLM with attention-DP: 1 (every rank runs all heads of its own requests).
+        * Otherwise: ``tp``.
+        """
+        if framework == "sglang" and self.dp_attention:
+            return self.memo(("attn_tp", "sglang"), lambda: np.maximum(self.tp // self.dp, 1))
+        if framework == "tensorrt-llm" and self.dp_attention:
+            return self.memo(("attn_tp", "trt"), lambda: np.ones_like(self.tp))
+        return self.tp
+
+    def not_div(self, name_or_arr, by: np.ndarray | int, key: object | None = None) -> np.ndarray:
+        """``a % by != 0`` (memoized when ``name_or_arr`` is a column name or ``key`` is given)."""
+        if isinstance(name_or_arr, str):
+            a = self.i(name_or_arr)
+            key = ("nd", name_or_arr, id(by) if isinstance(by, np.ndarray) else by)
+        else:
+            a = name_or_arr
+        byv = np.maximum(by, 1)
+        if key is None:
+            return (a % byv) != 0
+        return self.memo(key, lambda: (a % byv) != 0)
+
+    def moe_tp(self, framework: str) -> np.ndarray:
+        """TP degree inside one expert's MLP: 1 under expert parallelism (ep > 1) for vLLM (EP spans
+        all TP x DP ranks), ``tp // ep`` for SGLang/TensorRT-LLM (``moe_tp_size = tp_size // ep_size``),
+        1 for Megatron under EP (expert-tensor-parallel 1 is the documented EP setup), else ``tp``."""
+        if self.ep <= 1:
+            return self.tp
+        if framework in ("sglang", "tensorrt-llm"):
+            return self.memo(("moe_tp", "div"), lambda: np.maximum(self.tp // self.ep, 1))
+        return self.memo(("moe_tp", "one"), lambda: np.ones_like(self.tp))
+
+    def is_mla(self) -> np.ndarray:
+        return self.bool_col("is_mla")
+
+    def is_moe(self) -> np.ndarray:
+        return self.memo(("is_moe",), lambda: self.bool_col("is_moe") | self.has("num_experts"))
+
+    def has_dense_mlp(self) -> np.ndarray:
+        """Model has dense-MLP layers: not MoE, or MoE with ``num_dense_layers > 0``."""
+
+        def fn() -> np.ndarray:
+            dense = self.has("num_dense_layers")  # > 0
+            return self.has("intermediate_size") & (~self.is_moe() | dense)
+
+        return self.memo(("dense",), fn)
+
+    def linear_kind(self, kind: str) -> np.ndarray:
+        return self.str_in("linear_attention_kind", (kind,))
+
+    def fp8_block(self) -> np.ndarray:
+        """Block-FP8 checkpoint: ``quant_method`` fp8 (or compressed-tensors/modelopt block FP8) with a
+        ``weight_block_size``."""
+        return self.memo(("fp8b",), lambda: self.has("weight_block_n") & self.has("weight_block_k"))
+
+    def group_quant(self) -> np.ndarray:
+        """AWQ / GPTQ checkpoint with a positive ``group_size``."""
+        return self.memo(
+            ("gq",),
+            lambda: self.str_in("quant_method", ("awq", "gptq", "awq_marlin", "gptq_marlin"))
+            & self.has("quant_group_size"),
+        )
+
+
+# ----------------------------------------------------------------------------------------------------
+# Small helpers for predicates
+# ----------------------------------------------------------------------------------------------------
+
+
+def per_rank(total: np.ndarray, tp: np.ndarray) -> np.ndarray:
+    """``total // tp`` (the per-rank shard when it divides)."""
+    return total // np.maximum(tp, 1)
+
+
+def not_multiple(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a % b != 0`` with ``b >= 1``."""
+    return (a % np.maximum(b, 1)) != 0
+
+
+def divide_msg_fields(a: np.ndarray, b: np.ndarray) -> Fields:
+    return {"a": a, "b": b}
+
+
+def kv_partition_fail(kv: np.ndarray, tp: np.ndarray) -> tuple[np.ndarray, Fields]:
+    """vLLM/SGLang ``QKVParallelLinear``: if ``tp >= kv`` then ``divide(tp, kv)`` (replication) else
+    ``divide(kv, tp)``. Returns the fire mask and the ``{a} is not divisible by {b}`` fields."""
+    rep = tp >= kv
+    a = np.where(rep, tp, kv)
+    b = np.where(rep, kv, tp)
+    return not_multiple(a, b), {"a": a, "b": b}
+
+
+__all__ = [
+    "KINDS",
+    "EFFECTS",
+    "Rule",
+    "Ctx",
+    "per_rank",
+    "not_multiple",
+    "kv_partition_fail",
+    "sharding",
+]

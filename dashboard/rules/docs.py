@@ -1,0 +1,27 @@
+"""Write the rule page: ``python -m dashboard.rules.docs [path]`` (default ``docs/rules.md``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from dashboard.rules import rules_markdown
+
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
+
+
+def write_rules_page(path: str | os.PathLike = DEFAULT_PATH) -> Path:
+    """Render :func:`dashboard.rules.rules_markdown` to ``path`` atomically (temp file + os.replace)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rules-", suffix=".md")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(rules_markdown())
+    os.replace(tmp, path)
+    return path
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(write_rules_page(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_PATH))
