@@ -706,6 +706,8 @@ class _Scraper:
         self.retrier = retrier
         self.scrub = scrub
         self.old_rows = old_rows
+        self._scan_lock = threading.Lock()
+        self._cached_revisions: dict[str, str] | None = None
 
     # -- one repo ---------------------------------------------------------------------------------
     def fetch(self, model_id: str, listed: Any = None) -> _Outcome:
@@ -774,17 +776,26 @@ class _Scraper:
         return self._parse(model_id, Path(path), meta, fetched_at, revision)
 
     def _fetch_offline(self, model_id: str, old: dict[str, Any] | None) -> _Outcome:
-        try:
-            path = Path(
-                hf_hub_download(
-                    model_id, "config.json", cache_dir=self.cache_dir, token=self.token, endpoint=self.endpoint,
-                    local_files_only=True, tqdm_class=_SilentTqdm,
+        """No request at all: the config of the catalog's sha, else of ``main``, else the newest cached snapshot."""
+        revisions = [old.get("sha")] if old is not None and _SHA_RE.match(str(old.get("sha") or "")) else []
+        revisions += ["main", self._newest_cached_revision(model_id)]
+        path, last_exc = None, None
+        for rev in dict.fromkeys(r for r in revisions if r):
+            try:
+                path = Path(
+                    hf_hub_download(
+                        model_id, "config.json", revision=rev, cache_dir=self.cache_dir, token=self.token,
+                        endpoint=self.endpoint, local_files_only=True, tqdm_class=_SilentTqdm,
+                    )
                 )
-            )
-        except Exception as exc:  # noqa: BLE001
+                break
+            except Exception as exc:  # noqa: BLE001
+                last_exc = exc
+        if path is None:
+            why = _short_error(last_exc) if last_exc is not None else "no cached snapshot"
             return self._failed(
-                model_id, "error", "offline (HF_HUB_OFFLINE) and config.json is not in the local cache: "
-                + _short_error(exc), None, downloaded=True,
+                model_id, "error", f"offline (HF_HUB_OFFLINE) and config.json is not in the local cache: {why}",
+                None, downloaded=True,
             )
         sha = path.parent.name if _SHA_RE.match(path.parent.name) else None
         if not self.refresh and old is not None and sha and old.get("sha") == sha and old.get("status") in _UNCHANGED_OK:
@@ -792,6 +803,23 @@ class _Scraper:
         meta = dict.fromkeys(META_COLUMNS)
         meta["sha"] = sha
         return self._parse(model_id, path, meta, _utcnow(), sha)
+
+    def _newest_cached_revision(self, model_id: str) -> str | None:
+        """Commit of the most recent cached snapshot of ``model_id`` holding config.json (``scan_cache_dir``)."""
+        with self._scan_lock:
+            if self._cached_revisions is None:
+                self._cached_revisions = {}
+                try:
+                    info = huggingface_hub.scan_cache_dir(self.cache_dir)
+                except Exception:  # noqa: BLE001 - no cache folder yet
+                    info = None
+                for repo in getattr(info, "repos", ()):
+                    if repo.repo_type != "model":
+                        continue
+                    revs = [r for r in repo.revisions if any(f.file_name == "config.json" for f in r.files)]
+                    if revs:
+                        self._cached_revisions[repo.repo_id] = max(revs, key=lambda r: r.last_modified).commit_hash
+            return self._cached_revisions.get(model_id)
 
     def _parse(self, model_id: str, path: Path, meta: dict[str, Any], fetched_at: str, revision: str | None) -> _Outcome:
         sha = meta.get("sha") or (path.parent.name if _SHA_RE.match(path.parent.name) else revision)
