@@ -40,7 +40,10 @@ Parameter estimate convention
 linear-attention/SSM mixer, dense MLP or MoE with router and shared experts, norms) and the vision
 tower; it **excludes multi-token-prediction (MTP / nextn) layers**, as the published DeepSeek-V3 figure
 (671B, not the 685B of the checkpoint) does. ``params_active`` replaces each MoE layer's routed experts
-by ``num_experts_per_tok`` of them. Biases are ignored (< 0.1%). Checked against published totals:
+by ``num_experts_per_tok`` of them; it includes the embedding and the vision tower, so a dense model
+has ``params_active == params_total`` (Meta's "17B active" for Llama-4-Scout is text-only:
+``params_active - params_vision``). Biases are ignored (< 0.1%). Vision towers are estimated from
+width, depth and MLP width plus patch embedding and patch merger (approximate, within a few %). Checked against published totals:
 Llama-3.1-8B 8.03B, Llama-3.1-70B 70.6B, Qwen3-235B-A22B 235B / 22B, DeepSeek-V3 671B / 37B,
 Mixtral-8x7B 46.7B / 12.9B (tests/test_catalog.py).
 """
@@ -351,7 +354,7 @@ class _Reader:
                 if v is not _MISSING and v is not None:
                     if src is self.top and self.nested:
                         self.notes.append(f"{canonical} read from the top-level config ({a})")
-                    elif a != canonical:
+                    elif a != canonical and a != "dtype":
                         self.notes.append(f"{canonical} read from alias {a}")
                     return v, a
         if tf and canonical in _TF_FALLBACK_FIELDS:
@@ -461,11 +464,14 @@ def normalize_config(raw: object, model_id: str, *, source: str = "snapshot", sh
         cfg = raw
         if isinstance(cfg, (bytes, bytearray)):
             try:
-                cfg = cfg.decode("utf-8")
+                cfg = bytes(cfg).decode("utf-8")
             except UnicodeDecodeError as e:
                 rec["status"], rec["status_reason"] = "invalid_json", f"not UTF-8: {e.reason}"
                 cfg = None
         if isinstance(cfg, str):
+            if cfg.startswith("\ufeff"):
+                cfg = cfg[1:]
+                notes.append("UTF-8 byte-order mark stripped")
             consts: list[str] = []
             try:
                 cfg = json.loads(cfg, parse_constant=lambda c: consts.append(c) or float(c))
@@ -646,6 +652,10 @@ def _attention(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
         vals = sorted({x for x in per_layer if isinstance(x, int) and not isinstance(x, bool)})
         if len(vals) > 1:
             notes.append(f"attention heads vary per layer: {vals[:6]}")
+    gkv = r.get("num_global_key_value_heads")
+    if gkv is not None and gkv != kv:
+        notes.append(f"full-attention layers use num_global_key_value_heads={_short(gkv, 20)}"
+                     f" (global_head_dim={_short(r.get('global_head_dim'), 20)}); num_key_value_heads is the sliding layers'")
     swa_h = r.get("swa_num_attention_heads")
     swa_kv = r.get("swa_num_key_value_heads")
     if (swa_h is not None and swa_h != heads) or (swa_kv is not None and swa_kv != kv):
@@ -811,10 +821,10 @@ def _moe(rec: dict, r: _Reader, notes: list[str]) -> None:
         is_moe = False
     rec["is_moe"] = is_moe
     rec["intermediate_size"] = r.int("intermediate_size", fallback_top=False)
-    if rec["intermediate_size"] is None and rec["hidden_size"] and not isinstance(r.get("block_configs"), list):
-        rec["intermediate_size"] = 4 * rec["hidden_size"]
-        notes.append(f"intermediate_size absent: 4 x hidden_size = {rec['intermediate_size']} assumed")
     if not is_moe:
+        if rec["intermediate_size"] is None and rec["hidden_size"] and not isinstance(r.get("block_configs"), list):
+            rec["intermediate_size"] = 4 * rec["hidden_size"]
+            notes.append(f"intermediate_size absent: 4 x hidden_size = {rec['intermediate_size']} assumed")
         rec["num_experts"] = None
         rec["num_shared_experts"] = 0
         hop, lbt = r.get("hybrid_override_pattern"), r.get("layers_block_type")
@@ -834,7 +844,7 @@ def _moe(rec: dict, r: _Reader, notes: list[str]) -> None:
     rec["num_experts_per_tok"] = topk
     rec["moe_intermediate_size"] = moe_i
     shared = r.int("num_shared_experts", lo=0, fallback_top=False)
-    sh_i = r.int("shared_expert_intermediate_size", fallback_top=False)
+    sh_i = r.int("shared_expert_intermediate_size", lo=0, fallback_top=False) or None
     if shared is None and mt.startswith("llama4"):
         shared, sh_i = 1, r.int("intermediate_size", fallback_top=False)
         notes.append("llama4: one shared expert of intermediate_size")
@@ -846,6 +856,14 @@ def _moe(rec: dict, r: _Reader, notes: list[str]) -> None:
     rec["num_shared_experts"] = shared
     rec["shared_expert_intermediate_size"] = sh_i if shared else None
 
+    # dense-layer width: some MoE configs keep it apart (MiniMax-M3 dense_intermediate_size,
+    # Llama 4 intermediate_size_mlp) while intermediate_size is the expert width
+    for key in ("dense_intermediate_size", "intermediate_size_mlp"):
+        dense_i = r.int(key, fallback_top=False)
+        if dense_i is not None:
+            rec["intermediate_size"] = dense_i
+            notes.append(f"intermediate_size of dense layers from {key}")
+            break
     dense = 0
     if n is not None:
         fkd = r.get("first_k_dense_replace")
@@ -895,13 +913,6 @@ def _moe(rec: dict, r: _Reader, notes: list[str]) -> None:
         moe_layers = sum(is_moe_layer)
         rec["num_moe_layers"] = moe_layers
         rec["num_dense_layers"] = n - moe_layers
-    # dense-layer width: MoE configs sometimes keep the dense width elsewhere
-    dense_i = r.int("dense_intermediate_size", fallback_top=False)
-    if dense_i is not None:
-        rec["intermediate_size"] = dense_i
-        notes.append("intermediate_size of dense layers from dense_intermediate_size")
-    elif mt.startswith("llama4") and r.int("intermediate_size_mlp", fallback_top=False):
-        pass  # llama4: intermediate_size is the expert width; intermediate_size_mlp the dense one
 
 
 def _linear(rec: dict, r: _Reader, notes: list[str]) -> None:
@@ -1184,10 +1195,6 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
     # --- MLPs
     inter = rec["intermediate_size"]
     dense_mlp = _mlp_params(h, inter, gated) if inter else 0
-    if mt.startswith("llama4"):
-        im = r.int("intermediate_size_mlp", fallback_top=False)
-        if im:
-            dense_mlp = _mlp_params(h, im, gated)
     moe_total = moe_active = 0
     if rec["is_moe"]:
         e, k = rec["num_experts"] or 0, rec["num_experts_per_tok"] or 0

@@ -1,0 +1,294 @@
+"""The shipped catalog and the normalizer on real Hub configs (../shared/hub-configs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dashboard import catalog, schema
+from dashboard.catalog import build_catalog, load_catalog, normalize_config
+
+B = 1e9
+
+
+@pytest.fixture(scope="module")
+def shipped() -> pd.DataFrame:
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def configs_dir(shared_dir: Path) -> Path:
+    d = shared_dir / "hub-configs"
+    assert d.is_dir(), f"{d} missing"
+    return d
+
+
+@pytest.fixture(scope="module")
+def fresh(configs_dir: Path) -> pd.DataFrame:
+    return build_catalog(configs_dir)
+
+
+def row(df: pd.DataFrame, model_id: str) -> pd.Series:
+    hit = df[df["model_id"] == model_id]
+    assert len(hit) == 1, f"{model_id}: {len(hit)} rows"
+    return hit.iloc[0]
+
+
+# --- shape of the shipped file -------------------------------------------------------------------
+
+
+def test_shipped_catalog_has_schema_columns_and_dtypes(shipped: pd.DataFrame) -> None:
+    assert tuple(shipped.columns) == schema.COLUMN_NAMES
+    for name, dtype in schema.COLUMN_DTYPES.items():
+        assert str(shipped[name].dtype) == dtype, name
+    assert shipped["model_id"].is_unique
+
+
+def test_shipped_catalog_one_row_per_config_file(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    files = sorted(configs_dir.glob("*.json"))
+    assert len(files) >= 100
+    expected = {catalog.model_id_from_filename(p) for p in files}
+    assert set(shipped["model_id"]) == expected
+    assert len(shipped) == len(files)
+
+
+def test_shipped_catalog_is_up_to_date_with_the_normalizer(shipped: pd.DataFrame, fresh: pd.DataFrame) -> None:
+    """The committed parquet equals a rebuild (except read times): rebuild with scripts/build_catalog.py."""
+    cols = [c for c in schema.COLUMN_NAMES if c != "fetched_at"]
+    pd.testing.assert_frame_equal(shipped[cols].reset_index(drop=True), fresh[cols].reset_index(drop=True))
+
+
+def test_provenance_columns(shipped: pd.DataFrame) -> None:
+    assert set(shipped["source"]) == {"snapshot"}
+    assert shipped["fetched_at"].notna().all()
+    assert shipped["fetched_at"].str.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$").all()
+    assert shipped["parse_notes"].notna().all()
+
+
+def test_load_catalog_default_path_is_beside_the_package() -> None:
+    p = catalog.default_catalog_path()
+    assert p == Path(catalog.__file__).resolve().parent.parent / "data" / "catalog.parquet"
+    assert p.is_file()
+
+
+# --- pinned values -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model_id", "heads", "kv", "head_dim"),
+    [
+        ("meta-llama/Llama-3.1-8B-Instruct", 32, 8, 128),
+        ("meta-llama/Meta-Llama-3.1-8B", 32, 8, 128),
+        ("meta-llama/Llama-3.1-70B-Instruct", 64, 8, 128),
+        ("meta-llama/Meta-Llama-3.1-70B", 64, 8, 128),
+        ("Qwen/Qwen2.5-7B", 28, 4, 128),
+        ("deepseek-ai/DeepSeek-V3", 128, 128, 192),
+        ("Qwen/Qwen2.5-VL-7B-Instruct", 28, 4, 128),
+        ("openai-community/gpt2", 12, 12, 64),
+        ("meta-llama/Llama-3.2-1B-Instruct", 32, 8, 64),
+        ("tiiuae/Falcon3-7B-Instruct", 12, 4, 256),
+    ],
+)
+def test_pinned_head_counts(shipped: pd.DataFrame, model_id: str, heads: int, kv: int, head_dim: int) -> None:
+    r = row(shipped, model_id)
+    assert (r.num_attention_heads, r.num_key_value_heads, r.head_dim) == (heads, kv, head_dim)
+    assert r.status == "ok"
+
+
+def test_multimodal_read_from_text_config(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    # Qwen2.5-VL-7B keeps its language model at the top level next to vision_config; olmOCR (same
+    # architecture, newer export) nests it under text_config: both must give the same text shapes.
+    a = row(shipped, "Qwen/Qwen2.5-VL-7B-Instruct")
+    b = row(shipped, "allenai/olmOCR-2-7B-1025")
+    assert b.text_config_key == "text_config" and b.text_model_type == "qwen2_5_vl_text"
+    for col in ("num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size", "num_hidden_layers"):
+        assert a[col] == b[col], col
+    assert a.has_vision and (a.vision_num_heads, a.vision_hidden_size, a.vision_depth) == (16, 1280, 32)
+    # Kimi-K3: text_config with its own model_type, vision tower spelled vt_*
+    k3 = row(shipped, "moonshotai/Kimi-K3")
+    raw = json.loads((configs_dir / "moonshotai--Kimi-K3.json").read_text())
+    assert k3.text_config_key == "text_config" and k3.text_model_type == "kimi_linear"
+    assert k3.num_attention_heads == raw["text_config"]["num_attention_heads"] == 96
+    assert (k3.vision_num_heads, k3.vision_hidden_size, k3.vision_depth) == (12, 1024, 27)
+
+
+def test_every_model_has_heads_kv_and_head_dim(shipped: pd.DataFrame) -> None:
+    bad = shipped[
+        shipped["num_attention_heads"].isna() | shipped["num_key_value_heads"].isna() | shipped["head_dim"].isna()
+        | (shipped["status"] != "ok")
+    ]
+    assert bad.empty, bad[["model_id", "status_reason"]].to_string()
+    assert (shipped["num_key_value_heads"] <= shipped["num_attention_heads"]).all()
+    assert (shipped["num_full_attention_layers"] + shipped["num_sliding_window_layers"]
+            + shipped["num_linear_attention_layers"] + shipped["num_cross_attention_layers"]
+            <= shipped["num_hidden_layers"]).all()
+
+
+# --- families: one model per model_type present ----------------------------------------------------
+
+# Expected values per family, read off the configs and the model cards by hand (not from our output).
+FAMILIES: dict[str, tuple[str, dict]] = {
+    "exaone4": ("LGAI-EXAONE/EXAONE-4.0-32B", dict(num_sliding_window_layers=48, num_full_attention_layers=16, sliding_window=4096, is_moe=False, is_mla=False)),
+    "minimax_m2": ("MiniMaxAI/MiniMax-M2.5", dict(is_moe=True, num_experts=256, num_experts_per_tok=8, is_quantized=True, quant_method="fp8", weight_block_n=128, weight_block_k=128, quant_bits=8)),
+    "minimax_m3": ("MiniMaxAI/MiniMax-M3", dict(is_moe=True, num_experts=128, num_dense_layers=3, num_moe_layers=57, num_shared_experts=1, intermediate_size=12288, num_key_value_heads=4)),
+    "minimax_m3_vl": ("nvidia/MiniMax-M3-NVFP4", dict(has_vision=True, vision_num_heads=16, text_config_key="text_config", is_quantized=True, quant_method="modelopt", quant_format="nvfp4", quant_bits=4)),
+    "llama": ("meta-llama/Llama-3.1-8B-Instruct", dict(attention_kind="gqa", is_moe=False, has_vision=False, is_quantized=False, num_sliding_window_layers=0, vocab_size=128256, tie_word_embeddings=False, max_position_embeddings=131072)),
+    "qwen2": ("Qwen/Qwen2.5-7B", dict(num_sliding_window_layers=0, sliding_window=None, num_full_attention_layers=28, is_moe=False)),
+    "qwen2_5_vl": ("Qwen/Qwen2.5-VL-7B-Instruct", dict(has_vision=True, vision_num_heads=16, text_config_key="")),
+    "qwen3": ("Qwen/Qwen3-32B-FP8", dict(is_quantized=True, quant_method="fp8", weight_block_n=128, weight_block_k=128, head_dim=128, num_attention_heads=64)),
+    "qwen3_moe": ("Qwen/Qwen3-235B-A22B", dict(is_moe=True, num_experts=128, num_experts_per_tok=8, moe_intermediate_size=1536, num_moe_layers=94, num_dense_layers=0, num_shared_experts=0)),
+    "qwen3_next": ("Qwen/Qwen3-Next-80B-A3B-Instruct", dict(has_linear_attention=True, linear_attention_kind="gdn", num_linear_attention_layers=36, num_full_attention_layers=12, linear_num_key_heads=16, linear_num_value_heads=32, linear_key_head_dim=128, linear_conv_kernel_dim=4, is_moe=True, num_experts=512, num_shared_experts=1)),
+    "qwen3_vl": ("Qwen/Qwen3-VL-8B-Instruct", dict(has_vision=True, text_config_key="text_config", text_model_type="qwen3_vl_text", vision_depth=27, is_moe=False)),
+    "qwen3_vl_moe": ("Qwen/Qwen3-VL-235B-A22B-Instruct", dict(has_vision=True, is_moe=True, num_experts=128, num_attention_heads=64, num_key_value_heads=4)),
+    "qwen3_5": ("Qwen/Qwen3.5-27B", dict(has_linear_attention=True, linear_attention_kind="gdn", num_linear_attention_layers=48, num_full_attention_layers=16, has_vision=True, is_moe=False, num_attention_heads=24, num_key_value_heads=4, head_dim=256)),
+    "qwen3_5_moe": ("nvidia/Qwen3.5-397B-A17B-NVFP4", dict(has_linear_attention=True, is_moe=True, num_experts=512, has_vision=True, is_quantized=True, quant_method="modelopt", quant_format="nvfp4", quant_group_size=16, quant_bits=4)),
+    "deepseek_v4": ("deepseek-ai/DeepSeek-V4-Flash", dict(attention_kind="mqa", num_key_value_heads=1, head_dim=512, is_mla=False, sliding_window=128, num_sliding_window_layers=2, is_moe=True, num_experts=256, num_experts_per_tok=6, q_lora_rank=1024, quant_method="fp8")),
+    "deepseek_ref": ("sgl-project/DeepSeek-V4-Pro-FP8", dict(num_attention_heads=128, num_key_value_heads=1, head_dim=512, is_moe=True, num_experts=384, quant_method="fp8", weight_block_k=128)),
+    "mimo": ("XiaomiMiMo/MiMo-7B-Base", dict(is_moe=False, num_sliding_window_layers=0, sliding_window=None)),
+    "mimo_v2_flash": ("XiaomiMiMo/MiMo-V2-Flash", dict(num_sliding_window_layers=39, num_full_attention_layers=9, sliding_window=128, head_dim=192, v_head_dim=128, is_moe=True, num_dense_layers=1, num_moe_layers=47)),
+    "olmo2": ("allenai/OLMo-2-1124-7B-Instruct", dict(attention_kind="mha", num_key_value_heads=32)),
+    "olmo3": ("allenai/Olmo-3.1-32B-Instruct", dict(num_sliding_window_layers=48, num_full_attention_layers=16, sliding_window=4096)),
+    "deepseek_v3": ("deepseek-ai/DeepSeek-V3", dict(is_mla=True, attention_kind="mla", q_lora_rank=1536, kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, head_dim=192, is_moe=True, num_experts=256, num_experts_per_tok=8, num_shared_experts=1, num_dense_layers=3, num_moe_layers=58, moe_intermediate_size=2048, quant_method="fp8", weight_block_n=128)),
+    "deepseek_v32": ("deepseek-ai/DeepSeek-V3.2", dict(is_mla=True, is_moe=True, num_dense_layers=3)),
+    "gemma2": ("google/gemma-2-9b-it", dict(num_sliding_window_layers=21, num_full_attention_layers=21, sliding_window=4096, head_dim=256, tie_word_embeddings=True)),
+    "gemma4": ("google/gemma-4-26B-A4B", dict(num_sliding_window_layers=25, num_full_attention_layers=5, sliding_window=1024, is_moe=True, num_experts=128, num_experts_per_tok=8, has_vision=True, text_config_key="text_config")),
+    "granite": ("ibm-granite/granite-3.3-8b-instruct", dict(num_attention_heads=32, num_key_value_heads=8, is_moe=False)),
+    "mllama": ("meta-llama/Llama-3.2-90B-Vision-Instruct", dict(num_cross_attention_layers=20, num_full_attention_layers=80, has_vision=True, vision_num_heads=16)),
+    "llama4": ("meta-llama/Llama-4-Scout-17B-16E-Instruct", dict(is_moe=True, num_experts=16, num_experts_per_tok=1, num_shared_experts=1, has_vision=True, num_attention_heads=40, num_key_value_heads=8)),
+    "phi3": ("microsoft/phi-4", dict(num_attention_heads=40, num_key_value_heads=10, num_sliding_window_layers=0)),
+    "mistral": ("mistralai/Mistral-7B-v0.1", dict(num_sliding_window_layers=32, sliding_window=4096)),
+    "mixtral": ("mistralai/Mixtral-8x7B-v0.1", dict(is_moe=True, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=14336, num_shared_experts=0)),
+    "kimi_k2": ("moonshotai/Kimi-K2-Instruct", dict(is_mla=True, num_attention_heads=64, is_moe=True, num_experts=384, num_dense_layers=1, quant_method="fp8")),
+    "kimi_k25": ("moonshotai/Kimi-K2.5", dict(is_mla=True, has_vision=True, is_quantized=True, quant_method="compressed-tensors", quant_bits=4, quant_group_size=32)),
+    "kimi_k3": ("moonshotai/Kimi-K3", dict(is_mla=True, has_linear_attention=True, linear_attention_kind="kda", linear_num_value_heads=96, num_linear_attention_layers=69, num_full_attention_layers=24, has_vision=True, quant_format="mxfp4-pack-quantized", num_shared_experts=2)),
+    "kimi_linear": ("moonshotai/Kimi-Linear-48B-A3B-Instruct", dict(linear_attention_kind="kda", linear_num_value_heads=32, linear_key_head_dim=128, num_linear_attention_layers=20, num_full_attention_layers=7, is_mla=True, head_dim=192, q_lora_rank=None, num_experts=256)),
+    "glm_moe_dsa": ("zai-org/GLM-5", dict(is_mla=True, num_attention_heads=64, is_moe=True, num_experts=256, num_dense_layers=3, is_quantized=False)),
+    "nemotron-nas": ("nvidia/Llama-3_3-Nemotron-Super-49B-v1", dict(num_attention_heads=64, num_key_value_heads=8, num_full_attention_layers=49, is_moe=False)),
+    "nemotron_h": ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", dict(has_linear_attention=True, linear_attention_kind="mamba2", num_linear_attention_layers=23, num_full_attention_layers=6, mamba_n_groups=8, ssm_state_size=128, linear_num_value_heads=64, linear_value_head_dim=64, is_moe=True, num_moe_layers=23, num_experts=128, num_experts_per_tok=6)),
+    "gpt_oss": ("openai/gpt-oss-120b", dict(num_sliding_window_layers=18, num_full_attention_layers=18, sliding_window=128, is_moe=True, num_experts=128, num_experts_per_tok=4, quant_method="mxfp4", quant_bits=4)),
+    "gpt2": ("openai-community/gpt2", dict(attention_kind="mha", hidden_size=768, num_hidden_layers=12, vocab_size=50257, max_position_embeddings=1024)),
+    "laguna": ("poolside/Laguna-S-2.1-FP8", dict(num_sliding_window_layers=36, num_full_attention_layers=12, sliding_window=512, is_moe=True, num_dense_layers=1, quant_method="compressed-tensors", quant_bits=8, quant_format="float-quantized")),
+    "glm4_moe": ("zai-org/GLM-4.5", dict(is_moe=True, num_experts=160, num_dense_layers=3, num_attention_heads=96, num_key_value_heads=8)),
+    "glm4v_moe": ("zai-org/GLM-4.5V", dict(has_vision=True, vision_num_heads=12, vision_depth=24, is_moe=True, num_dense_layers=1)),
+    "glm4_moe_lite": ("zai-org/GLM-4.7-Flash", dict(is_mla=True, num_attention_heads=20, kv_lora_rank=512, v_head_dim=256, head_dim=256)),
+}
+
+
+def test_every_model_type_in_the_folder_has_a_family_check(shipped: pd.DataFrame) -> None:
+    present = set(shipped["model_type"].dropna())
+    missing = present - set(FAMILIES)
+    assert not missing, f"add a FAMILIES entry for {sorted(missing)}"
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_family_flags(shipped: pd.DataFrame, family: str) -> None:
+    model_id, expected = FAMILIES[family]
+    r = row(shipped, model_id)
+    assert r.model_type == family
+    for col, want in expected.items():
+        got = r[col]
+        if want is None:
+            assert pd.isna(got), f"{model_id}.{col} = {got!r}, want NA"
+        else:
+            assert not pd.isna(got) and got == want, f"{model_id}.{col} = {got!r}, want {want!r}"
+
+
+def test_flags_are_never_missing(shipped: pd.DataFrame) -> None:
+    for col in ("is_mla", "is_moe", "has_linear_attention", "has_vision", "is_quantized", "tie_word_embeddings"):
+        assert shipped[col].notna().all(), col
+    # consistency of flags with their detail columns
+    assert (shipped.loc[shipped.is_moe, "num_experts"] > 1).all()
+    assert shipped.loc[~shipped.is_moe, "num_experts"].isna().all()
+    assert (shipped.loc[shipped.is_mla, "kv_lora_rank"] > 0).all()
+    assert (shipped.loc[shipped.has_linear_attention, "num_linear_attention_layers"] > 0).all()
+    assert (shipped.loc[shipped.has_vision, "vision_num_heads"] > 0).all()
+    assert shipped.loc[shipped.is_quantized, "quant_bits"].notna().all()
+    sw = shipped.num_sliding_window_layers > 0
+    assert shipped.loc[sw, "sliding_window"].notna().all() and shipped.loc[~sw, "sliding_window"].isna().all()
+
+
+def test_quantized_checkpoint_without_quantization_config_is_inferred_from_name(shipped: pd.DataFrame) -> None:
+    r = row(shipped, "nvidia/DeepSeek-V3-0324-NVFP4")
+    assert r.is_quantized and r.quant_format == "nvfp4" and r.quant_bits == 4
+    assert "repo name" in r.parse_notes
+
+
+# --- parameter estimates ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model_id", "total", "active"),
+    [
+        ("meta-llama/Meta-Llama-3.1-8B", 8.03e9, None),
+        ("meta-llama/Llama-3.1-8B-Instruct", 8.03e9, None),
+        ("meta-llama/Meta-Llama-3.1-70B", 70.6e9, None),
+        ("meta-llama/Llama-3.1-70B-Instruct", 70.6e9, None),
+        ("Qwen/Qwen3-235B-A22B", 235e9, 22e9),
+        ("deepseek-ai/DeepSeek-V3", 671e9, 37e9),
+        ("mistralai/Mixtral-8x7B-v0.1", 46.7e9, 12.9e9),
+        # further published figures (model cards), same 3% bound
+        ("meta-llama/Meta-Llama-3.1-405B", 405e9, None),
+        ("Qwen/Qwen3-30B-A3B", 30.5e9, 3.3e9),
+        ("moonshotai/Kimi-K2-Instruct", 1.04e12, 32.6e9),
+        ("openai-community/gpt2", 124e6, None),
+        ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 109e9, None),
+        ("google/gemma-2-9b-it", 9.24e9, None),
+        ("nvidia/Llama-3_3-Nemotron-Super-49B-v1", 49.9e9, None),
+        ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", 550e9, 55e9),
+    ],
+)
+def test_parameter_estimates_within_3_percent(shipped: pd.DataFrame, model_id: str, total: float, active: float | None) -> None:
+    r = row(shipped, model_id)
+    assert r.params_total == pytest.approx(total, rel=0.03)
+    if active is not None:
+        assert r.params_active == pytest.approx(active, rel=0.03)
+    elif not r.is_moe:
+        assert r.params_active == r.params_total
+
+
+def test_llama4_scout_active_text_parameters(shipped: pd.DataFrame) -> None:
+    # Meta's "17B active" counts the language model only; params_active includes the vision tower
+    r = row(shipped, "meta-llama/Llama-4-Scout-17B-16E-Instruct")
+    assert r.params_active - r.params_vision == pytest.approx(17e9, rel=0.03)
+
+
+def test_dense_models_have_active_equal_total_and_moe_less(shipped: pd.DataFrame) -> None:
+    dense = shipped[~shipped.is_moe]
+    assert (dense.params_active == dense.params_total).all()
+    moe = shipped[shipped.is_moe]
+    assert (moe.params_active < moe.params_total).all()
+    assert (shipped.params_vision[shipped.has_vision] > 0).all()
+    assert (shipped.params_vision[~shipped.has_vision] == 0).all()
+
+
+def test_mtp_layers_are_excluded_and_noted(shipped: pd.DataFrame) -> None:
+    r = row(shipped, "deepseek-ai/DeepSeek-V3")
+    assert "MTP/nextn" in r.parse_notes
+    # DeepSeek-V3 checkpoint holds 685B with its MTP module; the published 671B excludes it
+    assert r.params_total < 680e9
+
+
+# --- notes ---------------------------------------------------------------------------------------------------
+
+
+def test_parse_notes_say_what_was_inferred(shipped: pd.DataFrame) -> None:
+    assert "head_dim absent or null" in row(shipped, "meta-llama/Llama-3.1-8B-Instruct").parse_notes
+    assert "num_key_value_heads absent" in row(shipped, "openai-community/gpt2").parse_notes
+    assert "Infinity" in row(shipped, "nvidia/Nemotron-H-56B-Base-8K").parse_notes
+    assert "num_global_key_value_heads=4" in row(shipped, "nvidia/Gemma-4-31B-IT-NVFP4").parse_notes
+    assert "MLA: head_dim" in row(shipped, "moonshotai/Kimi-Linear-48B-A3B-Instruct").parse_notes
+
+
+def test_normalize_accepts_bytes_str_and_dict(configs_dir: Path) -> None:
+    p = configs_dir / "meta-llama--Llama-3.1-8B-Instruct.json"
+    data = p.read_bytes()
+    a = normalize_config(data, "meta-llama/Llama-3.1-8B-Instruct", fetched_at="x")
+    b = normalize_config(data.decode(), "meta-llama/Llama-3.1-8B-Instruct", fetched_at="x")
+    c = normalize_config(json.loads(data), "meta-llama/Llama-3.1-8B-Instruct", fetched_at="x")
+    assert a == b == c
+    assert set(a) == set(schema.COLUMN_NAMES)
+    d = normalize_config(data, "org/name", source="hub", sha="abc123", fetched_at="2026-11-29T00:00:00Z")
+    assert (d["source"], d["sha"], d["fetched_at"], d["org"], d["name"]) == ("hub", "abc123", "2026-11-29T00:00:00Z", "org", "name")
