@@ -192,11 +192,21 @@ def rank_layout(record: Any, framework: str, tp: int, *, dp: int = 1, dp_attenti
             per = vh // tp
             rows.extend((r, "vision", r * per + i, 0, False) for r in range(tp) for i in range(per))
 
-    df = pd.DataFrame(rows, columns=list(_COLUMNS))
     order = {c: i for i, c in enumerate(COMPONENTS)}
-    df["_c"] = df["component"].map(order)
-    df = df.sort_values(["rank", "_c", "head", "replica"], kind="stable").drop(columns="_c").reset_index(drop=True)
-    return df.astype({"rank": "int64", "component": "string", "head": "int64", "replica": "int64", "dummy": "bool"})
+    if rows:
+        rank_a, comp_a, head_a, rep_a, dummy_a = (np.asarray(x) for x in zip(*rows))
+    else:
+        rank_a = head_a = rep_a = np.zeros(0, dtype=np.int64)
+        comp_a, dummy_a = np.zeros(0, dtype=object), np.zeros(0, dtype=bool)
+    comp_code = np.array([order[c] for c in comp_a], dtype=np.int64)
+    idx = np.lexsort((rep_a, head_a, comp_code, rank_a))
+    return pd.DataFrame({
+        "rank": rank_a[idx].astype(np.int64),
+        "component": pd.array(np.asarray(comp_a, dtype=object)[idx], dtype="string"),
+        "head": head_a[idx].astype(np.int64),
+        "replica": rep_a[idx].astype(np.int64),
+        "dummy": dummy_a[idx].astype(bool),
+    })
 
 
 def heads_per_rank(layout: pd.DataFrame) -> pd.DataFrame:

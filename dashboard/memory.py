@@ -227,13 +227,14 @@ def _kv_heads_per_rank(c: dict[str, np.ndarray], framework: str, attn_tp: np.nda
     kv = c["num_key_value_heads"]
     kv = np.where(np.isnan(kv), c["num_attention_heads"], kv)[:, None]
     t = np.atleast_1d(np.asarray(attn_tp, dtype=np.float64))[None, :]
-    if framework == "tensorrt-llm":
-        return np.ceil(kv / t)
     if framework in ("transformers-native-tp", "transformers-cb-cache"):
         # Sharded only when KV heads split evenly; otherwise the k/v projections are not sharded and
         # the cache holds every KV head (the rules engine decides whether that run is valid).
         return np.where(np.mod(kv, t) == 0, kv / t, kv)
-    return np.maximum(1.0, np.floor(kv / t))
+    # TensorRT-LLM: ceil(kv / tp). vLLM / SGLang / Megatron: max(1, kv // tp), which equals
+    # ceil(kv / tp) whenever they accept the layout (kv % tp == 0 or tp % kv == 0); for layouts they
+    # refuse, ceil is what an even split would need (never under-counts the unreplicated total).
+    return np.ceil(kv / t)
 
 
 def _dtype_bytes(name: str, table: Mapping[str, float], what: str) -> float:
@@ -267,8 +268,8 @@ def _kv_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, *
     per_layer = np.where(is_mla, mla, gqa) * kv_bytes
     if context_len is None:
         swa_frac = np.ones_like(swa)
-    else:
-        ctx = float(context_len)
+    else:  # scalar or one context length per model
+        ctx = np.broadcast_to(np.asarray(context_len, dtype=np.float64), swa.shape)
         win = np.where(np.isnan(c["sliding_window"]), ctx, c["sliding_window"])
         swa_frac = np.minimum(win, ctx) / ctx
     layers = full + swa * swa_frac
@@ -286,7 +287,9 @@ def kv_cache_bytes_per_token_per_rank(record: Any, framework: str, tp: int, *, k
     * GQA/MHA: ``kv_heads_per_rank * (head_dim + v_head_dim) * dtype_bytes`` per layer (= ``2 * kv *
       head_dim * bytes`` when d_k = d_v), with ``kv_heads_per_rank``: vLLM/SGLang/Megatron ``max(1, kv
       // attn_tp)`` (replicated when ``attn_tp > kv``), TensorRT-LLM ``ceil(kv / attn_tp)``,
-      transformers ``kv / tp`` when it divides, else all ``kv`` heads (k/v not sharded).
+      transformers ``kv / tp`` when it divides, else all ``kv`` heads (k/v not sharded). For a layout
+      vLLM/SGLang refuse (neither divides the other) the value is ``ceil(kv / attn_tp)``: what an even
+      split would need, so per-rank bytes x TP never falls below the unreplicated total.
     * MLA: vLLM, SGLang, TensorRT-LLM cache the latent ``(kv_lora_rank + qk_rope_head_dim) *
       dtype_bytes`` per layer on *every* rank (no division by TP); transformers and Megatron-Core cache
       the up-projected K and V per local head: ``heads / tp * (qk_head_dim + v_head_dim) * bytes``.
@@ -418,8 +421,8 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     kv_proj = n_attn * H * kv * (hd + vhd)
     # MLA: q_a / kv_a latent projections replicated (vLLM ReplicatedLinear), the rest sharded
     ql = c["q_lora_rank"]
-    mla_rep = L * (np.where(np.isnan(ql), 0.0, H * ql + ql) + H * (c["kv_lora_rank"] + c["qk_rope_head_dim"]) + c["kv_lora_rank"])
-    mla_shard = L * (np.where(np.isnan(ql), H * heads * hd, ql * heads * hd)
+    mla_rep = n_attn * (np.where(np.isnan(ql), 0.0, H * ql + ql) + H * (c["kv_lora_rank"] + c["qk_rope_head_dim"]) + c["kv_lora_rank"])
+    mla_shard = n_attn * (np.where(np.isnan(ql), H * heads * hd, ql * heads * hd)
                      + c["kv_lora_rank"] * heads * (_nz(c["qk_nope_head_dim"]) + vhd) + heads * vhd * H)
     attn_sharded = np.where(is_mla, mla_shard, q_o)
     kv_proj = np.where(is_mla, 0.0, kv_proj)
@@ -437,14 +440,27 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     norms = (2 * L + 1) * H
     vision = _nz(c["params_vision"])
     known = embed + lm_head + attn_sharded + kv_proj + mla_rep + experts + router + shared + dense + norms
-    # Linear-attention layers and anything else the catalog's estimate has: TP-sharded remainder.
-    other = np.where(np.isnan(c["params_total"]), 0.0, np.maximum(c["params_total"] - vision - known, 0.0))
-    return {
+    # Reconcile with the catalog's parameter estimate (text model = params_total - params_vision):
+    # what the shapes do not explain (linear-attention projections, biases, extra blocks) is a
+    # TP-sharded remainder; when the shapes over-count (e.g. hybrids whose MLP is not in every layer,
+    # 2-matrix MLPs), the dense MLP is reduced first, then every part is scaled down.
+    text = c["params_total"] - vision
+    has_total = ~np.isnan(text)
+    other = np.where(has_total, np.maximum(text - known, 0.0), 0.0)
+    excess = np.where(has_total, np.maximum(known - text, 0.0), 0.0)
+    cut = np.minimum(excess, dense)
+    dense = dense - cut
+    known = known - cut
+    scale = np.where(has_total & (known > 0) & (known > text), text / np.where(known > 0, known, 1.0), 1.0)
+    parts = {
         "embed": embed, "lm_head": lm_head, "attn_sharded": attn_sharded, "kv_proj": kv_proj,
-        "kv_heads": kv, "mla_replicated": mla_rep, "experts": experts, "num_experts": E,
-        "router": router, "sharded_mlp": shared + dense + other, "norms": norms, "vision": vision,
-        "layers": L, "n_attn": n_attn,
+        "mla_replicated": mla_rep, "experts": experts, "router": router,
+        "sharded_mlp": shared + dense + other, "norms": norms,
     }
+    out = {k: v * scale for k, v in parts.items()}
+    out.update({"vision": vision, "num_experts": E, "kv_heads": kv, "layers": L, "n_attn": n_attn,
+                "scale": scale})
+    return out
 
 
 def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, *, pp: int = 1,
@@ -471,12 +487,13 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     Vp = np.where(np.isnan(V), np.nan, Vp)
     vocab_rows = np.ceil(Vp / t)
     H = c["hidden_size"][:, None]
-    embed_r = vocab_rows * H * base_
-    lm_r = np.where(col("lm_head") > 0, vocab_rows * H * base_, 0.0)
+    sc = col("scale")
+    embed_r = vocab_rows * H * base_ * sc
+    lm_r = np.where(col("lm_head") > 0, vocab_rows * H * base_ * sc, 0.0)
     # attention: heads split over attention-TP; KV heads per rank with replication
     kvr = _kv_heads_per_rank(c, framework, atp[0].astype(np.int64))
     hd, vhd = _head_dims(c)
-    kv_r = col("n_attn") * H * kvr * (hd + vhd)[:, None] * lin_b
+    kv_r = np.where(_flag(c["is_mla"])[:, None], 0.0, col("n_attn") * H * kvr * (hd + vhd)[:, None] * lin_b * sc)
     attn_r = col("attn_sharded") / atp * lin_b + col("mla_replicated") * lin_b
     # experts: ceil(E / ep) experts per EP rank, each split over moe_tp = tp // ep
     e = float(max(int(ep), 1))
@@ -629,11 +646,7 @@ def _capacity_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, m
         ctx = np.broadcast_to(np.asarray(context_len, dtype=np.float64), (n,)).astype(np.float64)
     kvb = _dtype_bytes(kv_dtype, KV_DTYPE_BYTES, "kv_dtype")
     # per-token bytes averaged over a sequence of ctx tokens (sliding windows capped), one ctx per model
-    kv_tok = np.empty((n, len(tp)))
-    for u in np.unique(ctx):  # a handful of distinct context lengths, not per row
-        rows = ctx == u
-        sub = {k: v[rows] for k, v in c.items()}
-        kv_tok[rows] = _kv_bytes_matrix(sub, framework, tp, kv_bytes=kvb, context_len=float(u), dp=dp, dp_attention=dp_attention)
+    kv_tok = _kv_bytes_matrix(c, framework, tp, kv_bytes=kvb, context_len=ctx, dp=dp, dp_attention=dp_attention)
     if pp > 1:  # a stage caches only its own layers: the heaviest holds ceil(L / pp) of L
         L = c["num_hidden_layers"]
         kv_tok = kv_tok * (np.ceil(L / pp) / L)[:, None]
