@@ -224,138 +224,126 @@ def _to_ctx(records: pd.DataFrame | Mapping | pd.Series, tp_sizes, **kw) -> Ctx:
 # ----------------------------------------------------------------------------------------------------
 
 
-def _message_codes(rule: Rule, fire: np.ndarray, fields: dict[str, np.ndarray], registry: dict[str, int],
-                   strings: list[str]) -> np.ndarray:
-    """Per-cell code (index into ``strings``) of the rule's formatted message, -1 where it did not fire.
-    Messages are formatted once per distinct combination of field values (vectorized factorization)."""
-    codes = np.full(fire.shape, -1, dtype=np.int64)
+def _factorize_rows(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of the distinct rows of ``cols`` (equal-length int arrays) and the index of each distinct
+    row's first occurrence. Vectorized: per-column factorization combined in a mixed radix."""
+    key = np.zeros(cols[0].shape[0], dtype=np.int64)
+    space = 1
+    for c in cols:
+        codes, uniq = pd.factorize(np.asarray(c))
+        radix = max(len(uniq), 1)
+        if space * radix >= 2**62:
+            key, u = pd.factorize(key)
+            space = max(len(u), 1)
+        key = key * radix + codes
+        space *= radix
+    codes, uniq = pd.factorize(key)
+    first = np.full(len(uniq), -1, dtype=np.int64)
+    order = np.arange(codes.shape[0])[::-1]
+    first[codes[order]] = order  # last write wins -> first occurrence
+    return codes.astype(np.int64), first
+
+
+class _Strings:
+    """Interned message strings (the categories of the grid's message columns)."""
+
+    def __init__(self) -> None:
+        self.strings: list[str] = [""]
+        self.index: dict[str, int] = {"": 0}
+
+    def code(self, s: str) -> int:
+        c = self.index.get(s)
+        if c is None:
+            c = len(self.strings)
+            self.index[s] = c
+            self.strings.append(s)
+        return c
+
+
+def _message_codes(rule: Rule, fire: np.ndarray, fields: dict[str, np.ndarray], interned: _Strings) -> np.ndarray:
+    """Per-cell code of the rule's formatted message (0 = "" where it did not fire). Messages are
+    formatted once per distinct combination of field values."""
+    codes = np.zeros(fire.shape, dtype=np.int64)
     idx = np.flatnonzero(fire)
     if idx.size == 0:
         return codes
     names = rule.message_fields
     if not names:
-        code = registry.setdefault(rule.message, len(strings))
-        if code == len(strings):
-            strings.append(rule.message)
-        codes[idx] = code
+        codes[idx] = interned.code(rule.message)
         return codes
     cols = [np.asarray(fields[n])[idx] if np.ndim(fields[n]) else np.full(idx.size, fields[n]) for n in names]
-    if len(cols) == 1:
-        local, uniq = pd.factorize(cols[0])
-        tuples = [(u,) for u in uniq]
-    else:
-        mi = pd.MultiIndex.from_arrays(cols)
-        local, uniq = mi.factorize()
-        tuples = list(uniq)
-    mapping = np.empty(len(tuples), dtype=np.int64)
-    for j, tup in enumerate(tuples):
-        s = rule.format(dict(zip(names, tup)))
-        code = registry.get(s)
-        if code is None:
-            code = len(strings)
-            registry[s] = code
-            strings.append(s)
-        mapping[j] = code
+    local, first = _factorize_rows(cols)
+    mapping = np.array(
+        [interned.code(rule.format({n: c[j] for n, c in zip(names, cols)})) for j in first], dtype=np.int64
+    )
     codes[idx] = mapping[local]
     return codes
 
 
-def _join_codes(code_arrays: list[np.ndarray], strings: list[str], registry: dict[str, int]) -> np.ndarray:
-    """Codes of the "\\n"-joined messages of every failing rule, per cell (-1 where none).
-
-    Vectorized: the per-rule codes are combined into one integer key (re-factorized whenever the mixed
-    radix would overflow), then each distinct combination is joined once."""
-    n = code_arrays[0].shape[0] if code_arrays else 0
-    if not code_arrays:
-        return np.full(n, -1, dtype=np.int64)
-    key = np.zeros(n, dtype=np.int64)
-    combos: list[tuple[int, ...]] = [()]
-    key_space = 1
-    # decode table: factorized key -> tuple of codes; built incrementally
+def _join_codes(code_arrays: list[np.ndarray], interned: _Strings) -> np.ndarray:
+    """Code of the "\\n"-joined messages of every failing rule, per cell (0 where none); each distinct
+    combination of per-rule codes is joined once."""
+    n = code_arrays[0].shape[0]
+    fail_any = np.zeros(n, dtype=bool)
     for c in code_arrays:
-        radix = int(c.max()) + 2
-        if key_space * radix >= 2**62:
-            key, uniq = pd.factorize(key)
-            combos = [combos[u] for u in uniq] if len(combos) > 1 else combos
-            key_space = max(len(uniq), 1)
-            key = key.astype(np.int64)
-        raw = key * radix + (c + 1)
-        key, uniq = pd.factorize(raw)
-        key = key.astype(np.int64)
-        new_combos = []
-        for u in uniq:
-            prev, cur = divmod(int(u), radix)
-            base = combos[prev] if prev < len(combos) else ()
-            new_combos.append(base + ((cur - 1,) if cur > 0 else ()))
-        combos = new_combos
-        key_space = max(len(uniq), 1)
-    out_map = np.empty(len(combos), dtype=np.int64)
-    for j, combo in enumerate(combos):
-        if not combo:
-            out_map[j] = -1
+        fail_any |= c > 0
+    out = np.zeros(n, dtype=np.int64)
+    idx = np.flatnonzero(fail_any)
+    if idx.size == 0:
+        return out
+    cols = [c[idx] for c in code_arrays]
+    local, first = _factorize_rows(cols)
+    strs = np.array(interned.strings, dtype=object)
+    acc = np.full(first.size, "", dtype=object)
+    nonempty = np.zeros(first.size, dtype=bool)
+    for c in cols:  # vectorized over the distinct combinations (object-array concatenation)
+        cj = c[first]
+        hit = cj > 0
+        if not hit.any():
             continue
-        s = "\n".join(strings[k] for k in combo)
-        code = registry.get(s)
-        if code is None:
-            code = len(strings)
-            registry[s] = code
-            strings.append(s)
-        out_map[j] = code
-    return out_map[key]
+        both = hit & nonempty
+        acc[both] = acc[both] + "\n" + strs[cj[both]]
+        only = hit & ~nonempty
+        acc[only] = strs[cj[only]]
+        nonempty |= hit
+    mapping = np.array([interned.code(x) for x in acc], dtype=np.int64)
+    out[idx] = mapping[local]
+    return out
 
 
-def _grid_ctx(ctx: Ctx, framework: str, version: str | None, model_ids: np.ndarray) -> pd.DataFrame:
+def _grid_arrays(ctx: Ctx, framework: str, version: str | None, interned: _Strings,
+                 rule_ids: _Strings) -> dict[str, np.ndarray]:
     ev = _evaluate(ctx, framework, version)
     n = ctx.n
     errors = [(r, f, fl) for r, f, fl in zip(ev.rules, ev.fire, ev.fields) if r.severity == "error"]
-    strings: list[str] = []
-    registry: dict[str, int] = {}
-    first_rule = np.full(n, -1, dtype=np.int64)
-    first_msg = np.full(n, -1, dtype=np.int64)
+    first_rule = np.zeros(n, dtype=np.int64)
+    first_msg = np.zeros(n, dtype=np.int64)
     n_fail = np.zeros(n, dtype=np.int64)
     code_arrays = []
-    for j, (r, f, fl) in enumerate(errors):
-        codes = _message_codes(r, f, fl, registry, strings)
+    for r, f, fl in errors:
+        codes = _message_codes(r, f, fl, interned)
         code_arrays.append(codes)
-        newly = f & (first_rule < 0)
-        first_rule[newly] = j
+        newly = f & (first_rule == 0)
+        first_rule[newly] = rule_ids.code(r.id)
         first_msg[newly] = codes[newly]
         n_fail += f
     any_error = n_fail > 0
-    all_msgs = _join_codes(code_arrays, strings, registry) if errors else np.full(n, -1, dtype=np.int64)
-    cats = pd.Index(strings, dtype=object)
-    empty_code = len(strings)
-    cats = cats.append(pd.Index([""], dtype=object))
-
-    def cat(codes: np.ndarray) -> pd.Categorical:
-        return pd.Categorical.from_codes(np.where(codes < 0, empty_code, codes), categories=cats)
-
-    rule_ids = pd.Index([r.id for r, _, _ in errors] + [""], dtype=object)
-    status = _status(any_error, ev)
-    model_codes = np.repeat(np.arange(ctx.n_models), ctx.n_tp)
-    id_cats = pd.Index(pd.unique(model_ids), dtype=object) if ctx.n_models else pd.Index([], dtype=object)
-    id_codes = pd.Index(id_cats).get_indexer(model_ids)
-    q_mask = ~ev.has_q
-    kv_mask = ~ev.has_kv
-    return pd.DataFrame(
-        {
-            "model_id": pd.Categorical.from_codes(id_codes[model_codes], categories=id_cats),
-            "framework": pd.Categorical.from_codes(
-                np.full(n, schema.FRAMEWORKS.index(framework)), categories=list(schema.FRAMEWORKS)
-            ),
-            "tp": ctx.tp,
-            "valid": ~any_error,
-            "status": pd.Categorical.from_codes(status, categories=_STATUS_CATS),
-            "rule_id": pd.Categorical.from_codes(np.where(first_rule < 0, len(errors), first_rule),
-                                                 categories=rule_ids),
-            "message": cat(first_msg),
-            "n_failures": n_fail,
-            "messages": cat(all_msgs),
-            "q_heads_per_rank": pd.arrays.IntegerArray(np.where(q_mask, 0, ev.q_per_rank), q_mask),
-            "kv_heads_per_rank": pd.arrays.IntegerArray(np.where(kv_mask, 0, ev.kv_per_rank), kv_mask.copy()),
-            "kv_replicas": pd.arrays.IntegerArray(np.where(kv_mask, 0, ev.kv_rep), kv_mask.copy()),
-        }
-    )
+    all_msgs = _join_codes(code_arrays, interned) if errors else np.zeros(n, dtype=np.int64)
+    return {
+        "framework": np.full(n, schema.FRAMEWORKS.index(framework), dtype=np.int64),
+        "tp": ctx.tp,
+        "valid": ~any_error,
+        "status": _status(any_error, ev).astype(np.int64),
+        "rule_id": first_rule,
+        "message": first_msg,
+        "n_failures": n_fail,
+        "messages": all_msgs,
+        "q": ev.q_per_rank,
+        "q_na": ~ev.has_q,
+        "kv": ev.kv_per_rank,
+        "rep": ev.kv_rep,
+        "kv_na": ~ev.has_kv,
+    }
 
 
 def grid(
@@ -400,16 +388,31 @@ def grid(
         else np.array([f"row{i}" for i in range(len(models))], dtype=object)
     )
     ctx = Ctx(models, tps, pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp)
-    parts = [_grid_ctx(ctx, fw, version, ids) for fw in frameworks]
-    if not parts:
+    fws = list(frameworks)
+    if not fws:
         raise ValueError("no frameworks given")
-    if len(parts) == 1:
-        return parts[0]
-    out = pd.concat(parts, ignore_index=True)
-    for c in ("model_id", "framework", "status", "rule_id", "message", "messages"):
-        if not isinstance(out[c].dtype, pd.CategoricalDtype):
-            out[c] = out[c].astype("category")
-    return out
+    interned, rule_ids = _Strings(), _Strings()
+    parts = [_grid_arrays(ctx, fw, version, interned, rule_ids) for fw in fws]
+    cat = {k: (np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k]) for k in parts[0]}
+    id_codes, id_cats = pd.factorize(pd.Series(ids, dtype=object), sort=False)
+    model_codes = np.tile(np.repeat(id_codes, ctx.n_tp), len(fws))
+    msg_cats = pd.Index(interned.strings, dtype=object)
+    return pd.DataFrame(
+        {
+            "model_id": pd.Categorical.from_codes(model_codes, categories=pd.Index(id_cats, dtype=object)),
+            "framework": pd.Categorical.from_codes(cat["framework"], categories=list(schema.FRAMEWORKS)),
+            "tp": cat["tp"],
+            "valid": cat["valid"],
+            "status": pd.Categorical.from_codes(cat["status"], categories=_STATUS_CATS),
+            "rule_id": pd.Categorical.from_codes(cat["rule_id"], categories=pd.Index(rule_ids.strings, dtype=object)),
+            "message": pd.Categorical.from_codes(cat["message"], categories=msg_cats),
+            "n_failures": cat["n_failures"],
+            "messages": pd.Categorical.from_codes(cat["messages"], categories=msg_cats),
+            "q_heads_per_rank": pd.arrays.IntegerArray(np.where(cat["q_na"], 0, cat["q"]), cat["q_na"]),
+            "kv_heads_per_rank": pd.arrays.IntegerArray(np.where(cat["kv_na"], 0, cat["kv"]), cat["kv_na"].copy()),
+            "kv_replicas": pd.arrays.IntegerArray(np.where(cat["kv_na"], 0, cat["rep"]), cat["kv_na"].copy()),
+        }
+    )
 
 
 # ----------------------------------------------------------------------------------------------------
