@@ -38,7 +38,7 @@ What one run does
    atomically (:func:`dashboard.catalog.write_catalog`) every ``checkpoint_every`` seconds and at the
    end, and the journal is removed only after the final write. A run killed at any point and started
    again replays the journal, skips the repos it holds, and finishes the rest. A file lock
-   (``<catalog>.lock``) keeps two scrapes from writing one catalog.
+   (in the temp folder, keyed by the catalog's path) keeps two scrapes from writing one catalog.
 
 Retries and timeouts (how they wrap huggingface_hub's own)
 -----------------------------------------------------------
@@ -68,6 +68,7 @@ it); ``HF_ENDPOINT`` selects the Hub (read by huggingface_hub at import; ``endpo
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import math
@@ -75,9 +76,9 @@ import os
 import random
 import re
 import sys
+import tempfile
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -862,6 +863,12 @@ class _Scraper:
         return _Outcome(model_id, status, reason, self.scrub.record(rec), downloaded=downloaded)
 
 
+def _lock_path(catalog: Path) -> str:
+    """Lock file for a catalog: in the temp folder (keeps data/ clean), named after the catalog's real path."""
+    key = hashlib.sha1(str(catalog.resolve()).encode()).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), f"tp-planner-scrape-{key}.lock")
+
+
 def _load_base_catalog(path: Path) -> pd.DataFrame:
     if not path.exists():
         return catalog_from_records([])
@@ -991,7 +998,7 @@ def scrape(
     api = HfApi(endpoint=endpoint, token=token)
     summary = ScrapeSummary(catalog_path=str(path), offline=offline)
 
-    lock = FileLock(str(path) + ".lock")
+    lock = FileLock(_lock_path(path))
     try:
         lock.acquire(timeout=0)
     except FileLockTimeout as exc:

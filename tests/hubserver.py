@@ -250,6 +250,8 @@ def _make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "FakeHub/1.0"
+        # headers and body go out in two writes: without TCP_NODELAY, Nagle + delayed ACK add ~40 ms
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
             pass
@@ -286,6 +288,12 @@ def _make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 return True
             return False
 
+        def _expanded(self, info: dict[str, Any]) -> dict[str, Any]:
+            """Like the Hub: with ``expand=...`` only ``_id``, ``id`` and the expanded properties come back."""
+            if not self._expand:
+                return info
+            return {k: v for k, v in info.items() if k in ("_id", "id") or k in self._expand}
+
         def _bearer(self) -> str | None:
             auth = self.headers.get("authorization") or ""
             return auth[7:] if auth.lower().startswith("bearer ") else None
@@ -303,9 +311,11 @@ def _make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                     time.sleep(hub.latency)
                 parts = urlsplit(self.path)
                 segs = [unquote(s) for s in parts.path.split("/") if s]
-                query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+                multi = parse_qs(parts.query)
+                query = {k: v[-1] for k, v in multi.items()}
+                self._expand = multi.get("expand") or multi.get("expand[]")
                 if segs[:2] == ["api", "models"] and len(segs) == 2:
-                    return self._list(query, head)
+                    return self._list(query, multi, head)
                 if segs[:2] == ["api", "models"] and len(segs) in (3, 4, 5, 6):
                     # /api/models/{org}/{name}[/revision/{rev}] or /api/models/{name}
                     rest = segs[2:]
@@ -324,7 +334,7 @@ def _make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):  # client timed out and went away
                 pass
 
-        def _list(self, query: dict[str, str], head: bool) -> None:
+        def _list(self, query: dict[str, str], multi: dict[str, list[str]], head: bool) -> None:
             fault = hub._record("list", "", self.command, self.path, self.headers.get("authorization"))
             if self._apply_fault(fault, head=head):
                 return
@@ -344,9 +354,9 @@ def _make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             page = repos[offset : offset + size]
             headers = {}
             if offset + size < len(repos):
-                q = dict(query, cursor=str(offset + size))
-                headers["Link"] = f'<{hub.url}/api/models?{urlencode(q)}>; rel="next"'
-            body = json.dumps([r.info() for r in page]).encode()
+                q = dict(multi, cursor=[str(offset + size)])
+                headers["Link"] = f'<{hub.url}/api/models?{urlencode(q, doseq=True)}>; rel="next"'
+            body = json.dumps([self._expanded(r.info()) for r in page]).encode()
             self._send(200, body, headers, head=head)
 
         def _info(self, repo_id: str, head: bool) -> None:
@@ -356,7 +366,7 @@ def _make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             repo = hub.repos.get(repo_id)
             if repo is None:
                 return self._error(404, "Repository not found", "RepoNotFound", head=head)
-            self._send(200, json.dumps(repo.info()).encode(), head=head)
+            self._send(200, json.dumps(self._expanded(repo.info())).encode(), head=head)
 
         def _resolve(self, repo_id: str, revision: str, filename: str, head: bool) -> None:
             kind = "head" if head else "get"

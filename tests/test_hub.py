@@ -59,18 +59,23 @@ def test_list_and_fetch_n_repos(hub, run):
         hub.add(f"acme/model-{i:02d}", llama_like_config(layers=10 + i, kv_heads=8), downloads=100 * i, likes=i,
                 safetensors={"BF16": 1000 + i, "F32": 10})
     hub.add("other/model", downloads=10**9)  # another author: not selected
+    hub.add("acme/no-config", no_config=True, downloads=-1)  # the listing has no file list: found by the HEAD
     hub.page_size = 5  # pagination through the Link header: 3 pages
 
     df, s = run(author="acme", sort="downloads")
 
-    assert s.selected == n and s.statuses == {"ok": n, "gated": 0, "not_found": 0, "invalid_json": 0, "error": 0}
-    assert s.model_ids == [f"acme/model-{i:02d}" for i in reversed(range(n))]  # sorted by downloads, descending
-    assert hub.count("list") == 3 and hub.count("get") == n
+    assert s.selected == n + 1
+    assert s.statuses == {"ok": n, "gated": 0, "not_found": 1, "invalid_json": 0, "error": 0}
+    # sorted by downloads, descending
+    assert s.model_ids == [f"acme/model-{i:02d}" for i in reversed(range(n))] + ["acme/no-config"]
+    assert hub.count("list") == 3 and hub.count("get") == n and hub.count("head") == n + 1
     assert hub.count("info") == 0  # the listing carried sha + metadata: no per-repo model_info
-    assert s.configs_downloaded == n and s.rows_written == n
+    assert s.configs_downloaded == n + 1 and s.rows_written == n + 1
+    assert "Entry Not Found" in s.reasons["acme/no-config"]
+    df = df[df["model_id"] != "acme/no-config"].reset_index(drop=True)
 
     on_disk = load_catalog(run.catalog)
-    pd.testing.assert_frame_equal(on_disk, df)
+    pd.testing.assert_frame_equal(on_disk[on_disk["model_id"] != "acme/no-config"].reset_index(drop=True), df)
     assert list(df.columns) == list(schema.COLUMN_NAMES)
     assert df["model_id"].is_unique and set(df["model_id"]) == {f"acme/model-{i:02d}" for i in range(n)}
     row = df.set_index("model_id").loc["acme/model-07"]
@@ -96,6 +101,9 @@ def test_query_filters_and_limit(hub, run):
     assert s.model_ids == ["acme/vl-7b"]
     _, s = run(author="acme", sort="downloads", limit=2)
     assert s.model_ids == ["acme/chat-70b", "acme/vl-7b"]
+    hub.repos["zeta/chat-1b"].trending = 9.0
+    _, s = run(sort="trending", limit=1)
+    assert s.model_ids == ["zeta/chat-1b"]
     # explicit ids and a query combine, de-duplicated in order
     _, s = run("zeta/chat-1b", "acme/vl-7b", pipeline_tag="image-text-to-text")
     assert s.model_ids == ["zeta/chat-1b", "acme/vl-7b"]
@@ -320,8 +328,10 @@ def test_unreadable_catalog_is_not_overwritten(hub, run):
 def test_second_scrape_on_same_catalog_is_refused(hub, run):
     from filelock import FileLock
 
+    from dashboard.hub import _lock_path
+
     hub.add("acme/a")
-    with FileLock(str(run.catalog) + ".lock"):
+    with FileLock(_lock_path(run.catalog)):
         with pytest.raises(ScrapeError, match="another scrape"):
             run("acme/a")
 
