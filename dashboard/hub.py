@@ -194,6 +194,14 @@ class _Scrubber:
         return {k: self(v) for k, v in rec.items()}
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _printable(text: str) -> str:
+    """Server-sent text for a terminal: control characters (ANSI escapes ...) shown as ``?``."""
+    return _CONTROL.sub("?", text)
+
+
 class _ScrubFilter(logging.Filter):
     """Logging filter: formats the message, then scrubs it (installed on the CLI's handler)."""
 
@@ -206,7 +214,7 @@ class _ScrubFilter(logging.Filter):
             msg = record.getMessage()
         except Exception:  # noqa: BLE001 - a bad format string must not kill logging
             msg = str(record.msg)
-        record.msg, record.args = self.scrub(msg), None
+        record.msg, record.args = _printable(self.scrub(msg)), None
         if record.exc_info:
             record.exc_text = self.scrub(logging.Formatter().formatException(record.exc_info))
             record.exc_info = None
@@ -595,7 +603,7 @@ class ScrapeSummary:
         ]
         bad = [(m, r) for m, r in self.reasons.items()]
         for m, r in bad[:20]:
-            lines.append(f"  - {m}: {r}")
+            lines.append(_printable(f"  - {m}: {r}"))
         if len(bad) > 20:
             lines.append(f"  ... and {len(bad) - 20} more (see the catalog's status_reason column)")
         return "\n".join(lines)

@@ -144,7 +144,7 @@ def test_every_fault_gets_its_status_and_counts(hub, run):
     hub.add("acme/flaky")
     hub.inject("acme/flaky", "info", {"status": 500}, {"status": 502}, {"status": 503})
     hub.add("acme/broken")
-    hub.inject("acme/broken", "info", *[{"status": 500}] * 10)
+    hub.inject("acme/broken", "info", *[{"status": 500, "body": b'{"error": "boom \\u001b[2J"}'}] * 10)
     hub.add("acme/slow-once")
     hub.inject("acme/slow-once", "info", {"sleep": 1.5})
     hub.add("acme/slow-always")
@@ -155,6 +155,8 @@ def test_every_fault_gets_its_status_and_counts(hub, run):
     hub.add("acme/no-config", no_config=True)
     hub.add("acme/get-500")
     hub.inject("acme/get-500", "get", {"status": 500})
+    hub.add("acme/html-info")  # a proxy answering 200 with an HTML page
+    hub.inject("acme/html-info", "info", {"status": 200, "body": b"<html>\x1b[31mlogin</html>"})
     ids = list(hub.repos) + ["acme/does-not-exist", "not a repo id!"]
 
     df, s = run(*ids, timeout=0.3, max_retries=3, workers=6)
@@ -163,11 +165,11 @@ def test_every_fault_gets_its_status_and_counts(hub, run):
         "acme/ok": "ok", "acme/rate-limited": "ok", "acme/flaky": "ok", "acme/broken": "error",
         "acme/slow-once": "ok", "acme/slow-always": "error", "acme/truncated": "invalid_json",
         "acme/not-an-object": "invalid_json", "acme/gated": "gated", "acme/no-config": "not_found",
-        "acme/get-500": "ok", "acme/does-not-exist": "not_found",
+        "acme/get-500": "ok", "acme/html-info": "error", "acme/does-not-exist": "not_found",
     }
     got = df.set_index("model_id")["status"].to_dict()
     assert got == expected  # the invalid id is reported, not written
-    assert s.statuses == {"ok": 5, "gated": 1, "not_found": 2, "invalid_json": 2, "error": 3}  # + the bad id
+    assert s.statuses == {"ok": 5, "gated": 1, "not_found": 2, "invalid_json": 2, "error": 4}  # + the bad id
     assert s.invalid_ids == ["not a repo id!"] and "invalid repo id" in s.reasons["not a repo id!"]
     assert set(s.reasons) == {m for m, st in expected.items() if st != "ok"} | {"not a repo id!"}
 
@@ -181,12 +183,15 @@ def test_every_fault_gets_its_status_and_counts(hub, run):
     t429, tretry = hub.times("info", "acme/rate-limited")
     assert tretry - t429 >= 0.39
     rows = df.set_index("model_id")
-    assert "500" in rows.loc["acme/broken", "status_reason"]
+    assert "500" in rows.loc["acme/broken", "status_reason"] and "boom" in s.reasons["acme/broken"]
     assert "Timeout" in rows.loc["acme/slow-always", "status_reason"]
     assert "JSON" in rows.loc["acme/truncated", "status_reason"]
     assert "401" in rows.loc["acme/gated", "status_reason"]
     assert "config.json" in rows.loc["acme/no-config", "status_reason"]
     assert "404" in rows.loc["acme/does-not-exist", "status_reason"]
+    assert "JSONDecodeError" in rows.loc["acme/html-info", "status_reason"]
+    assert "\x1b" in s.reasons["acme/broken"]  # stored verbatim (the dashboard escapes what it shows) ...
+    assert "\x1b" not in str(s) and "boom ?[2J" in str(s)  # ... but never printed raw to a terminal
     assert rows.loc["acme/gated", "gated"] and rows.loc["acme/gated", "sha"] == hub.repos["acme/gated"].sha
     assert s.retries >= 1 + 3 + 3 + 1 + 3 + 1
     assert (rows["status_reason"].fillna("") == "").loc[[m for m, st in expected.items() if st == "ok"]].all()
