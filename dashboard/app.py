@@ -1,0 +1,174 @@
+"""The Panel app: one :class:`DashboardApp` per browser session (or notebook cell).
+
+``panel serve dashboard`` runs ``dashboard/main.py``, which calls :func:`serve_session`. From Python::
+
+    import holoviews as hv, panel as pn
+    from dashboard.app import DashboardApp
+    hv.extension("bokeh"); pn.extension("tabulator")
+    app = DashboardApp(catalog=df)          # or DashboardApp() for the shipped catalog
+    app                                     # renders inline in a notebook (plain layout, no template)
+
+Catalog: the ``TP_PLANNER_CATALOG`` environment variable names a parquet catalog to open instead of the
+shipped ``data/catalog.parquet``. The catalog and its validity grid are loaded once per process and
+shared read-only (:func:`dashboard.state.load_app_data`).
+
+URL: with ``sync_url=True`` the whole :class:`~dashboard.state.PlannerState` is mirrored in the page's
+query string (``?frameworks=vllm,sglang&model=meta-llama/Llama-3.1-8B&tp=8``); a malformed or hostile
+query falls back to defaults and the page shows what was ignored.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import panel as pn
+import param
+
+from dashboard.state import (
+    TAB_LABELS,
+    TABS,
+    AppData,
+    PlannerState,
+    app_data_from_catalog,
+    catalog_path,
+    load_app_data,
+)
+from dashboard.views import CatalogView, Controls, ExportPanel, LayoutView, MemoryView, ValidityView
+from dashboard.views.common import esc, notice_html
+
+TITLE = "TP planner: which tensor-parallel sizes each serving framework accepts"
+
+#: CSS for the whole page: large type for a meeting-room screen; no web fonts (system stack only).
+PAGE_CSS = """
+:root, body { --body-font: system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif; }
+body { font-family: var(--body-font); font-size: 16px; }
+.bk-panel-models-markup-HTML h2, h2 { font-size: 22px; }
+"""
+
+_STATE_PARAMS = [p for p in PlannerState.param if p != "name"]
+
+
+class DashboardApp(pn.viewable.Viewer):
+    """The whole dashboard for one session: controls, validity / layout / memory / catalog views, exports.
+
+    Parameters
+    ----------
+    catalog : DataFrame, optional
+        A catalog (schema columns). Default: the one named by ``TP_PLANNER_CATALOG`` or the shipped one.
+    data : AppData, optional
+        Pre-built process data (overrides ``catalog``).
+    query : str or mapping, optional
+        URL query to start from (``"?model=org/name&tp=8"``); refused values become :attr:`notices`.
+    sync_url : bool
+        Mirror the state into ``pn.state.location`` (served sessions).
+    """
+
+    state = param.ClassSelector(class_=PlannerState, doc="This session's choices.")
+    data = param.ClassSelector(class_=AppData, doc="Process-wide catalog and grid (read-only).")
+    notices = param.List(default=[], item_type=str, doc="Plain-text notices about the link's ignored values.")
+
+    def __init__(self, catalog: pd.DataFrame | None = None, *, data: AppData | None = None,
+                 query=None, sync_url: bool = False, **params):
+        if data is None:
+            data = app_data_from_catalog(catalog) if catalog is not None else load_app_data(catalog_path())
+        state = params.pop("state", None) or PlannerState()
+        notices: list[str] = []
+        if query:
+            notices = state.apply_query(query, known_models=frozenset(data.model_ids))
+        super().__init__(state=state, data=data, notices=notices, **params)
+        self.controls = Controls(state=state, data=data)
+        self.validity = ValidityView(state=state, data=data)
+        self.layout = LayoutView(state=state, data=data)
+        self.memory = MemoryView(state=state, data=data)
+        self.catalog = CatalogView(state=state, data=data)
+        self.export = ExportPanel(state=state, data=data)
+        self.notice_pane = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-url-notice"])
+        self._show_notices()
+        self.tabs = pn.Tabs(
+            (TAB_LABELS["validity"], self.validity),
+            (TAB_LABELS["layout"], self.layout),
+            (TAB_LABELS["memory"], self.memory),
+            (TAB_LABELS["catalog"], self.catalog),
+            dynamic=True,
+            sizing_mode="stretch_width",
+            css_classes=["tp-tabs"],
+            stylesheets=[":host .bk-tab { font-size: 18px; padding: 8px 18px; }"],
+        )
+        self.tabs.active = TABS.index(state.tab)
+        self.tabs.param.watch(lambda e: setattr(state, "tab", TABS[e.new]), "active")
+        state.param.watch(lambda e: setattr(self.tabs, "active", TABS.index(e.new)), "tab")
+        # Tapping a cell or picking a row selects a model: the layout tab follows from the details link.
+        self._sync_url = sync_url
+        if sync_url:
+            state.param.watch(self._push_url, _STATE_PARAMS)
+            self._push_url()
+
+    # -------------------------------------------------------------------------------------------
+    def _show_notices(self) -> None:
+        if self.notices:
+            items = "".join(f"<li>{esc(n)}</li>" for n in self.notices)
+            self.notice_pane.object = (
+                '<div class="tp-notice tp-notice-warning" style="background:#fff4e0;color:#7a4a00;padding:10px 14px;'
+                'border-radius:6px;font-size:15px">Some settings in the link were not understood and defaults '
+                f"are shown for them:<ul style='margin:4px 0'>{items}</ul></div>"
+            )
+            self.notice_pane.visible = True
+        else:
+            self.notice_pane.object = ""
+            self.notice_pane.visible = False
+
+    def _push_url(self, *_):
+        loc = pn.state.location
+        if loc is None:
+            return
+        qs = self.state.query_string()
+        if loc.search != qs:
+            loc.search = qs
+        self.export.link = qs
+
+    # -------------------------------------------------------------------------------------------
+    def sidebar(self) -> pn.Column:
+        """Controls and exports (the template's sidebar)."""
+        return pn.Column(self.controls, pn.layout.Divider(), pn.pane.HTML("<b>Export</b>"), self.export,
+                         sizing_mode="stretch_width")
+
+    def main(self) -> pn.Column:
+        """URL notices and the tabs (the template's main area)."""
+        return pn.Column(self.notice_pane, self.tabs, sizing_mode="stretch_width")
+
+    def __panel__(self):
+        return pn.Row(pn.Column(self.sidebar(), width=330), self.main(), sizing_mode="stretch_width")
+
+    def template(self) -> pn.template.BaseTemplate:
+        """The served page: a template with no web fonts and every resource from the server."""
+        # BootstrapTemplate: its CSS/JS are bundled with Panel and served by the server; unlike the Fast
+        # and Material designs it requests no web font from an outside font service.
+        tmpl = pn.template.BootstrapTemplate(
+            title=TITLE,
+            sidebar=[self.sidebar()],
+            main=[self.main()],
+            sidebar_width=340,
+            header_background="#0b3d6b",
+            collapsed_sidebar=False,
+        )
+        return tmpl
+
+
+def error_page(message: str) -> pn.Column:
+    """What a session shows when the catalog cannot be loaded (escaped message)."""
+    return pn.Column(
+        pn.pane.HTML(f"<h1>{esc(TITLE)}</h1>"),
+        pn.pane.HTML(notice_html(message, "error"), sizing_mode="stretch_width"),
+        sizing_mode="stretch_width",
+    )
+
+
+def serve_session() -> pn.viewable.Viewable:
+    """Build the app for the current server session from its URL and mark it servable."""
+    query = pn.state.location.search if pn.state.location is not None else ""
+    try:
+        data = load_app_data(catalog_path())
+    except Exception as exc:  # noqa: BLE001 -- a missing or corrupt catalog is a visible error, not a blank page
+        page = error_page(f"Could not load the catalog ({catalog_path() or 'shipped data/catalog.parquet'}): {exc}")
+        return page.servable(title="TP planner")
+    app = DashboardApp(data=data, query=query, sync_url=True)
+    return app.template().servable()

@@ -1,0 +1,559 @@
+"""DataFrames -> HoloViews elements for the dashboard (no Panel, no widgets, no I/O).
+
+Every function takes tidy frames from the pure modules (:func:`dashboard.rules.grid`,
+:func:`dashboard.layout.rank_layout`, :mod:`dashboard.memory`) and returns a HoloViews element styled
+for a meeting-room screen (large titles and tick labels, a colour-blind-safe palette, a legend drawn
+inside the plot so an exported PNG carries it).
+
+Untrusted strings (model ids, messages) reach the browser only as Bokeh data-source columns: Bokeh
+draws axis labels on the canvas and HTML-escapes ``@field`` values in tooltips (no ``{safe}`` format is
+used here), so nothing from a config is ever interpreted as HTML.
+
+HoloViews needs a plotting extension loaded (``hv.extension("bokeh")``) before these elements are
+rendered; the app and the tests do that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import holoviews as hv
+import numpy as np
+import pandas as pd
+
+from dashboard import schema
+
+# Okabe-Ito palette (colour-blind safe).
+STATUS_COLORS: dict[str, str] = {
+    "valid": "#009E73",
+    "valid_replicated": "#56B4E9",
+    "valid_padded": "#E69F00",
+    "invalid": "#D55E00",
+    "unknown": "#BBBBBB",
+}
+STATUS_LABELS: dict[str, str] = {
+    "valid": "valid",
+    "valid_replicated": "valid, KV replicated",
+    "valid_padded": "valid, padded",
+    "invalid": "invalid (refused)",
+    "unknown": "unknown",
+}
+DISAGREE_COLORS: dict[str, str] = {
+    "all_valid": "#009E73",
+    "disagree": "#CC79A7",
+    "all_invalid": "#D55E00",
+    "unknown": "#BBBBBB",
+}
+DISAGREE_LABELS: dict[str, str] = {
+    "all_valid": "every framework accepts",
+    "disagree": "frameworks disagree",
+    "all_invalid": "every framework refuses",
+    "unknown": "unknown",
+}
+COMPONENT_COLORS: dict[str, str] = {
+    "query": "#0072B2",
+    "query (dummy)": "#CFCFCF",
+    "kv": "#009E73",
+    "kv (replica)": "#9ED9C6",
+    "linear_key": "#E69F00",
+    "linear_value": "#F0C560",
+    "vision": "#CC79A7",
+    "vision (dummy)": "#E6E6E6",
+}
+COMPONENT_LABELS: dict[str, str] = {
+    "query": "query head",
+    "query (dummy)": "query head (dummy / padding)",
+    "kv": "KV head",
+    "kv (replica)": "KV head (replica of another rank's)",
+    "linear_key": "linear-attention key head",
+    "linear_value": "linear-attention value head",
+    "vision": "vision head",
+    "vision (dummy)": "vision head (dummy / padding)",
+}
+COMPONENT_PREFIX: dict[str, str] = {
+    "query": "Q",
+    "kv": "KV",
+    "linear_key": "LK",
+    "linear_value": "LV",
+    "vision": "V",
+}
+COMPONENT_ORDER = ("query", "kv", "linear_key", "linear_value", "vision")
+
+TITLE_SIZE = "20pt"
+LABEL_SIZE = "15pt"
+TICK_SIZE = "12pt"
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+
+#: Pixel height of one model row in the validity heatmaps.
+ROW_PX = 26
+#: Pixel width of one TP column.
+COL_PX = 40
+
+
+def framework_label(fw: str) -> str:
+    """Human label of a framework id."""
+    return schema.FRAMEWORK_LABELS.get(fw, fw)
+
+
+# ------------------------------------------------------------------------------------------------
+# Validity heatmaps
+# ------------------------------------------------------------------------------------------------
+
+HEATMAP_COLUMNS = (
+    "tp",
+    "model_id",
+    "status",
+    "verdict",
+    "mark",
+    "message",
+    "messages",
+    "rule_id",
+    "n_failures",
+    "q_heads_per_rank",
+    "kv_heads_per_rank",
+    "kv_replicas",
+)
+
+
+def heatmap_frame(grid: pd.DataFrame, framework: str, models: Sequence[str], tp_sizes: Sequence[int]) -> pd.DataFrame:
+    """One framework's cells, ready for :func:`validity_heatmap`.
+
+    Parameters
+    ----------
+    grid : DataFrame
+        Output of :func:`dashboard.rules.grid` (one row per model_id, framework, tp).
+    framework : str
+        Framework id.
+    models : sequence of str
+        Model ids in display order (top to bottom). Ids absent from the grid become ``unknown`` cells.
+    tp_sizes : sequence of int
+        TP sizes in display order (left to right).
+
+    Returns
+    -------
+    DataFrame with :data:`HEATMAP_COLUMNS`: ``tp`` as string categories, one row per (model, tp),
+    text columns as plain Python objects (HoloViews cannot reshape Arrow-backed strings).
+    """
+    models = list(models)
+    tps = [int(t) for t in tp_sizes]
+    sub = grid.loc[(grid["framework"] == framework) & grid["tp"].isin(tps) & grid["model_id"].isin(models)]
+    full = pd.MultiIndex.from_product([models, tps], names=["model_id", "tp"]).to_frame(index=False)
+    keep = [c for c in ("model_id", "tp", "status", "rule_id", "message", "messages", "n_failures",
+                        "q_heads_per_rank", "kv_heads_per_rank", "kv_replicas", "valid") if c in sub.columns]
+    sub = sub[keep].drop_duplicates(["model_id", "tp"])
+    sub = sub.assign(model_id=sub["model_id"].astype(object), tp=sub["tp"].astype("int64"))
+    df = full.merge(sub, on=["model_id", "tp"], how="left")
+    status = df["status"].astype(object) if "status" in df else pd.Series(np.nan, index=df.index, dtype=object)
+    status = status.where(status.isin(list(STATUS_COLORS)), "unknown")
+    df["status"] = status
+    for c in ("message", "messages", "rule_id"):
+        if c not in df:
+            df[c] = ""
+        df[c] = df[c].astype(object).where(df[c].notna(), "").astype(str)
+    for c in ("n_failures", "q_heads_per_rank", "kv_heads_per_rank", "kv_replicas"):
+        if c not in df:
+            df[c] = np.nan
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
+    df["verdict"] = df["status"].map(STATUS_LABELS)
+    reps = df["kv_replicas"].fillna(1).astype(int)
+    mark = df["status"].map({"valid": "✓", "invalid": "✗", "valid_padded": "pad", "unknown": "?"})
+    mark = mark.where(df["status"] != "valid_replicated", "×" + reps.astype(str))
+    df["mark"] = mark.fillna("")
+    df["messages"] = np.where(df["messages"] == "", df["message"], df["messages"])
+    df["messages"] = np.where(
+        df["status"].isin(["valid", "valid_replicated", "valid_padded"]) & (df["messages"] == ""),
+        "no rule refuses this layout",
+        df["messages"],
+    )
+    df["tp"] = df["tp"].astype(str)
+    out = df[list(HEATMAP_COLUMNS)].copy()
+    for c in ("tp", "model_id", "status", "verdict", "mark", "message", "messages", "rule_id"):
+        out[c] = out[c].astype(object)
+    return out
+
+
+def heatmap_size(n_models: int, n_tp: int, *, with_yaxis: bool = True, label_chars: int = 30) -> tuple[int, int]:
+    """(width, height) in pixels for a validity heatmap of ``n_models`` rows and ``n_tp`` columns.
+
+    ``label_chars``: longest model id shown (y-axis labels take about 7.6 px per character at 12 pt).
+    """
+    height = max(300, ROW_PX * max(n_models, 1) + 175)
+    ylab = min(int(7.6 * max(label_chars, 8)) + 30, 420)
+    width = COL_PX * max(n_tp, 1) + (ylab if with_yaxis else 24)
+    return max(width, 420), height
+
+
+def validity_heatmap(
+    frame: pd.DataFrame,
+    framework: str,
+    *,
+    with_yaxis: bool = True,
+    title: str | None = None,
+) -> hv.Overlay:
+    """Heatmap of models x TP sizes coloured by cell status, with a mark in each cell and a legend.
+
+    ``frame`` comes from :func:`heatmap_frame`. Hover lists the verdict and every failing rule's
+    message; the first element of the returned overlay is the :class:`hv.HeatMap` (the tap source).
+    """
+    n_models = frame["model_id"].nunique()
+    n_tp = frame["tp"].nunique()
+    chars = int(frame["model_id"].map(len).max()) if len(frame) else 10
+    width, height = heatmap_size(n_models, n_tp, with_yaxis=with_yaxis, label_chars=chars)
+    kdims = [hv.Dimension("tp", label="tensor-parallel size (TP)"), hv.Dimension("model_id", label="model")]
+    vdims = [c for c in HEATMAP_COLUMNS if c not in ("tp", "model_id")]
+    hm = hv.HeatMap(frame, kdims, vdims, group="Validity", label=framework)
+    tooltips = """
+<div style="max-width:520px;font-size:14px;line-height:1.35">
+<div><b>@model_id</b></div>
+<div>TP = <b>@tp</b> &middot; @verdict</div>
+<div>query heads / rank: @q_heads_per_rank{0} &middot; KV heads / rank: @kv_heads_per_rank{0} &middot; KV replicas: @kv_replicas{0}</div>
+<div style="white-space:pre-wrap;margin-top:4px">@messages</div>
+</div>"""
+    from bokeh.models import HoverTool
+
+    hover = HoverTool(tooltips=tooltips, attachment="right")
+    hm = hm.opts(
+        cmap=dict(STATUS_COLORS),
+        color_levels=None,
+        tools=[hover, "tap"],
+        default_tools=["save", "reset"],
+        toolbar="above",
+        line_color="white",
+        line_width=1.5,
+        width=width,
+        height=height,
+        xaxis="top",
+        invert_yaxis=True,
+        yaxis="left" if with_yaxis else None,
+        title=title if title is not None else framework_label(framework),
+        fontsize={"title": TITLE_SIZE, "labels": LABEL_SIZE, "xticks": TICK_SIZE, "yticks": TICK_SIZE},
+        xlabel="tensor-parallel size (TP)",
+        ylabel="",
+        nonselection_alpha=1.0,
+        selection_alpha=1.0,
+        hooks=[_status_legend_hook(STATUS_COLORS, STATUS_LABELS, ncols=2), _style_hook],
+        show_legend=False,
+        colorbar=False,
+        framewise=True,
+        axiswise=True,
+    )
+    labels = hv.Labels(frame, kdims, ["mark"]).opts(
+        text_color="#111111", text_font_size="12pt", text_font_style="bold"
+    )
+    return (hm * labels).opts(framewise=True)
+
+
+def disagreement_frame(grid: pd.DataFrame, frameworks: Sequence[str], models: Sequence[str], tp_sizes: Sequence[int]) -> pd.DataFrame:
+    """Cells where the selected frameworks agree or disagree.
+
+    Returns a frame with ``tp`` (str), ``model_id``, ``status`` (a key of :data:`DISAGREE_COLORS`),
+    ``verdict``, ``mark`` (``k/n`` frameworks accept) and ``messages`` (one line per framework: its
+    verdict and first failing message).
+    """
+    frames = [heatmap_frame(grid, fw, models, tp_sizes).assign(framework=fw) for fw in frameworks]
+    if not frames:
+        return pd.DataFrame(columns=["tp", "model_id", "status", "verdict", "mark", "messages"])
+    long = pd.concat(frames, ignore_index=True)
+    long["ok"] = long["status"].isin(["valid", "valid_replicated", "valid_padded"])
+    long["unk"] = long["status"] == "unknown"
+    long["line"] = [
+        f"{framework_label(fw)}: {STATUS_LABELS[s]}" + (f" — {m}" if m and s == "invalid" else "")
+        for fw, s, m in zip(long["framework"], long["status"], long["message"], strict=True)
+    ]
+    g = long.groupby(["model_id", "tp"], sort=False)
+    out = g.agg(n_ok=("ok", "sum"), n_unk=("unk", "sum"), n=("ok", "size"), messages=("line", "\n".join)).reset_index()
+    status = np.where(
+        out["n_unk"] == out["n"],
+        "unknown",
+        np.where(out["n_ok"] == out["n"], "all_valid", np.where(out["n_ok"] == 0, "all_invalid", "disagree")),
+    )
+    out["status"] = status
+    out["verdict"] = out["status"].map(DISAGREE_LABELS)
+    out["mark"] = out["n_ok"].astype(int).astype(str) + "/" + out["n"].astype(int).astype(str)
+    for c in ("tp", "model_id", "status", "verdict", "mark", "messages"):
+        out[c] = out[c].astype(object)
+    return out[["tp", "model_id", "status", "verdict", "mark", "messages"]]
+
+
+def disagreement_heatmap(frame: pd.DataFrame, frameworks: Sequence[str]) -> hv.Overlay:
+    """Heatmap of :func:`disagreement_frame`: where frameworks disagree about a (model, TP) cell."""
+    n_models = frame["model_id"].nunique()
+    n_tp = frame["tp"].nunique()
+    chars = int(frame["model_id"].map(len).max()) if len(frame) else 10
+    width, height = heatmap_size(n_models, n_tp, label_chars=chars)
+    kdims = [hv.Dimension("tp", label="tensor-parallel size (TP)"), hv.Dimension("model_id", label="model")]
+    from bokeh.models import HoverTool
+
+    hover = HoverTool(
+        tooltips="""
+<div style="max-width:560px;font-size:14px;line-height:1.35">
+<div><b>@model_id</b> &middot; TP = <b>@tp</b></div>
+<div>@verdict (@mark accept)</div>
+<div style="white-space:pre-wrap;margin-top:4px">@messages</div>
+</div>""",
+        attachment="right",
+    )
+    names = ", ".join(framework_label(f) for f in frameworks)
+    hm = hv.HeatMap(frame, kdims, ["status", "verdict", "mark", "messages"], group="Disagreement").opts(
+        cmap=dict(DISAGREE_COLORS),
+        tools=[hover, "tap"],
+        default_tools=["save", "reset"],
+        toolbar="above",
+        line_color="white",
+        line_width=1.5,
+        width=width + 80,
+        height=height,
+        xaxis="top",
+        invert_yaxis=True,
+        title=f"Where {names} disagree",
+        fontsize={"title": TITLE_SIZE, "labels": LABEL_SIZE, "xticks": TICK_SIZE, "yticks": TICK_SIZE},
+        ylabel="",
+        xlabel="tensor-parallel size (TP)",
+        nonselection_alpha=1.0,
+        selection_alpha=1.0,
+        hooks=[_status_legend_hook(DISAGREE_COLORS, DISAGREE_LABELS, ncols=2), _style_hook],
+        colorbar=False,
+        framewise=True,
+    )
+    labels = hv.Labels(frame, kdims, ["mark"]).opts(text_color="#111111", text_font_size="12pt", text_font_style="bold")
+    return (hm * labels).opts(framewise=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# Per-rank layout
+# ------------------------------------------------------------------------------------------------
+
+
+def layout_frame(layout: pd.DataFrame) -> pd.DataFrame:
+    """Cells of the ranks x heads grid from :func:`dashboard.layout.rank_layout`.
+
+    Each (rank, component) gets its heads in slots ``Q0, Q1, ...`` / ``KV0 ...`` / ``LK0 ...`` /
+    ``LV0 ...`` / ``V0 ...``; ``kind`` says query / kv / kv (replica) / ... / dummy; ``text`` is the
+    global head index (``pad`` for a dummy head, ``h·r1`` for replica 1 of head h).
+    """
+    if layout is None or len(layout) == 0:
+        return pd.DataFrame(columns=["slot", "rank", "kind", "text", "head", "replica", "component", "detail"])
+    df = layout.copy()
+    df["component"] = df["component"].astype(str)
+    order = {c: i for i, c in enumerate(COMPONENT_ORDER)}
+    df["_c"] = df["component"].map(order).fillna(len(order)).astype(int)
+    df = df.sort_values(["rank", "_c", "head", "replica"], kind="stable")
+    df["j"] = df.groupby(["rank", "component"]).cumcount()
+    df["slot"] = df["component"].map(COMPONENT_PREFIX).fillna("?") + df["j"].astype(str)
+    dummy = df["dummy"].astype("boolean").fillna(False).astype(bool)
+    rep = pd.to_numeric(df["replica"], errors="coerce").fillna(0).astype(int)
+    kind = df["component"].copy()
+    kind = kind.where(~((df["component"] == "kv") & (rep > 0)), "kv (replica)")
+    kind = kind.where(~(dummy & (df["component"] == "vision")), "vision (dummy)")
+    kind = kind.where(~(dummy & (df["component"] == "query")), "query (dummy)")
+    df["kind"] = kind
+    head = pd.to_numeric(df["head"], errors="coerce").fillna(-1).astype(int)
+    text = head.astype(str)
+    text = text.where(rep == 0, text + "·r" + rep.astype(str))
+    text = text.where(~dummy, "pad")
+    df["text"] = text
+    df["rank"] = "rank " + df["rank"].astype(int).astype(str)
+    df["detail"] = [
+        f"{COMPONENT_LABELS.get(k, k)}" + ("" if d else f" {h}") + (f", replica {r}" if r else "")
+        for k, h, r, d in zip(df["kind"], head, rep, dummy, strict=True)
+    ]
+    df["head"] = head
+    df["replica"] = rep
+    # Slot order: components in COMPONENT_ORDER, slots numerically.
+    df = df.sort_values(["_c", "j"], kind="stable")
+    out = df[["slot", "rank", "kind", "text", "head", "replica", "component", "detail"]].copy()
+    for c in ("slot", "rank", "kind", "text", "component", "detail"):
+        out[c] = out[c].astype(object)
+    return out.reset_index(drop=True)
+
+
+def layout_plot(frame: pd.DataFrame, title: str) -> hv.Overlay | hv.Text:
+    """Ranks x head slots coloured by head kind (replicas and dummy heads in their own shades)."""
+    if frame is None or len(frame) == 0:
+        return hv.Text(0, 0, "no heads to show").opts(width=600, height=200, title=title, xaxis=None, yaxis=None)
+    slots = list(dict.fromkeys(frame["slot"]))
+    ranks = sorted(frame["rank"].unique(), key=lambda s: int(s.split()[-1]))
+    n_slots, n_ranks = len(slots), len(ranks)
+    cell = 40 if n_slots <= 40 else (26 if n_slots <= 80 else 14)
+    width = min(max(560, cell * n_slots + 160), 1800)
+    height = max(240, 34 * n_ranks + 190)
+    from bokeh.models import HoverTool
+
+    hover = HoverTool(tooltips="<div style='font-size:14px'>@rank &middot; @slot: @detail</div>")
+    kdims = [hv.Dimension("slot", label="heads held by the rank"), hv.Dimension("rank", label="TP rank")]
+    hm = hv.HeatMap(frame, kdims, ["kind", "text", "detail", "head", "replica"], group="Layout").opts(
+        cmap=dict(COMPONENT_COLORS),
+        tools=[hover],
+        default_tools=["save", "reset"],
+        toolbar="above",
+        line_color="white",
+        line_width=1.5,
+        width=width,
+        height=height,
+        invert_yaxis=True,
+        xaxis="top",
+        title=title,
+        fontsize={"title": "17pt", "labels": LABEL_SIZE, "xticks": "11pt" if cell >= 26 else "7pt", "yticks": TICK_SIZE},
+        xrotation=90 if cell < 40 else 0,
+        hooks=[_status_legend_hook(COMPONENT_COLORS, COMPONENT_LABELS, ncols=2), _style_hook],
+        colorbar=False,
+    )
+    if cell < 26:
+        return hm * hv.Labels([], kdims, ["text"])
+    labels = hv.Labels(frame, kdims, ["text"]).opts(text_color="black", text_font_size="10pt" if cell >= 40 else "7pt")
+    return hm * labels
+
+
+# ------------------------------------------------------------------------------------------------
+# Memory
+# ------------------------------------------------------------------------------------------------
+
+GIB = float(1 << 30)
+KIB = 1024.0
+
+
+def per_rank_curves(frame: pd.DataFrame, value: str, ylabel: str, title: str, scale: float = 1.0) -> hv.Overlay:
+    """One line per framework of ``frame[value] / scale`` against TP (string categories).
+
+    ``frame`` columns: framework, tp (int), ``value`` (float; NaN where unavailable).
+    """
+    curves = []
+    tps = [str(t) for t in sorted(frame["tp"].unique())] if len(frame) else []
+    palette = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
+    for i, (fw, sub) in enumerate(frame.groupby("framework", sort=False)):
+        d = pd.DataFrame({"tp": sub["tp"].astype(int).astype(str).astype(object), "y": sub[value].astype(float) / scale})
+        d = d.dropna()
+        kd = hv.Dimension("tp", label="tensor-parallel size (TP)")
+        vd = hv.Dimension("y", label=ylabel)
+        c = hv.Curve(d, kd, vd, label=framework_label(fw)).opts(color=palette[i % len(palette)], line_width=3)
+        s = hv.Scatter(d, kd, vd, label=framework_label(fw)).opts(
+            color=palette[i % len(palette)], size=9, tools=["hover"]
+        )
+        curves.extend([c, s])
+    if not curves:
+        return hv.Overlay([hv.Curve([])]).opts(title=title)
+    return hv.Overlay(curves).opts(
+        title=title,
+        width=640,
+        height=400,
+        legend_position="top_right",
+        fontsize={"title": "16pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
+        show_grid=True,
+        hooks=[_style_hook, _categorical_x_hook(tps)],
+    )
+
+
+MEMORY_PARTS = ("weights", "KV cache", "reserve")
+MEMORY_COLORS = {"weights": "#0072B2", "KV cache": "#009E73", "reserve": "#BBBBBB"}
+
+
+def memory_bars(frame: pd.DataFrame, gpu_gib: float, title: str) -> hv.Overlay:
+    """Stacked bars of per-GPU memory (GiB) for each TP size, with the GPU's capacity as a line.
+
+    ``frame`` columns: tp (int), weights_gib, kv_gib, reserve_gib, fits (bool). A TP size whose bar
+    rises above the line does not fit; its label says so.
+    """
+    rows = []
+    for _, r in frame.iterrows():
+        label = f"TP {int(r['tp'])}" + ("" if bool(r["fits"]) else " ✗")
+        for part, col in zip(MEMORY_PARTS, ("weights_gib", "kv_gib", "reserve_gib"), strict=True):
+            rows.append({"setup": label, "part": part, "GiB": float(max(r[col], 0.0)) if pd.notna(r[col]) else 0.0})
+    d = pd.DataFrame(rows, columns=["setup", "part", "GiB"])
+    d["setup"] = d["setup"].astype(object)
+    d["part"] = d["part"].astype(object)
+    bars = hv.Bars(d, ["setup", "part"], hv.Dimension("GiB", label="memory per GPU (GiB)")).opts(
+        stacked=True,
+        cmap=MEMORY_COLORS,
+        width=900,
+        height=440,
+        title=title,
+        tools=["hover"],
+        legend_position="right",
+        fontsize={"title": "16pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
+        xlabel="",
+        show_legend=True,
+        hooks=[_style_hook],
+    )
+    line = hv.HLine(gpu_gib).opts(color="#D55E00", line_width=3, line_dash="dashed")
+    cap = hv.Text(0.15, gpu_gib, f" GPU memory {gpu_gib:.0f} GiB", halign="left", valign="bottom").opts(
+        text_color="#D55E00", text_font_size="12pt"
+    )
+    return (bars * line * cap).opts(title=title)
+
+
+# ------------------------------------------------------------------------------------------------
+# Bokeh hooks
+# ------------------------------------------------------------------------------------------------
+
+
+def _style_hook(plot, element) -> None:
+    """Readable fonts and no outline on every Bokeh figure."""
+    fig = plot.state
+    fig.title.text_font = FONT
+    fig.outline_line_color = None
+    for ax in (*fig.xaxis, *fig.yaxis):
+        ax.major_label_text_font = FONT
+        ax.axis_label_text_font = FONT
+        ax.axis_label_text_font_style = "normal"
+        ax.major_tick_line_color = None
+        ax.axis_line_color = None
+    fig.toolbar.logo = None
+
+
+def _status_legend_hook(colors: dict[str, str], labels: dict[str, str], present: Sequence[str] = (), ncols: int = 1):
+    """A hook adding a legend of every key of ``colors`` between the title and the plot.
+
+    The legend lists every category (not only those present) so side-by-side heatmaps line up.
+    """
+
+    def hook(plot, element) -> None:
+        from bokeh.models import Legend, LegendItem
+
+        fig = plot.state
+        if any(getattr(x, "name", "") == "status-legend" for x in fig.above + fig.below + fig.right):
+            return
+        keys = list(colors)
+        items = []
+        # A zero-size rect at a real data point: invisible on the plot, a filled swatch in the legend
+        # (renderers with no data draw no legend glyph).
+        data = element.dframe() if hasattr(element, "dframe") else None
+        x0 = y0 = None
+        if data is not None and len(data):
+            x0, y0 = data.iloc[0, 0], data.iloc[0, 1]
+        for k in keys:
+            if x0 is None:
+                r = fig.scatter(x=[], y=[], marker="square", size=16, fill_color=colors[k], line_color=None)
+            else:
+                r = fig.rect(x=[x0], y=[y0], width=0, height=0, fill_color=colors[k], line_color=None)
+            items.append(LegendItem(label=labels.get(k, k), renderers=[r]))
+        legend = Legend(
+            items=items,
+            name="status-legend",
+            orientation="vertical",
+            ncols=ncols,
+            label_text_font_size="13pt",
+            label_text_font=FONT,
+            label_height=18,
+            glyph_height=18,
+            glyph_width=18,
+            spacing=4,
+            padding=4,
+            margin=4,
+            border_line_color=None,
+            location="top_left",
+        )
+        fig.add_layout(legend, "above")
+
+    return hook
+
+
+def _categorical_x_hook(tps: Sequence[str]):
+    """Keep TP categories in numeric order on a curve plot's x axis."""
+
+    def hook(plot, element) -> None:
+        from bokeh.models import FactorRange
+
+        if tps and isinstance(plot.state.x_range, FactorRange):
+            plot.state.x_range.factors = list(tps)
+
+    return hook

@@ -1,0 +1,463 @@
+"""Dashboard state: what one browser session has chosen, and the process-wide read-only data.
+
+Two halves, neither imports Panel:
+
+* :class:`PlannerState` -- a ``param.Parameterized`` holding every choice a user makes (models,
+  frameworks, TP sizes, PP/DP/EP, dtypes, GPU, context length, catalog filters, the open tab and the
+  selected cell). One instance per session; the views' widgets are generated from its parameters.
+  :meth:`PlannerState.to_query` / :meth:`PlannerState.apply_query` turn it into a URL query string and
+  back (model ids containing ``/`` round-trip; malformed or hostile values fall back to defaults and
+  come back as human-readable notices, never as exceptions).
+* :class:`AppData` -- the catalog and its precomputed validity grid, loaded once per process by
+  :func:`load_app_data` and treated as read-only by every session (views filter copies, never mutate).
+
+The catalog path comes from the ``TP_PLANNER_CATALOG`` environment variable when set (a parquet file
+written by :func:`dashboard.catalog.write_catalog`), else the shipped ``data/catalog.parquet``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import threading
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import param
+
+from dashboard import schema
+
+#: Environment variable naming a catalog parquet file the dashboard opens instead of the shipped one.
+CATALOG_ENV = "TP_PLANNER_CATALOG"
+
+#: TP sizes a user can pick (the grid is precomputed over all of them once per process).
+TP_CHOICES: tuple[int, ...] = tuple(sorted({*schema.DEFAULT_TP_SIZES, 5, 7, 10, 24, 48}))
+
+#: Frameworks shown side by side by default.
+DEFAULT_FRAMEWORKS: tuple[str, ...] = ("vllm", "sglang")
+
+#: Weight dtypes: ``checkpoint`` means "as the config says" (``weight_dtype=None`` in dashboard.memory).
+WEIGHT_DTYPES: tuple[str, ...] = ("checkpoint", "bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4")
+KV_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8")
+
+TABS: tuple[str, ...] = ("validity", "layout", "memory", "catalog")
+TAB_LABELS: dict[str, str] = {
+    "validity": "Validity",
+    "layout": "Per-rank layout",
+    "memory": "Memory",
+    "catalog": "Catalog",
+}
+
+#: Tri-state filter values of the catalog view.
+TRISTATE: tuple[str, ...] = ("any", "yes", "no")
+
+#: Longest query value accepted (characters); longer values are rejected with a notice.
+MAX_QUERY_VALUE = 4000
+#: Most models one URL may select.
+MAX_MODELS = 200
+
+
+# ------------------------------------------------------------------------------------------------
+# Process-wide data
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AppData:
+    """Catalog and validity grid shared read-only by every session of one server process.
+
+    Attributes
+    ----------
+    catalog : DataFrame
+        One row per model, columns of :data:`dashboard.schema.COLUMN_NAMES`, indexed 0..n-1.
+    path : str
+        Where the catalog was read from (for the page footer and the report).
+    model_ids : tuple[str, ...]
+        ``catalog.model_id`` in catalog order.
+    """
+
+    catalog: pd.DataFrame
+    path: str
+    model_ids: tuple[str, ...]
+    _records: dict[str, dict] = field(default_factory=dict, repr=False)
+    _grids: dict[tuple, pd.DataFrame] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, model_id: str) -> dict | None:
+        """The catalog row of ``model_id`` as a plain dict (``None`` values for NA), or ``None``."""
+        if model_id not in self._records:
+            rows = self.catalog.loc[self.catalog["model_id"] == model_id]
+            if rows.empty:
+                return None
+            rec = rows.iloc[0].to_dict()
+            rec = {k: (None if _is_na(v) else v) for k, v in rec.items()}
+            self._records[model_id] = rec
+        return self._records[model_id]
+
+    def grid(self, *, pp: int = 1, dp: int = 1, ep: int = 1, dp_attention: bool = False) -> pd.DataFrame:
+        """Validity grid over the whole catalog x :data:`TP_CHOICES` x every framework.
+
+        Computed by :func:`dashboard.rules.grid` once per distinct ``(pp, dp, ep, dp_attention)`` and
+        kept for the life of the process (at most 64 variants; oldest dropped). Read-only: callers
+        filter, never assign into it.
+        """
+        key = (int(pp), int(dp), int(ep), bool(dp_attention))
+        with self._lock:
+            hit = self._grids.get(key)
+        if hit is not None:
+            return hit
+        from dashboard import rules  # imported lazily: the rules engine is a sibling module
+
+        g = rules.grid(
+            self.catalog,
+            tp_sizes=TP_CHOICES,
+            frameworks=schema.FRAMEWORKS,
+            pp=key[0],
+            dp=key[1],
+            ep=key[2],
+            dp_attention=key[3],
+        )
+        g = g.reset_index(drop=True)
+        with self._lock:
+            if len(self._grids) >= 64:
+                self._grids.pop(next(iter(self._grids)))
+            self._grids[key] = g
+        return g
+
+
+def _is_na(v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def catalog_path() -> str | None:
+    """Catalog path from :data:`CATALOG_ENV`, or ``None`` for the shipped catalog."""
+    p = os.environ.get(CATALOG_ENV, "").strip()
+    return p or None
+
+
+@functools.lru_cache(maxsize=8)
+def load_app_data(path: str | None = None) -> AppData:
+    """Load the catalog at ``path`` (``None``: the shipped one) once per process.
+
+    Raises whatever :func:`dashboard.catalog.load_catalog` raises for a missing or unreadable file;
+    the app turns that into a visible error page.
+    """
+    from dashboard import catalog as cat
+
+    df = cat.load_catalog(path) if path else cat.load_catalog()
+    return app_data_from_catalog(df, path=path or "data/catalog.parquet (shipped)")
+
+
+def app_data_from_catalog(df: pd.DataFrame, path: str = "<in memory>") -> AppData:
+    """Wrap an already loaded catalog (tests, notebooks, benchmarks) as :class:`AppData`."""
+    df = df.reset_index(drop=True)
+    ids = tuple(str(x) for x in df["model_id"].tolist())
+    return AppData(catalog=df, path=path, model_ids=ids)
+
+
+# ------------------------------------------------------------------------------------------------
+# Per-session state
+# ------------------------------------------------------------------------------------------------
+
+
+class PlannerState(param.Parameterized):
+    """Everything one session has chosen. Every parameter is in the URL (see :meth:`to_query`)."""
+
+    # --- which models ---------------------------------------------------------------------------
+    search = param.String(
+        default="",
+        doc="Model-name filter: case-insensitive substrings separated by spaces or commas; a model "
+        "matches when its id contains any of them. Empty: every model.",
+    )
+    models = param.List(
+        default=[],
+        item_type=str,
+        doc="Models picked explicitly (catalog table selection or the model picker). When non-empty the "
+        "heatmaps show exactly these (still narrowed by the name filter).",
+    )
+    # --- what to check --------------------------------------------------------------------------
+    frameworks = param.ListSelector(
+        default=list(DEFAULT_FRAMEWORKS),
+        objects=list(schema.FRAMEWORKS),
+        doc="Frameworks whose heatmaps are shown side by side (ids of dashboard.schema.FRAMEWORKS).",
+    )
+    disagreement = param.Boolean(
+        default=False,
+        doc="Show one heatmap of where the selected frameworks disagree instead of one per framework.",
+    )
+    tp_sizes = param.ListSelector(
+        default=list(schema.DEFAULT_TP_SIZES),
+        objects=list(TP_CHOICES),
+        doc="Tensor-parallel sizes on the heatmaps' x axis.",
+    )
+    pp = param.Integer(default=1, bounds=(1, 128), doc="Pipeline-parallel size (stages).")
+    dp = param.Integer(default=1, bounds=(1, 128), doc="Data-parallel size (replicas; attention-DP under DP-attention).")
+    ep = param.Integer(default=1, bounds=(1, 1024), doc="Expert-parallel size (MoE).")
+    dp_attention = param.Boolean(
+        default=False, doc="SGLang DP-attention: attention runs with attn_tp = tp / dp instead of tp."
+    )
+    # --- memory ---------------------------------------------------------------------------------
+    weight_dtype = param.Selector(
+        default="checkpoint", objects=list(WEIGHT_DTYPES), doc="Weight dtype; `checkpoint` uses the config's."
+    )
+    kv_dtype = param.Selector(default="bf16", objects=list(KV_DTYPES), doc="KV-cache dtype.")
+    gpu = param.String(default="", doc="GPU type (name column of data/gpus.csv); empty: the first listed.")
+    gpu_count = param.Integer(default=8, bounds=(1, 4096), doc="GPUs in the deployment (TP x PP x DP usually).")
+    context_len = param.Integer(
+        default=32768, bounds=(1, 10_000_000), doc="Context length (tokens per sequence) for concurrency."
+    )
+    # --- selection (the tapped cell) ------------------------------------------------------------
+    model = param.String(default="", doc="Selected model id (tapped cell / table row); empty: none yet.")
+    framework = param.Selector(
+        default="vllm", objects=list(schema.FRAMEWORKS), doc="Framework of the selected cell."
+    )
+    tp = param.Integer(default=8, bounds=(1, 4096), doc="TP size of the selected cell.")
+    # --- catalog filters ------------------------------------------------------------------------
+    org = param.String(default="", doc="Catalog filter: organisation (exact, case-insensitive); empty: any.")
+    model_type = param.String(default="", doc="Catalog filter: model_type (exact, case-insensitive); empty: any.")
+    min_params_b = param.Number(default=0.0, bounds=(0, None), doc="Catalog filter: minimum total parameters, billions.")
+    max_params_b = param.Number(default=0.0, bounds=(0, None), doc="Catalog filter: maximum total parameters, billions; 0: no maximum.")
+    heads = param.Integer(default=0, bounds=(0, None), doc="Catalog filter: num_attention_heads equals this; 0: any.")
+    kv_heads = param.Integer(default=0, bounds=(0, None), doc="Catalog filter: num_key_value_heads equals this; 0: any.")
+    moe = param.Selector(default="any", objects=list(TRISTATE), doc="Catalog filter: mixture of experts.")
+    mla = param.Selector(default="any", objects=list(TRISTATE), doc="Catalog filter: multi-head latent attention.")
+    linear = param.Selector(default="any", objects=list(TRISTATE), doc="Catalog filter: linear attention / SSM layers.")
+    vision = param.Selector(default="any", objects=list(TRISTATE), doc="Catalog filter: vision encoder.")
+    quant = param.String(default="", doc="Catalog filter: quant_method (exact; `none` for unquantized); empty: any.")
+    # --- page -----------------------------------------------------------------------------------
+    tab = param.Selector(default="validity", objects=list(TABS), doc="Open view.")
+
+    # URL keys are the parameter names; ``models``, ``frameworks`` and ``tp_sizes`` are comma lists
+    # (Hub repo ids cannot contain commas).
+
+    # ---- URL ----------------------------------------------------------------------------------
+    def to_query(self) -> dict[str, str]:
+        """Non-default parameters as ``{key: value}`` strings for a URL query (defaults omitted)."""
+        out: dict[str, str] = {}
+        for name in self.param:
+            if name == "name":
+                continue
+            p = self.param[name]
+            v = getattr(self, name)
+            if _equal(v, p.default):
+                continue
+            if name in ("models", "frameworks", "tp_sizes"):
+                out[name] = ",".join(str(x) for x in v)
+            elif isinstance(v, bool):
+                out[name] = "1" if v else "0"
+            elif isinstance(v, float):
+                out[name] = f"{v:g}"
+            else:
+                out[name] = str(v)
+        return out
+
+    def query_string(self) -> str:
+        """``?a=b&...`` for :attr:`pn.state.location.search` (empty string when all defaults).
+
+        ``/`` is left unescaped (legal in a query) so model ids stay readable in shared links.
+        """
+        q = self.to_query()
+        return ("?" + urllib.parse.urlencode(q, safe="/,")) if q else ""
+
+    def apply_query(self, query: str | Mapping[str, Any], *, known_models: frozenset[str] | None = None) -> list[str]:
+        """Set parameters from a URL query; return notices for every value that was refused.
+
+        Parameters
+        ----------
+        query : str or mapping
+            The raw ``search`` string (``?a=b``) or a mapping key -> str / list of str / bytes.
+        known_models : frozenset of str, optional
+            Catalog model ids; unknown ids in ``models`` / ``model`` are dropped with a notice.
+
+        Returns
+        -------
+        list of str
+            Plain-text notices (untrusted fragments included verbatim: escape before rendering). A
+            refused value leaves that parameter at its default. Never raises.
+        """
+        notices: list[str] = []
+        try:
+            pairs = _query_pairs(query)
+        except Exception as exc:  # noqa: BLE001 -- any garbage in the URL is a notice, not a crash
+            return [f"Could not read the link's query string ({type(exc).__name__}); showing defaults."]
+        updates: dict[str, Any] = {}
+        for key, raw in pairs.items():
+            if key not in self.param or key == "name" or key.startswith("_"):
+                notices.append(f"Ignored unknown link parameter {_short(key)!r}.")
+                continue
+            if len(raw) > MAX_QUERY_VALUE:
+                notices.append(f"Ignored link parameter {key!r}: value longer than {MAX_QUERY_VALUE} characters.")
+                continue
+            try:
+                value = self._parse(key, raw, known_models, notices)
+            except (ValueError, TypeError, OverflowError) as exc:
+                notices.append(f"Ignored link parameter {key}={_short(raw)!r}: {exc}")
+                continue
+            if value is _SKIP:
+                continue
+            # Validate against the parameter's own checks (bounds, objects) without touching self.
+            try:
+                self.param[key]._validate(value)
+            except Exception as exc:  # noqa: BLE001
+                notices.append(f"Ignored link parameter {key}={_short(raw)!r}: {_short(str(exc), 160)}")
+                continue
+            updates[key] = value
+        try:
+            self.param.update(**updates)
+        except Exception as exc:  # noqa: BLE001 -- defensive: a combination param rejects
+            notices.append(f"Could not apply the link's settings ({_short(str(exc), 160)}); showing defaults.")
+        return notices
+
+    def _parse(self, key: str, raw: str, known: frozenset[str] | None, notices: list[str]) -> Any:
+        p = self.param[key]
+        if key == "models":
+            ids = [s.strip() for s in raw.split(",") if s.strip()]
+            if len(ids) > MAX_MODELS:
+                raise ValueError(f"more than {MAX_MODELS} models")
+            if known is not None:
+                unknown = [m for m in ids if m not in known]
+                for m in unknown[:5]:
+                    notices.append(f"Model {_short(m)!r} from the link is not in the catalog; dropped.")
+                if len(unknown) > 5:
+                    notices.append(f"... and {len(unknown) - 5} more unknown models dropped.")
+                ids = [m for m in ids if m in known]
+            return list(dict.fromkeys(ids))
+        if key == "model":
+            if raw and known is not None and raw not in known:
+                notices.append(f"Model {_short(raw)!r} from the link is not in the catalog; none selected.")
+                return _SKIP
+            return raw
+        if key == "frameworks":
+            vals = [s.strip() for s in raw.split(",") if s.strip()]
+            bad = [v for v in vals if v not in schema.FRAMEWORKS]
+            if bad:
+                raise ValueError(f"unknown framework(s) {', '.join(_short(b, 40) for b in bad)}")
+            return list(dict.fromkeys(vals))
+        if key == "tp_sizes":
+            vals = [int(s) for s in raw.split(",") if s.strip()]
+            bad = [v for v in vals if v not in TP_CHOICES]
+            if bad:
+                raise ValueError(f"TP sizes must be among {', '.join(map(str, TP_CHOICES))}")
+            return sorted(set(vals))
+        if isinstance(p, param.Boolean):
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError("expected 1 or 0")
+        if isinstance(p, param.Integer):
+            if not re.fullmatch(r"[+-]?\d{1,9}", raw.strip()):
+                raise ValueError("expected a whole number")
+            return int(raw)
+        if isinstance(p, param.Number):
+            v = float(raw)
+            if v != v or v in (float("inf"), float("-inf")):
+                raise ValueError("expected a finite number")
+            return v
+        if isinstance(p, param.Selector):
+            if raw not in p.objects:
+                raise ValueError(f"expected one of {', '.join(map(str, p.objects))}")
+            return raw
+        if isinstance(p, param.String):
+            if any(ord(c) < 32 and c not in "\t" for c in raw):
+                raise ValueError("control characters")
+            return raw
+        raise ValueError("not settable from a link")
+
+    # ---- derived ------------------------------------------------------------------------------
+    def search_terms(self) -> list[str]:
+        """Lower-cased non-empty terms of :attr:`search`."""
+        return [t for t in re.split(r"[\s,]+", self.search.lower()) if t]
+
+
+class _Skip:
+    pass
+
+
+_SKIP = _Skip()
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return list(a) == list(b)
+    return a == b
+
+
+def _short(s: str, n: int = 80) -> str:
+    s = str(s)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _query_pairs(query: str | Mapping[str, Any]) -> dict[str, str]:
+    """Last value of each key, as text. Accepts a raw search string or Panel/Tornado-style mappings."""
+    if isinstance(query, str):
+        q = query[1:] if query.startswith("?") else query
+        parsed = urllib.parse.parse_qs(q, keep_blank_values=True, strict_parsing=False, max_num_fields=200)
+        return {k: v[-1] for k, v in parsed.items()}
+    out: dict[str, str] = {}
+    for k, v in query.items():
+        if isinstance(v, list | tuple):
+            v = v[-1] if v else ""
+        if isinstance(v, bytes):
+            v = v.decode("utf-8", errors="replace")
+        out[str(k)] = str(v)
+    return out
+
+
+def filter_models(state: PlannerState, data: AppData, *, ok_only: bool = False) -> list[str]:
+    """Model ids the heatmaps show for ``state``: explicit picks (or all), narrowed by the name filter.
+
+    Order: catalog order. ``ok_only`` drops rows whose config could not be read.
+    """
+    ids = list(state.models) if state.models else list(data.model_ids)
+    terms = state.search_terms()
+    if terms:
+        ids = [m for m in ids if any(t in m.lower() for t in terms)]
+    if ok_only:
+        okset = set(data.catalog.loc[data.catalog["status"] == "ok", "model_id"].astype(str))
+        ids = [m for m in ids if m in okset]
+    return ids
+
+
+def filter_catalog(state: PlannerState, catalog: pd.DataFrame) -> pd.DataFrame:
+    """Catalog rows passing the catalog-view filters of ``state`` (a new frame; input untouched)."""
+    df = catalog
+    mask = pd.Series(True, index=df.index)
+    terms = state.search_terms()
+    if terms:
+        low = df["model_id"].astype(str).str.lower()
+        m = pd.Series(False, index=df.index)
+        for t in terms:
+            m |= low.str.contains(t, regex=False)
+        mask &= m
+    if state.org:
+        mask &= df["org"].astype(str).str.lower() == state.org.lower()
+    if state.model_type:
+        mt = state.model_type.lower()
+        mask &= (df["model_type"].astype(str).str.lower() == mt) | (df["text_model_type"].astype(str).str.lower() == mt)
+    params_b = df["params_total"].astype("float64") / 1e9
+    if state.min_params_b:
+        mask &= params_b.fillna(-1) >= state.min_params_b
+    if state.max_params_b:
+        mask &= params_b.fillna(float("inf")) <= state.max_params_b
+    if state.heads:
+        mask &= df["num_attention_heads"].astype("Float64").fillna(-1) == state.heads
+    if state.kv_heads:
+        mask &= df["num_key_value_heads"].astype("Float64").fillna(-1) == state.kv_heads
+    for pname, col in (("moe", "is_moe"), ("mla", "is_mla"), ("linear", "has_linear_attention"), ("vision", "has_vision")):
+        v = getattr(state, pname)
+        if v != "any":
+            flag = df[col].astype("boolean").fillna(False).astype(bool)
+            mask &= flag if v == "yes" else ~flag
+    if state.quant:
+        q = state.quant.lower()
+        qm = df["quant_method"].astype("string").fillna("").str.lower()
+        mask &= (qm == "") if q == "none" else (qm == q)
+    return df.loc[mask.astype(bool)]

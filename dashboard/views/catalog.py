@@ -1,0 +1,136 @@
+"""Catalog view: the models table with search and filters; its selection feeds the other views."""
+
+from __future__ import annotations
+
+import pandas as pd
+import panel as pn
+import param
+
+from dashboard.state import TRISTATE, AppData, PlannerState, filter_catalog
+from dashboard.views.common import bind_two_way
+
+#: Columns shown (catalog column -> header).
+TABLE_COLUMNS: dict[str, str] = {
+    "model_id": "model",
+    "model_type": "model_type",
+    "params_b": "params (B)",
+    "active_b": "active (B)",
+    "num_attention_heads": "heads",
+    "num_key_value_heads": "KV heads",
+    "head_dim": "head_dim",
+    "num_hidden_layers": "layers",
+    "attention_kind": "attention",
+    "is_moe": "MoE",
+    "num_experts": "experts",
+    "is_mla": "MLA",
+    "linear_attention_kind": "linear attn",
+    "has_vision": "vision",
+    "quant_method": "quant",
+    "torch_dtype": "dtype",
+    "status": "status",
+}
+
+
+def table_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The catalog rows as the table shows them: plain Python values, params in billions."""
+    out = pd.DataFrame(index=df.index)
+    for col in TABLE_COLUMNS:
+        if col == "params_b":
+            out[col] = (df["params_total"].astype("float64") / 1e9).round(2)
+        elif col == "active_b":
+            out[col] = (df["params_active"].astype("float64") / 1e9).round(2)
+        elif col in df.columns:
+            s = df[col]
+            if str(s.dtype) in ("Int64", "Float64"):
+                out[col] = s.astype("float64")
+            elif str(s.dtype) == "boolean":
+                out[col] = s.map({True: "yes", False: "no"}).astype(object).fillna("")
+            else:
+                out[col] = s.astype(object).where(s.notna(), "")
+    return out.reset_index(drop=True)
+
+
+class CatalogView(pn.viewable.Viewer):
+    """Tabulator of the catalog with search and filters; selected rows become the heatmaps' models."""
+
+    state = param.ClassSelector(class_=PlannerState, doc="Session state.")
+    data = param.ClassSelector(class_=AppData, doc="Process-wide catalog and grid (read-only).")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        s, cat = self.state, self.data.catalog
+        orgs = sorted({str(x) for x in cat["org"].dropna().tolist() if str(x)}, key=str.lower)
+        types = sorted({str(x) for x in pd.concat([cat["model_type"], cat["text_model_type"]]).dropna().tolist() if str(x)}, key=str.lower)
+        quants = sorted({str(x) for x in cat["quant_method"].dropna().tolist() if str(x)}, key=str.lower)
+        self.org = pn.widgets.Select(name="Organisation", options=["", *orgs], width=190)
+        bind_two_way(self.org, s, "org", to_widget=lambda v: v if v in orgs else "")
+        self.model_type = pn.widgets.Select(name="model_type", options=["", *types], width=190)
+        bind_two_way(self.model_type, s, "model_type", to_widget=lambda v: v if v in types else "")
+        self.quant = pn.widgets.Select(name="Quantization", options=["", "none", *quants], width=150)
+        bind_two_way(self.quant, s, "quant", to_widget=lambda v: v if v in ("none", *quants) else "")
+        self.min_p = pn.widgets.FloatInput(name="Params ≥ (B)", start=0, width=110)
+        bind_two_way(self.min_p, s, "min_params_b", to_param=lambda v: float(v or 0))
+        self.max_p = pn.widgets.FloatInput(name="Params ≤ (B, 0 = any)", start=0, width=150)
+        bind_two_way(self.max_p, s, "max_params_b", to_param=lambda v: float(v or 0))
+        self.heads = pn.widgets.IntInput(name="Heads (0 = any)", start=0, width=120)
+        bind_two_way(self.heads, s, "heads", to_param=lambda v: int(v or 0))
+        self.kv_heads = pn.widgets.IntInput(name="KV heads (0 = any)", start=0, width=130)
+        bind_two_way(self.kv_heads, s, "kv_heads", to_param=lambda v: int(v or 0))
+        self.flags = {}
+        for p, label in (("moe", "MoE"), ("mla", "MLA"), ("linear", "Linear attention"), ("vision", "Vision")):
+            w = pn.widgets.RadioButtonGroup(name=label, options=list(TRISTATE), button_type="light", width=170)
+            bind_two_way(w, s, p)
+            self.flags[p] = w
+        self.use = pn.widgets.Button(name="Show selected rows on the heatmaps", button_type="primary",
+                                     css_classes=["tp-use-selection"])
+        self.use.on_click(self._use_selection)
+        self.count = pn.pane.HTML()
+        self.table = pn.widgets.Tabulator(
+            table_frame(cat.iloc[0:0]),
+            show_index=False,
+            selectable="checkbox",
+            pagination="local",
+            page_size=25,
+            header_filters=True,
+            disabled=True,
+            sizing_mode="stretch_width",
+            height=820,
+            formatters={c: {"type": "plaintext"} for c in ("model_id", "model_type", "attention_kind",
+                                                            "linear_attention_kind", "quant_method", "torch_dtype", "status")},
+            titles=TABLE_COLUMNS,
+            frozen_columns=["model_id"],
+            css_classes=["tp-catalog-table"],
+            stylesheets=[":host .tabulator {font-size: 15px;}"],
+        )
+        self.table.on_click(self._on_click)
+        s.param.watch(self._refresh, ["search", "org", "model_type", "min_params_b", "max_params_b", "heads",
+                                      "kv_heads", "moe", "mla", "linear", "vision", "quant"])
+        self._refresh()
+
+    def _refresh(self, *_):
+        sub = filter_catalog(self.state, self.data.catalog)
+        self._ids = [str(x) for x in sub["model_id"].tolist()]
+        self.table.value = table_frame(sub)
+        picked = set(self.state.models)
+        self.table.selection = [i for i, m in enumerate(self._ids) if m in picked]
+        self.count.object = (f'<div style="font-size:16px"><b>{len(sub)}</b> of {len(self.data.catalog)} models match. '
+                             "Tick rows and press the button to show just those on the heatmaps; click a row to select "
+                             "that model for details, layout and memory.</div>")
+
+    def _use_selection(self, *_):
+        ids = [self._ids[i] for i in self.table.selection if 0 <= i < len(self._ids)]
+        self.state.param.update(models=ids, **({"model": ids[0]} if ids and self.state.model not in ids else {}))
+
+    def _on_click(self, event):
+        row = getattr(event, "row", None)
+        if row is not None and 0 <= row < len(self._ids):
+            self.state.model = self._ids[row]
+
+    def __panel__(self):
+        return pn.Column(
+            pn.Row(self.org, self.model_type, self.quant, self.min_p, self.max_p, self.heads, self.kv_heads),
+            pn.Row(*[pn.Column(pn.pane.HTML(f"<b>{w.name}</b>"), w) for w in self.flags.values()], self.use),
+            self.count,
+            self.table,
+            sizing_mode="stretch_width",
+        )

@@ -1,0 +1,120 @@
+"""Sidebar controls: every widget is generated per session and bound two-way to PlannerState."""
+
+from __future__ import annotations
+
+import panel as pn
+import param
+
+from dashboard import schema
+from dashboard.state import KV_DTYPES, TP_CHOICES, WEIGHT_DTYPES, AppData, PlannerState
+from dashboard.views.common import bind_two_way, esc
+
+
+def gpu_names() -> list[str]:
+    """GPU ids from :func:`dashboard.memory.load_gpus` (``gpu`` column), or ``[]`` when unavailable."""
+    try:
+        from dashboard import memory
+        g = memory.load_gpus()
+    except Exception:  # noqa: BLE001 -- the memory model may not be installed yet
+        return []
+    col = "gpu" if "gpu" in g.columns else g.columns[0]
+    return [str(x) for x in g[col].tolist()]
+
+
+#: GPU shown when the state names none (or one the table lacks).
+DEFAULT_GPU = "H100-80GB"
+
+
+def resolve_gpu(name: str, gpus: list[str]) -> str:
+    """``name`` when it is in ``gpus``; else :data:`DEFAULT_GPU` when listed; else the first GPU."""
+    if name in gpus:
+        return name
+    return DEFAULT_GPU if DEFAULT_GPU in gpus else (gpus[0] if gpus else "")
+
+
+class Controls(pn.viewable.Viewer):
+    """Model search and selection, frameworks, TP sizes, PP/DP/EP, DP-attention, dtypes, GPU, context."""
+
+    state = param.ClassSelector(class_=PlannerState, doc="Session state.")
+    data = param.ClassSelector(class_=AppData, doc="Process-wide catalog and grid (read-only).")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        s = self.state
+        self.search = pn.widgets.TextInput(
+            name="Filter models by name", placeholder="e.g. llama qwen deepseek", css_classes=["tp-search"]
+        )
+        bind_two_way(self.search, s, "search")
+        self.model = pn.widgets.AutocompleteInput(
+            name="Selected model", options=list(self.data.model_ids), case_sensitive=False,
+            search_strategy="includes", min_characters=1, restrict=True, placeholder="type part of a model id",
+            css_classes=["tp-model-picker"],
+        )
+        bind_two_way(self.model, s, "model")
+        self.picked = pn.pane.HTML(sizing_mode="stretch_width")
+        self.clear_picks = pn.widgets.Button(name="Show all models", button_type="light", visible=False)
+        self.clear_picks.on_click(lambda _e: setattr(s, "models", []))
+        s.param.watch(self._picks_changed, "models")
+        self._picks_changed()
+
+        fw_opts = {schema.FRAMEWORK_LABELS[f]: f for f in schema.FRAMEWORKS}
+        self.frameworks = pn.widgets.CheckBoxGroup(name="Frameworks", options=fw_opts, css_classes=["tp-frameworks"])
+        bind_two_way(self.frameworks, s, "frameworks", to_widget=list, to_param=lambda v: [f for f in schema.FRAMEWORKS if f in v])
+        self.disagreement = pn.widgets.Checkbox(name="Show only where frameworks disagree", css_classes=["tp-disagree"])
+        bind_two_way(self.disagreement, s, "disagreement")
+        self.cell_fw = pn.widgets.Select(name="Framework of the selected cell", options=fw_opts)
+        bind_two_way(self.cell_fw, s, "framework")
+        self.tp_sizes = pn.widgets.CheckBoxGroup(
+            name="TP sizes", options={str(t): t for t in TP_CHOICES}, inline=True,
+            css_classes=["tp-tp-sizes"], sizing_mode="stretch_width",
+            stylesheets=[":host .bk-input-group { flex-wrap: wrap; gap: 2px 10px; }"],
+        )
+        bind_two_way(self.tp_sizes, s, "tp_sizes", to_widget=list, to_param=lambda v: sorted(int(x) for x in v))
+        self.tp = pn.widgets.Select(name="TP of the selected cell", options=list(TP_CHOICES))
+        bind_two_way(self.tp, s, "tp", to_param=int,
+                     to_widget=lambda v: v)
+        s.param.watch(self._tp_options, "tp")
+        self._tp_options()
+        self.pp = pn.widgets.IntInput(name="PP", start=1, end=128, width=80)
+        self.dp = pn.widgets.IntInput(name="DP", start=1, end=128, width=80)
+        self.ep = pn.widgets.IntInput(name="EP", start=1, end=1024, width=80)
+        for w, p in ((self.pp, "pp"), (self.dp, "dp"), (self.ep, "ep")):
+            bind_two_way(w, s, p)
+        self.dp_attention = pn.widgets.Checkbox(name="DP-attention (SGLang: attn_tp = TP / DP)")
+        bind_two_way(self.dp_attention, s, "dp_attention")
+        self.weight_dtype = pn.widgets.Select(name="Weight dtype", options=list(WEIGHT_DTYPES), width=130)
+        bind_two_way(self.weight_dtype, s, "weight_dtype")
+        self.kv_dtype = pn.widgets.Select(name="KV-cache dtype", options=list(KV_DTYPES), width=130)
+        bind_two_way(self.kv_dtype, s, "kv_dtype")
+        gpus = gpu_names()
+        self.gpu = pn.widgets.Select(name="GPU", options=gpus or ["(GPU table unavailable)"], disabled=not gpus, width=170)
+        if gpus:
+            bind_two_way(self.gpu, s, "gpu", to_widget=lambda v: resolve_gpu(v, gpus))
+        self.gpu_count = pn.widgets.IntInput(name="GPUs", start=1, end=4096, width=90)
+        bind_two_way(self.gpu_count, s, "gpu_count")
+        self.context_len = pn.widgets.IntInput(name="Context length (tokens)", start=1, end=10_000_000, step=1024)
+        bind_two_way(self.context_len, s, "context_len")
+
+    def _picks_changed(self, *_):
+        n = len(self.state.models)
+        self.clear_picks.visible = n > 0
+        self.picked.object = (
+            f'<div style="font-size:14px">Showing <b>{n}</b> models picked in the Catalog tab.</div>' if n else ""
+        )
+
+    def _tp_options(self, *_):
+        opts = sorted(set(TP_CHOICES) | {int(self.state.tp)})
+        if list(self.tp.options) != opts:
+            self.tp.options = opts
+
+    def __panel__(self):
+        h = lambda t: pn.pane.HTML(f'<div style="font-size:13px;font-weight:600;letter-spacing:.04em;color:#555;margin-top:8px">{esc(t)}</div>')  # noqa: E731
+        return pn.Column(
+            h("MODELS"), self.search, self.model, self.picked, self.clear_picks,
+            h("FRAMEWORKS"), self.frameworks, self.disagreement,
+            h("TP SIZES"), self.tp_sizes,
+            h("SELECTED CELL"), self.cell_fw, self.tp,
+            h("PARALLELISM"), pn.Row(self.pp, self.dp, self.ep), self.dp_attention,
+            h("MEMORY"), pn.Row(self.weight_dtype, self.kv_dtype), pn.Row(self.gpu, self.gpu_count), self.context_len,
+            sizing_mode="stretch_width",
+        )

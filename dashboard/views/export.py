@@ -1,0 +1,127 @@
+"""Exports for meetings: the grid as CSV, a one-page HTML report; heatmap PNGs come from each
+heatmap's Bokeh save tool (drawn in the browser, no network)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import io
+
+import pandas as pd
+import panel as pn
+import param
+
+from dashboard import plots
+from dashboard.state import TAB_LABELS, AppData, PlannerState, filter_models
+from dashboard.views.common import esc
+from dashboard.views.details import verdict_html
+
+GRID_COLUMNS = ["model_id", "framework", "tp", "valid", "status", "rule_id", "message", "n_failures", "messages",
+                "q_heads_per_rank", "kv_heads_per_rank", "kv_replicas"]
+
+
+def grid_csv_frame(state: PlannerState, data: AppData) -> pd.DataFrame:
+    """The grid rows the page shows: selected models x frameworks x TP sizes, with every message."""
+    grid = data.grid(pp=state.pp, dp=state.dp, ep=state.ep, dp_attention=state.dp_attention)
+    models = filter_models(state, data)
+    sub = grid.loc[grid["model_id"].isin(models) & grid["framework"].isin(state.frameworks)
+                   & grid["tp"].isin(state.tp_sizes)]
+    cols = [c for c in GRID_COLUMNS if c in sub.columns]
+    sub = sub[cols].copy()
+    order = {m: i for i, m in enumerate(models)}
+    sub["_o"] = sub["model_id"].map(order)
+    sub = sub.sort_values(["_o", "framework", "tp"]).drop(columns="_o")
+    sub.insert(3, "pp", state.pp)
+    sub.insert(4, "dp", state.dp)
+    sub.insert(5, "ep", state.ep)
+    sub.insert(6, "dp_attention", state.dp_attention)
+    return sub.reset_index(drop=True)
+
+
+def _csv_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """Neutralise spreadsheet formulas in untrusted text cells (a leading = + - @ gets a quote)."""
+    out = df.copy()
+    for c in out.columns:
+        if out[c].dtype == object or str(out[c].dtype).startswith("string"):
+            s = out[c].astype(object)
+            out[c] = s.map(lambda v: ("'" + v) if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v)
+    return out
+
+
+def grid_csv(state: PlannerState, data: AppData) -> io.StringIO:
+    """CSV text of :func:`grid_csv_frame` (UTF-8, header row, formulas neutralised)."""
+    buf = io.StringIO()
+    _csv_safe(grid_csv_frame(state, data)).to_csv(buf, index=False)
+    buf.seek(0)
+    return buf
+
+
+def report_html(state: PlannerState, data: AppData, link: str = "") -> str:
+    """A one-page, self-contained HTML report of the chosen configuration (every string escaped)."""
+    s = state
+    models = filter_models(s, data)
+    tps = sorted(s.tp_sizes)
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    cfg = [
+        ("Catalog", data.path), ("Models shown", f"{len(models)}"), ("Name filter", s.search or "(none)"),
+        ("Frameworks", ", ".join(plots.framework_label(f) for f in s.frameworks)),
+        ("TP sizes", ", ".join(map(str, tps))), ("PP / DP / EP", f"{s.pp} / {s.dp} / {s.ep}"),
+        ("DP-attention", "on" if s.dp_attention else "off"), ("Weight dtype", s.weight_dtype),
+        ("KV-cache dtype", s.kv_dtype), ("GPU", f"{s.gpu_count} × {s.gpu or 'default'}"),
+        ("Context length", f"{s.context_len:,} tokens"), ("View", TAB_LABELS.get(s.tab, s.tab)),
+    ]
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>TP planner report</title><style>"
+        "body{font-family:system-ui,sans-serif;margin:24px;color:#111}table{border-collapse:collapse;font-size:13px}"
+        "td,th{border:1px solid #ddd;padding:3px 6px;text-align:center}td.m{text-align:left}"
+        ".valid{background:#009E73}.valid_replicated{background:#56B4E9}.valid_padded{background:#E69F00}"
+        ".invalid{background:#D55E00}.unknown{background:#BBBBBB}</style></head><body>",
+        "<h1>TP planner report</h1>",
+        f"<p>Generated {esc(now)}." + (f" Link: <code>{esc(link)}</code>" if link else "") + "</p>",
+        "<h2>Configuration</h2><table>" + "".join(f"<tr><th>{esc(k)}</th><td class='m'>{esc(v)}</td></tr>" for k, v in cfg) + "</table>",
+    ]
+    if models and tps and s.frameworks:
+        grid = data.grid(pp=s.pp, dp=s.dp, ep=s.ep, dp_attention=s.dp_attention)
+        for fw in s.frameworks:
+            f = plots.heatmap_frame(grid, fw, models[:200], tps)
+            parts.append(f"<h2>{esc(plots.framework_label(fw))}</h2><table><tr><th>model</th>"
+                         + "".join(f"<th>TP {t}</th>" for t in tps) + "</tr>")
+            for m, sub in f.groupby("model_id", sort=False):
+                cells = "".join(
+                    f"<td class='{esc(st)}' title='{esc(msg)}'>{esc(mark)}</td>"
+                    for st, mark, msg in zip(sub["status"], sub["mark"], sub["messages"], strict=True)
+                )
+                parts.append(f"<tr><td class='m'>{esc(m)}</td>{cells}</tr>")
+            parts.append("</table>")
+        if len(models) > 200:
+            parts.append(f"<p>First 200 of {len(models)} models shown.</p>")
+        legend = " ".join(f"<span class='{k}' style='padding:2px 6px'>{esc(v)}</span>" for k, v in plots.STATUS_LABELS.items())
+        parts.append(f"<p>{legend}</p>")
+    if s.model:
+        parts.append("<h2>Selected cell</h2>" + verdict_html(s, data))
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+class ExportPanel(pn.viewable.Viewer):
+    """Download buttons: grid CSV and the HTML report (PNG: the save tool above each heatmap)."""
+
+    state = param.ClassSelector(class_=PlannerState, doc="Session state.")
+    data = param.ClassSelector(class_=AppData, doc="Process-wide catalog and grid (read-only).")
+    link = param.String(default="", doc="Shareable link of the current view (filled by the app).")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.csv = pn.widgets.FileDownload(
+            callback=lambda: grid_csv(self.state, self.data), filename="tp-grid.csv", label="Grid CSV",
+            button_type="primary", button_style="outline", css_classes=["tp-export-csv"], embed=False, width=150,
+        )
+        self.report = pn.widgets.FileDownload(
+            callback=lambda: io.StringIO(report_html(self.state, self.data, self.link)), filename="tp-report.html",
+            label="Report (HTML)", button_type="primary", button_style="outline", css_classes=["tp-export-report"],
+            embed=False, width=150,
+        )
+        self.hint = pn.pane.HTML('<div style="font-size:13px;color:#555">Heatmap PNG: the save icon above each '
+                                 "heatmap.</div>")
+
+    def __panel__(self):
+        return pn.Column(pn.Row(self.csv, self.report), self.hint, sizing_mode="stretch_width")

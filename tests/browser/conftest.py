@@ -1,0 +1,137 @@
+"""Fixtures for the browser tests: `panel serve dashboard` in a subprocess on a free loopback port, and
+Debian Chromium driven by Playwright (``playwright install`` cannot download browsers here).
+
+Every page records its console errors, uncaught page errors, dialogs and every request URL, so tests can
+assert the page ran no script it should not have and fetched nothing from any host but the server.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run",
+]
+#: Console messages that are not the page's fault (the software GL driver of headless Chromium).
+BENIGN_CONSOLE = ("GL Driver Message", "GPU stall due to ReadPixels")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    url: str
+    proc: subprocess.Popen
+    log: Path
+
+    def tail(self, n: int = 60) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+def start_server(tmp: Path, env_extra: dict[str, str] | None = None, timeout: float = 240.0) -> Server:
+    """Start ``panel serve dashboard`` on a free loopback port; wait until /dashboard answers."""
+    port = _free_port()
+    log = tmp / f"panel-{port}.log"
+    env = {**os.environ, **(env_extra or {}), "BOKEH_RESOURCES": "server", "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "panel", "serve", "dashboard", "--address", "127.0.0.1", "--port", str(port),
+           "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1"]
+    fh = open(log, "wb")  # noqa: SIM115 -- closed with the process
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/dashboard"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"panel serve exited early:\n{log.read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5):
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        raise RuntimeError(f"panel serve did not start:\n{log.read_text(errors='replace')}")
+    return Server(url=url, proc=proc, log=log)
+
+
+def stop_server(server: Server) -> None:
+    server.proc.terminate()
+    try:
+        server.proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+        server.proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    """The dashboard on the shipped catalog."""
+    srv = start_server(tmp_path_factory.mktemp("srv"))
+    yield srv
+    stop_server(srv)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    exe = shutil.which("chromium")
+    if not exe:
+        pytest.fail("Debian chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="tp-chromium-") as profile:
+        ctx = p.chromium.launch_persistent_context(
+            profile, executable_path=exe, args=CHROMIUM_FLAGS, headless=True,
+            viewport={"width": 1920, "height": 1080}, accept_downloads=True,
+        )
+        yield ctx
+        ctx.close()
+
+
+@dataclass
+class Recorded:
+    page: object
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+
+@pytest.fixture()
+def rpage(browser):
+    """A fresh tab that records console errors, page errors, dialogs and requests."""
+    page = browser.new_page()
+    rec = Recorded(page=page)
+
+    def on_console(msg):
+        if msg.type == "error" and not any(b in msg.text for b in BENIGN_CONSOLE):
+            rec.console_errors.append(msg.text)
+
+    def on_dialog(d):
+        rec.dialogs.append(f"{d.type}: {d.message}")
+        d.dismiss()
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda e: rec.page_errors.append(str(e)))
+    page.on("dialog", on_dialog)
+    page.on("request", lambda r: rec.requests.append(r.url))
+    yield rec
+    page.close()

@@ -1,0 +1,253 @@
+"""The dashboard in a real browser (Debian Chromium via Playwright) against `panel serve dashboard`.
+
+Proves: the page loads with no console errors and requests nothing from any host but the server; the
+heatmap is there; switching framework updates the heatmaps; tapping a cell shows that model's details
+and per-rank layout; a URL with state round-trips; a model id ``<img src=x onerror=alert(1)>`` renders
+as text and runs nothing; each export produces a file; a screenshot of every view is saved in
+tests/artifacts/.
+"""
+
+from __future__ import annotations
+
+import shutil
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+HEATMAP_CANVAS = ".tp-heatmap canvas"
+LOAD_TIMEOUT = 120_000
+
+FRAMES_JS = """() => {
+  const out = [];
+  const walk = (view) => {
+    if (!view) return;
+    if (view.frame && view.canvas_view && view.model.title) {
+      const r = view.canvas_view.el.getBoundingClientRect();
+      out.push({title: view.model.title.text, x: r.x + view.frame.bbox.left, y: r.y + view.frame.bbox.top,
+                w: view.frame.bbox.width, h: view.frame.bbox.height,
+                xf: view.model.x_range.factors, yf: view.model.y_range.factors});
+    }
+    for (const c of (view.child_views || [])) walk(c);
+  };
+  for (const root of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(root);
+  return out;
+}"""
+
+
+def _open(rec, url: str):
+    page = rec.page
+    page.goto(url)
+    page.wait_for_selector(HEATMAP_CANVAS, timeout=LOAD_TIMEOUT)
+    page.wait_for_timeout(800)
+    return page
+
+
+def _frames(page) -> list[dict]:
+    return page.evaluate(FRAMES_JS)
+
+
+def _frame(page, title: str) -> dict:
+    for f in _frames(page):
+        if f["title"] == title:
+            return f
+    raise AssertionError(f"no plot titled {title!r}: {[f['title'] for f in _frames(page)]}")
+
+
+def _wait_title(page, title: str, present: bool = True, timeout: float = 60_000) -> None:
+    page.wait_for_function(
+        "([t, want]) => { const out = []; const walk = (v) => { if (!v) return; if (v.model && v.model.title && v.model.title.text === t && v.frame) out.push(v); for (const c of (v.child_views || [])) walk(c); }; for (const r of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(r); return (out.length > 0) === want; }",
+        arg=[title, present], timeout=timeout,
+    )
+
+
+def _assert_clean(rec, server_url: str) -> None:
+    host = urllib.parse.urlsplit(server_url).netloc
+    foreign = [u for u in rec.requests if urllib.parse.urlsplit(u).netloc not in (host, "") and not u.startswith(("data:", "blob:"))]
+    assert not foreign, f"requests to other hosts: {foreign[:10]}"
+    assert not rec.console_errors, rec.console_errors
+    assert not rec.page_errors, rec.page_errors
+    assert not rec.dialogs, rec.dialogs
+
+
+def _tap_cell(page, title: str, model: str, tp: str) -> None:
+    f = _frame(page, title)
+    xi, yi = f["xf"].index(tp), f["yf"].index(model)
+    nx, ny = len(f["xf"]), len(f["yf"])
+    x = f["x"] + (xi + 0.5) * f["w"] / nx
+    y = f["y"] + (yi + 0.5) * f["h"] / ny  # invert_yaxis: first factor at the top
+    page.mouse.click(x, y)
+
+
+def test_page_loads_clean_with_heatmap(server, rpage, artifacts_dir):
+    page = _open(rpage, server.url)
+    titles = [f["title"] for f in _frames(page)]
+    assert "vLLM" in titles and "SGLang" in titles
+    f = _frame(page, "vLLM")
+    assert f["xf"] == ["1", "2", "3", "4", "6", "8", "12", "16", "32", "64"]
+    assert len(f["yf"]) >= 100
+    assert page.get_by_text("Selected cell").count() >= 1
+    page.screenshot(path=str(artifacts_dir / "screenshot-validity.png"))
+    _assert_clean(rpage, server.url)
+
+
+def test_switching_framework_updates_heatmap(server, rpage):
+    page = _open(rpage, server.url + "?search=llama")
+    page.locator(".tp-frameworks label", has_text="continuous-batching").click()
+    _wait_title(page, "transformers (continuous-batching cache)")
+    page.locator(".tp-frameworks label", has_text="SGLang").click()
+    _wait_title(page, "SGLang", present=False)
+    titles = [f["title"] for f in _frames(page)]
+    assert "vLLM" in titles and "transformers (continuous-batching cache)" in titles and "SGLang" not in titles
+    assert "frameworks=vllm,transformers-cb-cache" in urllib.parse.unquote(page.url)
+    _assert_clean(rpage, server.url)
+
+
+def test_tap_cell_shows_details_and_layout(server, rpage, artifacts_dir):
+    page = _open(rpage, server.url + "?search=Llama-3.1-8B,Qwen2.5-7B&frameworks=sglang")
+    f = _frame(page, "SGLang")
+    model = next(m for m in f["yf"] if "Llama-3.1-8B" in m)
+    _tap_cell(page, "SGLang", model, "8")
+    details = page.locator(".tp-details-model")
+    details.wait_for(timeout=30_000)
+    assert details.inner_text().strip() == model
+    page.locator(".tp-verdict").wait_for()
+    # The compact per-rank layout of the tapped cell appears under the verdict: 8 ranks.
+    page.wait_for_function("() => document.querySelectorAll('.tp-details-col canvas').length > 0", timeout=30_000)
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(artifacts_dir / "screenshot-details.png"))
+    page.get_by_role("tab", name="Per-rank layout").click()
+    title = page.locator(".tp-layout-title")
+    title.wait_for(timeout=30_000)
+    assert model in title.inner_text() and "TP = 8" in title.inner_text()
+    _wait_title(page, f"{model} — SGLang, TP = 8")
+    lay = _frame(page, f"{model} — SGLang, TP = 8")
+    assert lay["yf"] == [f"rank {r}" for r in range(8)]
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(artifacts_dir / "screenshot-layout.png"))
+    assert "tab=layout" in page.url and "tp=8" in page.url
+    _assert_clean(rpage, server.url)
+
+
+def test_url_state_round_trips(server, rpage, browser):
+    q = ("?search=llama&frameworks=sglang,tensorrt-llm&tp_sizes=1,2,4,8&model=meta-llama/Llama-3.1-70B"
+         "&framework=tensorrt-llm&tp=4&pp=2&dp_attention=1&kv_dtype=fp8&tab=memory")
+    page = _open(rpage, server.url + q)
+    page.wait_for_timeout(1000)
+    # The page keeps the state in its URL (model id with '/', readable).
+    assert urllib.parse.unquote(page.url).endswith(urllib.parse.unquote(q)) or all(
+        part in urllib.parse.unquote(page.url) for part in urllib.parse.unquote(q)[1:].split("&"))
+    assert page.locator(".tp-notice-warning").count() == 0
+    # A second tab opened on the copied link shows the same view.
+    other = browser.new_page()
+    try:
+        other.goto(page.url)
+        other.wait_for_selector(HEATMAP_CANVAS, timeout=LOAD_TIMEOUT)
+        other.wait_for_timeout(800)
+        titles = [f["title"] for f in _frames(other)]
+        assert "SGLang" in titles and "TensorRT-LLM" in titles and "vLLM" not in titles
+        assert _frame(other, "SGLang")["xf"] == ["1", "2", "4", "8"]
+        assert other.locator(".tp-search input").input_value() == "llama"
+        assert urllib.parse.unquote(other.url) == urllib.parse.unquote(page.url)
+    finally:
+        other.close()
+    _assert_clean(rpage, server.url)
+
+
+def test_hostile_query_string_falls_back_with_notice(server, rpage):
+    page = _open(rpage, server.url + "?tp=%3Cscript%3Ealert(1)%3C/script%3E&frameworks=nope&model=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E")
+    notice = page.locator(".tp-url-notice")
+    notice.wait_for(timeout=30_000)
+    text = notice.inner_text()
+    assert "not understood" in text and "<script>" in text  # rendered as text
+    titles = [f["title"] for f in _frames(page)]
+    assert titles[:2] == ["vLLM", "SGLang"]  # default frameworks
+    _assert_clean(rpage, server.url)
+
+
+@pytest.fixture(scope="module")
+def hostile_server(tmp_path_factory):
+    """The dashboard on a catalog with a model id that is an HTML injection attempt."""
+    from conftest import start_server, stop_server  # tests/browser/conftest.py
+
+    from dashboard import catalog as cat
+
+    tmp = tmp_path_factory.mktemp("hostile")
+    cfg = {"model_type": "llama", "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096,
+           "num_hidden_layers": 32, "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16"}
+    recs = [cat.normalize_config(dict(cfg), HOSTILE),
+            cat.normalize_config(dict(cfg), "meta-llama/Llama-3.1-8B"),
+            cat.normalize_config({**cfg, "model_type": "<b>bold</b>"}, 'evil/"><script>alert(2)</script>')]
+    path = tmp / "hostile.parquet"
+    cat.write_catalog(cat.catalog_from_records(recs), path)
+    srv = start_server(tmp, {"TP_PLANNER_CATALOG": str(path)})
+    yield srv
+    stop_server(srv)
+
+
+def test_hostile_model_id_renders_as_text(hostile_server, rpage, artifacts_dir):
+    url = hostile_server.url + "?" + urllib.parse.urlencode({"model": HOSTILE, "tp": "2"})
+    page = _open(rpage, url)
+    assert HOSTILE in _frame(page, "vLLM")["yf"]
+    assert page.locator(".tp-details-model").inner_text().strip() == HOSTILE
+    page.get_by_role("tab", name="Catalog").click()
+    page.locator(".tp-catalog-table").wait_for(timeout=30_000)
+    page.get_by_text(HOSTILE, exact=True).first.wait_for(timeout=30_000)
+    page.get_by_text('evil/"><script>alert(2)</script>', exact=True).first.wait_for(timeout=30_000)
+    page.wait_for_timeout(1000)
+    assert page.locator('img[src="x"]').count() == 0
+    assert page.evaluate("() => document.querySelectorAll('b').length") == 0 or page.get_by_text("<b>bold</b>").count() >= 1
+    page.screenshot(path=str(artifacts_dir / "screenshot-hostile-catalog.png"))
+    for tab in ("Per-rank layout", "Memory"):
+        page.get_by_role("tab", name=tab).click()
+        page.wait_for_timeout(1500)
+    assert page.locator('img[src="x"]').count() == 0
+    _assert_clean(rpage, hostile_server.url)
+
+
+def test_exports_produce_files(server, rpage, artifacts_dir):
+    page = _open(rpage, server.url + "?search=Llama-3.1&model=meta-llama/Llama-3.1-8B&tp=8")
+    out = artifacts_dir / "exports"
+    out.mkdir(exist_ok=True)
+    with page.expect_download(timeout=60_000) as d:
+        page.locator(".tp-export-csv").get_by_text("Grid CSV").click()
+    csv_path = out / "tp-grid.csv"
+    d.value.save_as(csv_path)
+    text = csv_path.read_text()
+    assert text.startswith("model_id,framework,tp") and "meta-llama/Llama-3.1-8B" in text
+    with page.expect_download(timeout=60_000) as d:
+        page.locator(".tp-export-report").get_by_text("Report").click()
+    rep = out / "tp-report.html"
+    d.value.save_as(rep)
+    html = rep.read_text()
+    assert "TP planner report" in html and "meta-llama/Llama-3.1-8B" in html
+    # Heatmap PNG: the Bokeh save tool above the heatmap renders the canvas in the browser.
+    with page.expect_download(timeout=60_000) as d:
+        page.locator(".tp-heatmap-vllm .bk-tool-icon-save").first.click()
+    png = out / "heatmap-vllm.png"
+    d.value.save_as(png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    _assert_clean(rpage, server.url)
+
+
+def test_screenshots_of_every_view(server, rpage, artifacts_dir):
+    base = server.url + "?search=llama,qwen3,deepseek&model=meta-llama/Llama-3.1-70B&tp=8"
+    page = _open(rpage, base)
+    page.screenshot(path=str(artifacts_dir / "screenshot-overview.png"))
+    for tab, name in (("Memory", "memory"), ("Catalog", "catalog"), ("Per-rank layout", "layout-70b")):
+        page.get_by_role("tab", name=tab).click()
+        page.wait_for_timeout(2500)
+        page.screenshot(path=str(artifacts_dir / f"screenshot-{name}.png"))
+    page.get_by_role("tab", name="Validity").click()
+    page.locator(".tp-frameworks label", has_text="continuous-batching").click()
+    page.locator(".tp-disagree label").click()
+    _wait_title(page, "Where vLLM, SGLang, transformers (continuous-batching cache) disagree")
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(artifacts_dir / "screenshot-disagreement.png"))
+    _assert_clean(rpage, server.url)
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    docs.mkdir(exist_ok=True)
+    shutil.copyfile(artifacts_dir / "screenshot-overview.png", docs / "screenshot-new.png")

@@ -1,0 +1,226 @@
+"""Server-side tests of the Panel app: the served document builds, the state round-trips through the URL,
+views react to the state, exports produce files, and untrusted strings are escaped.
+
+No browser here (tests/browser/ has those). The app is built in-process on the shipped catalog and on a
+small catalog of records made with :func:`dashboard.catalog.normalize_config`.
+"""
+
+from __future__ import annotations
+
+import io
+
+import holoviews as hv
+import pandas as pd
+import panel as pn
+import pytest
+
+from dashboard import catalog as cat
+from dashboard import schema
+from dashboard.state import PlannerState, app_data_from_catalog, filter_catalog, filter_models
+
+hv.extension("bokeh")
+pn.extension("tabulator")
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def _cfg(h, kv, hidden=4096, layers=32, **extra):
+    return {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_attention_heads": h,
+            "num_key_value_heads": kv, "hidden_size": hidden, "num_hidden_layers": layers,
+            "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16", **extra}
+
+
+@pytest.fixture(scope="module")
+def small_catalog() -> pd.DataFrame:
+    recs = [
+        cat.normalize_config(_cfg(32, 8), "meta-llama/Llama-3.1-8B"),
+        cat.normalize_config(_cfg(24, 3, hidden=3072), "acme/h24-kv3"),
+        cat.normalize_config(_cfg(30, 30, hidden=3840), "acme/h30"),
+        cat.normalize_config(_cfg(32, 8), HOSTILE),
+        cat.normalize_config("{not json", "broken/config"),
+    ]
+    return cat.catalog_from_records(recs)
+
+
+@pytest.fixture()
+def app(small_catalog):
+    from dashboard.app import DashboardApp
+
+    return DashboardApp(catalog=small_catalog)
+
+
+def test_served_document_builds_without_error(monkeypatch):
+    """`panel serve dashboard` builds a session document: the handler must not have failed, and main.py
+    must have reached ``.servable()`` on the template with the dashboard inside."""
+    from panel.io.application import build_single_handler_application
+
+    served = []
+    orig = pn.template.BootstrapTemplate.servable
+
+    def spy(self, *a, **k):
+        served.append(self)
+        return orig(self, *a, **k)
+
+    monkeypatch.setattr(pn.template.BootstrapTemplate, "servable", spy)
+    application = build_single_handler_application("dashboard")
+    application.create_document()
+    handler = application.handlers[0]
+    main = getattr(handler, "_main_handler", handler)
+    assert not handler.failed, handler.error_detail
+    assert not main.failed, main.error_detail
+    assert len(served) == 1
+    tmpl = served[0]
+    assert "TP planner" in tmpl.title
+    assert tmpl.main.objects and tmpl.sidebar.objects
+
+
+def test_app_on_shipped_catalog_draws_heatmaps():
+    from dashboard.app import DashboardApp
+
+    app = DashboardApp()
+    assert len(app.data.catalog) >= 100
+    assert set(app.validity.current) == set(app.state.frameworks)
+    fig = hv.render(app.validity.current["vllm"])
+    assert fig.title.text == "vLLM"
+    # TP sizes are ordered string categories.
+    assert list(fig.x_range.factors) == [str(t) for t in schema.DEFAULT_TP_SIZES]
+    assert "meta-llama/Llama-3.1-8B" in fig.y_range.factors or len(fig.y_range.factors) >= 100
+
+
+def test_switching_framework_updates_heatmaps(app):
+    app.state.frameworks = ["transformers-cb-cache"]
+    assert list(app.validity.current) == ["transformers-cb-cache"]
+    hm = app.validity.current["transformers-cb-cache"].get(0)
+    df = hm.dframe()
+    # 8 KV heads at TP 6 is refused by the continuous-batching cache rule.
+    cell = df[(df.model_id == "meta-llama/Llama-3.1-8B") & (df.tp == "6")].iloc[0]
+    assert cell.status == "invalid"
+    assert "8" in cell.messages and "6" in cell.messages
+
+
+def test_disagreement_mode(app):
+    app.state.param.update(frameworks=["vllm", "transformers-cb-cache"], disagreement=True)
+    assert list(app.validity.current) == ["disagreement"]
+    df = app.validity.current["disagreement"].get(0).dframe()
+    cell = df[(df.model_id == "meta-llama/Llama-3.1-8B") & (df.tp == "16")].iloc[0]
+    assert cell.status == "disagree"  # vLLM replicates 8 KV heads over 16 ranks; the CB cache needs 8 % 16 == 0
+    assert "vLLM: valid" in cell.messages
+
+
+def test_tap_selects_cell_and_shows_layout(app):
+    app.validity._on_tap("sglang", "6", "acme/h24-kv3")
+    s = app.state
+    assert (s.model, s.framework, s.tp) == ("acme/h24-kv3", "sglang", 6)
+    html = app.validity._details._html.object
+    assert "acme/h24-kv3" in html and "TP = 6" in html
+    # The layout view follows the selection (or says clearly why it cannot).
+    assert "acme/h24-kv3" in app.layout._header.object
+    if app.layout._plot.visible:
+        frame = app.layout._plot.object.get(0).dframe()
+        assert set(frame["rank"]) == {f"rank {r}" for r in range(6)}
+
+
+def test_name_filter(app, small_catalog):
+    app.state.search = "acme"
+    assert filter_models(app.state, app.data) == ["acme/h24-kv3", "acme/h30"]
+    assert set(app.validity.current["vllm"].get(0).dframe()["model_id"]) == {"acme/h24-kv3", "acme/h30"}
+    app.state.search = "no-such-model"
+    assert app.validity.current == {}
+    assert "No models match" in app.validity._summary.object
+
+
+def test_url_round_trip_with_slash_model_ids(small_catalog):
+    s = PlannerState()
+    s.param.update(model="meta-llama/Llama-3.1-8B", models=["meta-llama/Llama-3.1-8B", "acme/h30"],
+                   frameworks=["sglang", "tensorrt-llm"], tp_sizes=[2, 4, 8], tp=4, framework="sglang", pp=2,
+                   dp_attention=True, kv_dtype="fp8", context_len=4096, tab="layout", search="llama qwen",
+                   moe="yes", min_params_b=7.5)
+    qs = s.query_string()
+    assert "model=meta-llama/Llama-3.1-8B" in qs
+    t = PlannerState()
+    known = frozenset(small_catalog["model_id"])
+    assert t.apply_query(qs, known_models=known) == []
+    for p in s.param:
+        if p != "name":
+            assert getattr(t, p) == getattr(s, p), p
+    assert PlannerState().query_string() == ""
+
+
+@pytest.mark.parametrize("query", [
+    "?tp=abc", "?tp=-3", "?frameworks=vllm,<script>", "?model=%3Cimg%20src%3Dx%3E", "?pp=99999999999999",
+    "?kv_dtype=fp7", "?models=a/b,c/d", "?__class__=1", "?tp_sizes=1,2,1000", "?%ZZ=%ZZ", "?search=%00",
+    "?min_params_b=nan", "?context_len=1e9", "?tab=../../etc",
+])
+def test_hostile_query_falls_back_to_defaults_with_notice(query, small_catalog):
+    s = PlannerState()
+    notices = s.apply_query(query, known_models=frozenset(small_catalog["model_id"]))
+    assert notices, query
+    defaults = PlannerState()
+    for p in s.param:
+        if p != "name":
+            assert getattr(s, p) == getattr(defaults, p), (query, p)
+
+
+def test_app_shows_url_notices_escaped(small_catalog):
+    from dashboard.app import DashboardApp
+
+    app = DashboardApp(catalog=small_catalog, query="?model=<script>alert(1)</script>&tp=zz")
+    assert app.notice_pane.visible
+    assert "<script" not in app.notice_pane.object and "&lt;script&gt;" in app.notice_pane.object
+    assert app.state.model == "" and app.state.tp == 8
+
+
+def test_hostile_model_id_is_escaped_everywhere(app):
+    app.state.param.update(model=HOSTILE, framework="vllm", tp=2)
+    for html in (app.validity._details._html.object, app.layout._header.object, app.memory._title.object):
+        assert "<img" not in html
+        assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    from dashboard.views.export import report_html
+    rep = report_html(app.state, app.data)
+    assert "<img" not in rep and "&lt;img" in rep
+    # Tabulator cells use the sanitising plaintext formatter.
+    assert app.catalog.table.formatters["model_id"] == {"type": "plaintext"}
+
+
+def test_exports(app):
+    from dashboard.views.export import grid_csv
+
+    app.state.param.update(frameworks=["vllm", "sglang"], tp_sizes=[1, 2, 8])
+    buf = grid_csv(app.state, app.data)
+    df = pd.read_csv(buf)
+    assert len(df) == 5 * 2 * 3
+    assert {"model_id", "framework", "tp", "valid", "status", "message"} <= set(df.columns)
+    # The hostile id cannot become a spreadsheet formula, and stays verbatim otherwise.
+    assert HOSTILE in set(df["model_id"])
+    rep = app.export.report.callback()
+    assert isinstance(rep, io.StringIO) and "TP planner report" in rep.getvalue()
+
+
+def test_catalog_view_filters_and_selection_feed_heatmaps(app):
+    app.state.param.update(kv_heads=3)
+    assert list(app.catalog.table.value["model_id"]) == ["acme/h24-kv3"]
+    app.catalog.table.selection = [0]
+    app.catalog._use_selection()
+    assert app.state.models == ["acme/h24-kv3"]
+    assert set(app.validity.current["vllm"].get(0).dframe()["model_id"]) == {"acme/h24-kv3"}
+    df = filter_catalog(PlannerState(vision="yes"), app.data.catalog)
+    assert df.empty
+
+
+def test_sessions_do_not_share_state(small_catalog):
+    from dashboard.app import DashboardApp
+
+    data = app_data_from_catalog(small_catalog)
+    a, b = DashboardApp(data=data), DashboardApp(data=data)
+    a.state.tp = 4
+    assert b.state.tp == 8
+    assert a.controls.search is not b.controls.search
+
+
+def test_memory_view_renders_or_says_why(app):
+    app.state.param.update(model="meta-llama/Llama-3.1-8B", framework="vllm", tp_sizes=[1, 2, 4, 8], gpu="H100-80GB")
+    mv = app.memory
+    if mv._notice.visible:
+        assert "not available" in mv._notice.object
+    else:
+        assert mv._bars.object is not None and "Capacity on" in mv._table.object
