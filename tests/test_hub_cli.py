@@ -84,6 +84,7 @@ def test_cli_exit_status_when_the_run_cannot_start(hub, tmp_path):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_and_loses_nothing(tmp_path):
     n = 60
     with FakeHub(latency=0.03) as hub:
