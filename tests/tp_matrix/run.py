@@ -38,6 +38,7 @@ class CaseOutcome:
 
     case: Case
     ranks: list[dict] = field(default_factory=list)
+    model_dir: Path | None = None  # where the tiny checkpoint was saved
 
     @property
     def load_ok(self) -> bool:
@@ -108,7 +109,32 @@ def _read_rank_files(out: Path) -> dict[str, list[dict]]:
     return got
 
 
-def _torchrun(tp: int, spec: list[dict], out: Path, timeout_s: float, log: Path) -> tuple[bool, float]:
+def _stop(proc: subprocess.Popen, out: Path) -> None:
+    """Stop a torchrun we started and its ranks: SIGTERM (torchrun forwards it), then SIGKILL.
+
+    The ranks run in their own sessions (torch elastic starts them so), so the process group of
+    torchrun does not reach them: each rank wrote its pid to ``out/pids/`` and is killed by pid.
+    """
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=5)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    for pid_file in (out / "pids").glob("*"):
+        try:
+            os.kill(int(pid_file.name), signal.SIGKILL)
+        except (ProcessLookupError, ValueError, PermissionError):
+            pass
+
+
+def _torchrun(
+    tp: int, spec: list[dict], out: Path, timeout_s: float, log: Path, extra_env: dict | None = None
+) -> tuple[bool, float]:
     """Run the worker under torchrun; True when it finished in time. Returns (finished, wall seconds)."""
     spec_file = out / "spec.json"
     spec_file.write_text(json.dumps(spec))
@@ -119,7 +145,10 @@ def _torchrun(tp: int, spec: list[dict], out: Path, timeout_s: float, log: Path)
     ]  # fmt: skip
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false",
                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")  # fmt: skip
+    env.update(extra_env or {})
     env.pop("CUDA_VISIBLE_DEVICES", None)
+    if Path("/sys/class/net/lo").exists():  # keep gloo on loopback (no hostname resolution)
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
     t0 = time.perf_counter()
     with log.open("ab") as lf:
         proc = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -127,8 +156,7 @@ def _torchrun(tp: int, spec: list[dict], out: Path, timeout_s: float, log: Path)
             proc.wait(timeout=timeout_s)
             finished = True
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            _stop(proc, out)
             finished = False
     return finished, time.perf_counter() - t0
 
@@ -138,7 +166,9 @@ def run_matrix(
     workdir: Path | None = None,
     *,
     run_timeout_s: float = 240.0,
-    max_attempts: int = 3,
+    max_attempts: int = 2,
+    deadline_s: float = 780.0,
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[list[CaseOutcome], dict]:
     """Build every case's model and run the matrix, one torchrun per TP size (sequentially: 2 cores).
 
@@ -149,6 +179,10 @@ def run_matrix(
     run_timeout_s : wall-clock budget of one torchrun (seconds); a run over budget is killed and its
         unfinished cases retried in a fresh torchrun (the stuck case is recorded as ``hang``).
     max_attempts : torchruns per TP size at most.
+    deadline_s : wall-clock budget of the whole matrix (seconds; below pytest's 900 s timeout): no
+        torchrun starts or runs past it; cases not reached have no rank records.
+    extra_env : more environment for the workers (``TP_MATRIX_HANG_RANK=<rank>`` makes that rank
+        hang at start: fault injection for the timeout path).
 
     Returns
     -------
@@ -170,7 +204,8 @@ def run_matrix(
     for tp, group in by_tp(list(cases)).items():
         pending = list(group)
         for attempt in range(max_attempts):
-            if not pending:
+            remaining = deadline_s - (time.perf_counter() - t_all)
+            if not pending or remaining < 10:
                 break
             out = workdir / f"tp{tp}-run{attempt}"
             if out.exists():
@@ -180,7 +215,9 @@ def run_matrix(
                 {"case_id": c.case_id, "path": str(paths[c.case_id]), "mode": c.mode, "vocab": c.vocab}
                 for c in pending
             ]
-            finished, wall = _torchrun(tp, spec, out, run_timeout_s, workdir / f"tp{tp}.log")
+            finished, wall = _torchrun(
+                tp, spec, out, min(run_timeout_s, remaining), workdir / f"tp{tp}.log", extra_env
+            )
             torchrun_s.setdefault(tp, []).append(round(wall, 2))
             got = _read_rank_files(out)
             still: list[Case] = []
@@ -201,7 +238,9 @@ def run_matrix(
         for c in pending:  # gave up
             results.setdefault(c.case_id, [])
 
-    outcomes = [CaseOutcome(c, sorted(results.get(c.case_id, []), key=lambda r: r["rank"])) for c in cases]
+    outcomes = [
+        CaseOutcome(c, sorted(results.get(c.case_id, []), key=lambda r: r["rank"]), paths[c.case_id]) for c in cases
+    ]
     timings = {
         "build_s": round(build_s, 2),
         "torchrun_s": torchrun_s,

@@ -10,7 +10,8 @@ order and appends one JSON line per case to ``OUTDIR/rank{R}.jsonl`` (flushed at
 hangs or dies still leaves the finished cases). A line holds: ``case_id``, ``rank``, ``world_size``,
 ``load_ok``, ``forward_ok``, ``stage`` (``load`` / ``forward`` / ``reference`` / ``done``: where the
 native-TP path stopped), ``error_type``, ``error`` (message, truncated), ``where`` (deepest traceback
-frame inside transformers, ``file:line function``), ``where_last`` (deepest frame overall),
+frame inside transformers, ``file:line function``), ``where_code`` (that frame's source line, e.g.
+``query_states = self.q_proj(hidden_states).view(hidden_shape)...``), ``where_last`` (deepest frame overall),
 ``max_abs_diff`` (TP logits vs the same checkpoint run without TP on this rank), ``seconds``; and for
 mode ``cb`` (``generate_batch`` with the paged cache, run right after loading and independently of the
 forward): ``cb_ok``, ``cb_error_type``, ``cb_error``, ``cb_where`` (``cb_ok`` is ``None`` otherwise).
@@ -37,22 +38,24 @@ MAX_ERROR_CHARS = 600
 SEQ_LEN = 8
 
 
-def _frames(exc: BaseException) -> tuple[str, str]:
+def _frames(exc: BaseException) -> tuple[str, str, str]:
+    """(deepest frame inside transformers as ``path:line function``, its source line, deepest frame overall)."""
     tb = traceback.extract_tb(exc.__traceback__)
-    where_tf = ""
+    where_tf, code = "", ""
     for fr in tb:
         if "/transformers/" in fr.filename:
             where_tf = f"{fr.filename.split('/transformers/', 1)[1]}:{fr.lineno} {fr.name}"
+            code = (fr.line or "").strip()
     last = tb[-1] if tb else None
     where_last = f"{last.filename.rsplit('/site-packages/', 1)[-1]}:{last.lineno} {last.name}" if last else ""
-    return where_tf, where_last
+    return where_tf, code, where_last
 
 
 def _record_error(rec: dict, stage: str, exc: BaseException) -> None:
     rec["stage"] = stage
     rec["error_type"] = type(exc).__name__
     rec["error"] = str(exc)[:MAX_ERROR_CHARS]
-    rec["where"], rec["where_last"] = _frames(exc)
+    rec["where"], rec["where_code"], rec["where_last"] = _frames(exc)
 
 
 class _ErrorCapture(logging.Handler):
@@ -123,6 +126,7 @@ def run_case(case: dict, rank: int, world: int, capture: _ErrorCapture) -> dict:
         "error_type": "",
         "error": "",
         "where": "",
+        "where_code": "",
         "where_last": "",
         "cb_error_type": "",
         "cb_error": "",
@@ -178,11 +182,29 @@ def run_case(case: dict, rank: int, world: int, capture: _ErrorCapture) -> dict:
         rec["seconds"] = round(time.perf_counter() - t0, 3)
 
 
+def _die_with_parent() -> None:
+    """Linux: get SIGKILL when torchrun (our parent) dies, so a killed run leaves no orphan ranks."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG = 1
+    except Exception:  # not Linux: the runner kills the pids in OUT/pids instead
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spec", required=True)
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
+
+    _die_with_parent()
+    pids = Path(args.out) / "pids"
+    pids.mkdir(parents=True, exist_ok=True)
+    (pids / f"{os.getpid()}").write_text(os.environ.get("RANK", "?"))
+    if os.environ.get("TP_MATRIX_HANG_RANK") == os.environ.get("RANK"):
+        time.sleep(3600)  # fault injection for the runner's timeout test: this rank never reports
 
     import torch
     import torch.distributed as dist
