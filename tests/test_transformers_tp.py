@@ -4,7 +4,8 @@ For every case of :data:`tests.tp_matrix.cases.MATRIX` a tiny random-weight mode
 ``num_attention_heads`` / ``num_key_value_heads`` / ``head_dim``) is saved with ``save_pretrained``,
 loaded with ``from_pretrained(path, tp_plan="auto")`` under ``torchrun --nproc-per-node tp`` (gloo, CPU)
 and run for one forward pass; ``cb`` cases also drive ``generate_batch`` (continuous batching with the
-paged cache). The whole matrix runs once per session, one torchrun per TP size (about 80 s on 2 cores).
+paged cache). The whole matrix runs once per module, one torchrun per TP size (80-125 s on 2 shared
+cores; the timeout fault-injection test adds about 30 s).
 
 Asserted:
 
