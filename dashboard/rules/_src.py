@@ -41,10 +41,11 @@ SGLANG_VOCAB = (
 )
 SGLANG_MOE_UTILS = f"{SGLANG}/d737979cbd17c6162f39c1953cfa72d3d23cc0d0/python/sglang/srt/layers/moe/utils.py"
 
-HF_CB_CACHE = (
-    f"{HF}/3f17daf89935cfac6c1b70500cf9bd5720f2c14e/src/transformers/generation/continuous_batching/cache.py"
-)
-HF_TP = f"{HF}/4803ea66135a0ebc6281f2af3409166abb596093/src/transformers/integrations/tensor_parallel.py"
+HF_CB_CACHE = f"{HF}/v5.24.0/src/transformers/generation/continuous_batching/cache.py#L146-L152"
+#: Column-wise sharding splits out_features without a divisibility check (v5.24.0, lines 140-147) ...
+HF_TP = f"{HF}/v5.24.0/src/transformers/distributed/tensor_parallel.py#L140-L147"
+#: ... and the attention reshape that fails when a rank holds a partial head (v5.24.0, lines 242-246).
+HF_LLAMA_ATTN = f"{HF}/v5.24.0/src/transformers/models/llama/modeling_llama.py#L242-L246"
 
 TRT_ATTENTION = f"{TRT}/c6d3bb2aae305e0b5ac1b97b7954dcf87d653322/tensorrt_llm/_torch/modules/attention.py"
 

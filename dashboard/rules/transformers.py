@@ -16,7 +16,10 @@ NATIVE = "transformers-native-tp"
 CB = "transformers-cb-cache"
 
 #: Filled in from the transformers-matrix helper's real runs (torchrun, gloo, CPU); see docs/rules.md.
-VERIFIED_WITH: str | None = None
+VERIFIED_WITH: str | None = (
+    "transformers 5.24.0 / torch 2.13.0+cpu / accelerate 1.15.0: 29-case torchrun matrix (gloo, CPU), "
+    "tests/test_transformers_tp.py — every verdict matched what the library did"
+)
 
 
 def _native(fw: str) -> list[Rule]:
@@ -32,7 +35,7 @@ def _native(fw: str) -> list[Rule]:
             message="num_attention_heads ({h}) is not divisible by tp_size ({tp}): transformers' native TP "
             "shards q_proj by whole heads; the model loads, then the attention reshape fails in the "
             "forward pass.",
-            source_url=S.HF_TP,
+            source_url=S.HF_LLAMA_ATTN,
             predicate=P.attention_heads(fw),
             needs=("num_attention_heads",),
             effect="run_time",
@@ -73,6 +76,9 @@ CB_RULES: list[Rule] = [
         source_url=S.HF_CB_CACHE,
         predicate=P.kv_strict(CB, only_tp_gt_1=True),
         needs=("num_key_value_heads",),
+        verified_with=VERIFIED_WITH,
+        note="Raised when the cache is built, in generate_batch's background thread: it is logged "
+        "(ContinuousBatchingLogger) and the requests fail; the caller gets no exception.",
     ),
     *_native(CB)[:1],  # the cache runs on a native-TP model: the head split applies too
 ]
