@@ -156,10 +156,6 @@ _MAX_STR = 200
 _MAX_NOTES = 4000
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-#: model_type prefixes whose transformers config class defaults ``tie_word_embeddings`` to True
-#: (checked against the installed transformers by tests/test_catalog_transformers.py).
-_TIED_BY_DEFAULT: tuple[str, ...] = ("gemma", "gpt2", "paligemma", "t5", "mt5", "opt", "bloom", "gpt_neo", "codegen",
-                                     "gptj", "falcon", "mpt", "starcoder2", "phi", "olmo", "granite", "stablelm")
 _NONGATED_TYPES = frozenset({
     "gpt2", "gpt_neox", "gpt_neo", "gptj", "falcon", "bloom", "opt", "gpt_bigcode", "starcoder2", "phi",
     "mpt", "codegen", "nemotron", "stablelm_epoch", "bert", "roberta", "t5", "persimmon", "olmo_hf",
@@ -251,6 +247,12 @@ def _as_bool(v: Any, field: str, notes: list[str]) -> bool | None:
 
 @lru_cache(maxsize=1)
 def _config_mapping() -> Any:
+    """transformers' ``CONFIG_MAPPING`` (model_type -> its own config class), or None.
+
+    Importing transformers costs seconds (it pulls in torch), so this runs only for model types that
+    are missing from the generated snapshot (:mod:`dashboard.catalog_aliases`) and only when a core
+    field could not be found otherwise. ``TP_PLANNER_NO_TRANSFORMERS=1`` disables it.
+    """
     if os.environ.get("TP_PLANNER_NO_TRANSFORMERS"):
         return None
     try:
@@ -260,44 +262,128 @@ def _config_mapping() -> Any:
     return CONFIG_MAPPING
 
 
-@lru_cache(maxsize=512)
-def transformers_attribute_map(model_type: str) -> dict[str, str]:
-    """``attribute_map`` of the transformers config class registered for ``model_type``.
+def _class_info(cls: Any) -> dict[str, Any]:
+    """What we use from one transformers config class: class attributes only, never an instance."""
+    amap = getattr(cls, "attribute_map", None) or {}
+    amap = {str(k): str(v) for k, v in dict(amap).items()
+            if isinstance(k, str) and isinstance(v, str) and k in ALIASES and k != v}
+    tie = getattr(cls, "tie_word_embeddings", None)
+    subs = getattr(cls, "sub_configs", None) or {}
+    return {
+        "attribute_map": amap,
+        "tie_word_embeddings": tie if isinstance(tie, bool) else None,
+        "sub_configs": sorted(str(k) for k in dict(subs) if isinstance(k, str)),
+    }
 
-    Only the class attribute is read: the class is never instantiated and nothing from the Hub is
-    imported (``CONFIG_MAPPING`` holds transformers' own classes; remote code is never involved).
-    Returns ``{}`` when transformers is absent, the type is unknown or the name is not a plain identifier.
+
+@lru_cache(maxsize=1)
+def _live_would_differ() -> bool:
+    """True when an installed transformers differs from the one the snapshot was generated from.
+
+    Uses package metadata only (no import). When the versions match, a type absent from the snapshot
+    is unknown to the installed transformers as well, so importing it would be wasted seconds.
+    """
+    if os.environ.get("TP_PLANNER_NO_TRANSFORMERS"):
+        return False
+    try:
+        from importlib.metadata import version
+
+        installed = version("transformers")
+    except Exception:
+        return False
+    try:
+        from dashboard.catalog_aliases import TRANSFORMERS_VERSION
+    except Exception:  # pragma: no cover
+        return True
+    return installed != TRANSFORMERS_VERSION
+
+
+@lru_cache(maxsize=512)
+def _live_type_info(model_type: str) -> dict[str, Any] | None:
+    if not _live_would_differ():
+        return None
+    mapping = _config_mapping()
+    if mapping is None:
+        return None
+    try:
+        if model_type not in mapping:
+            return None
+        return _class_info(mapping[model_type])
+    except Exception:
+        return None
+
+
+def transformers_type_info(model_type: str | None, *, live: bool = True) -> dict[str, Any] | None:
+    """``{"attribute_map", "tie_word_embeddings", "sub_configs"}`` of transformers' config class for a type.
+
+    Read from the snapshot generated from transformers (:mod:`dashboard.catalog_aliases`, refreshed by
+    ``python -m dashboard.catalog aliases``); for a type the snapshot lacks, from the installed
+    transformers when ``live`` (class attributes only: the class is never instantiated, nothing is
+    fetched, no remote code). None when unknown, or when the name is not a plain identifier.
     """
     if not model_type or not _SAFE_NAME.match(model_type):
-        return {}
-    mapping = _config_mapping()
-    if mapping is None:
-        return {}
-    try:
-        if model_type not in mapping:
-            return {}
-        cls = mapping[model_type]
-        amap = getattr(cls, "attribute_map", None) or {}
-        return {str(k): str(v) for k, v in dict(amap).items() if isinstance(k, str) and isinstance(v, str)}
-    except Exception:
-        return {}
+        return None
+    info = _snapshot().get(model_type)
+    if info is not None:
+        return info
+    return _live_type_info(model_type) if live else None
 
 
-@lru_cache(maxsize=512)
-def transformers_sub_config_keys(model_type: str) -> tuple[str, ...]:
-    """Keys of ``sub_configs`` of the transformers config class for ``model_type`` (class attribute only)."""
-    if not model_type or not _SAFE_NAME.match(model_type):
-        return ()
-    mapping = _config_mapping()
-    if mapping is None:
-        return ()
+@lru_cache(maxsize=1)
+def _snapshot() -> dict[str, dict[str, Any]]:
     try:
-        if model_type not in mapping:
-            return ()
-        subs = getattr(mapping[model_type], "sub_configs", None) or {}
-        return tuple(str(k) for k in dict(subs) if isinstance(k, str))
-    except Exception:
-        return ()
+        from dashboard.catalog_aliases import TRANSFORMERS_CONFIG_INFO
+    except Exception:  # pragma: no cover - the module ships with the package
+        return {}
+    return TRANSFORMERS_CONFIG_INFO
+
+
+def transformers_snapshot() -> tuple[str, dict[str, dict[str, Any]]]:
+    """(transformers version, model_type -> info) from the installed transformers (every registered type).
+
+    Raises ImportError when transformers is not installed. Used to (re)generate
+    :mod:`dashboard.catalog_aliases` and by the test that checks the snapshot is current.
+    """
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    out: dict[str, dict[str, Any]] = {}
+    for mt in list(CONFIG_MAPPING.keys()):
+        try:
+            cls = CONFIG_MAPPING[mt]
+        except Exception:
+            continue
+        out[mt] = _class_info(cls)
+    return transformers.__version__, out
+
+
+def write_transformers_snapshot(path: str | os.PathLike | None = None) -> Path:
+    """Regenerate ``dashboard/catalog_aliases.py`` from the installed transformers."""
+    version, info = transformers_snapshot()
+    p = Path(path) if path is not None else Path(__file__).with_name("catalog_aliases.py")
+    lines = [
+        '"""Generated by ``python -m dashboard.catalog aliases`` from transformers ' + version + ': do not edit.',
+        "",
+        "For every model_type transformers registers: the ``attribute_map`` entries of its config class that",
+        "name catalog fields (canonical -> key stored in config.json), the class default of",
+        "``tie_word_embeddings``, and the names of its ``sub_configs``. Read from class attributes only.",
+        '"""',
+        "",
+        f"TRANSFORMERS_VERSION = {version!r}",
+        "",
+        "TRANSFORMERS_CONFIG_INFO = {",
+    ]
+    for mt in sorted(info):
+        i = info[mt]
+        lines.append(f"    {mt!r}: {{'attribute_map': {dict(sorted(i['attribute_map'].items()))!r}, "
+                     f"'tie_word_embeddings': {i['tie_word_embeddings']!r}, 'sub_configs': {i['sub_configs']!r}}},")
+    lines.append("}")
+    text = "\n".join(lines) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=".catalog_aliases.", suffix=".tmp", dir=p.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, p)
+    return p
 
 
 # ------------------------------------------------------------------------------------------------
@@ -323,26 +409,32 @@ def _dig(d: Mapping, path: str) -> Any:
 class _Reader:
     """Alias-aware lookups over the chosen text config, falling back to the top level."""
 
-    __slots__ = ("text", "top", "notes", "model_types", "_amap", "nested")
+    __slots__ = ("text", "top", "notes", "model_types", "_amaps", "nested")
 
     def __init__(self, text: Mapping, top: Mapping, notes: list[str], model_types: tuple[str, ...]):
         self.text = text
         self.top = top
         self.notes = notes
         self.model_types = model_types
-        self._amap: dict[str, str] | None = None
+        self._amaps: dict[bool, dict[str, str]] = {}
         self.nested = text is not top
 
-    def amap(self) -> dict[str, str]:
-        """transformers' attribute_map for the text model_type (then the top one); loaded on first need."""
-        if self._amap is None:
-            self._amap = {}
+    def amap(self, live: bool) -> dict[str, str]:
+        """transformers' attribute_map for the text model_type (then the top one), computed on first need.
+
+        ``live=False``: the generated snapshot only (free). ``live=True`` may import transformers for a
+        type the snapshot lacks.
+        """
+        m = self._amaps.get(live)
+        if m is None:
+            m = {}
             for mt in self.model_types:
-                m = transformers_attribute_map(mt) if mt else {}
-                if m:
-                    self._amap = m
+                info = transformers_type_info(mt, live=live)
+                if info and info["attribute_map"]:
+                    m = info["attribute_map"]
                     break
-        return self._amap
+            self._amaps[live] = m
+        return m
 
     def raw(self, canonical: str, *, fallback_top: bool = True, tf: bool = True) -> tuple[Any, str | None]:
         """(value, key) of the first alias present with a non-null value; (None, None) when none."""
@@ -357,9 +449,10 @@ class _Reader:
                     elif a != canonical and a != "dtype":
                         self.notes.append(f"{canonical} read from alias {a}")
                     return v, a
-        if tf and canonical in _TF_FALLBACK_FIELDS:
-            # the static table missed: ask transformers' attribute_map for this model_type (lazy import)
-            extra = self.amap().get(canonical)
+        if tf:
+            # the static table missed: transformers' attribute_map for this model_type (snapshot; the
+            # installed transformers only for the core fields of types the snapshot lacks)
+            extra = self.amap(live=canonical in _TF_FALLBACK_FIELDS).get(canonical)
             if extra and extra not in aliases:
                 for src in sources:
                     v = src.get(extra, _MISSING)
@@ -411,10 +504,16 @@ def _find_text_config(cfg: Mapping, model_type: str | None, depth: int = 0) -> t
                 return inner, f"{k}.{ik}"
     if model_type and depth == 0 and not _has_any(cfg, _TEXT_MARKERS):
         # nothing found: ask transformers which sub-configs this model_type declares (lazy import)
-        for k in transformers_sub_config_keys(model_type):
+        info = transformers_type_info(model_type)
+        for k in (info or {}).get("sub_configs", ()):
             sub = cfg.get(k)
-            if "vision" not in k and "audio" not in k and isinstance(sub, Mapping) and _has_any(sub, _TEXT_MARKERS):
+            if "vision" in k or "audio" in k or not isinstance(sub, Mapping) or not sub:
+                continue
+            if _has_any(sub, _TEXT_MARKERS):
                 return sub, k
+            inner, ik = _find_text_config(sub, None, depth + 1)
+            if ik:
+                return inner, f"{k}.{ik}"
     return cfg, ""
 
 
@@ -547,9 +646,18 @@ def _fill(rec: dict[str, Any], cfg: Mapping, notes: list[str]) -> None:
     tie, tkey2 = r.raw("tie_word_embeddings")
     tied = _as_bool(tie, "tie_word_embeddings", notes) if tkey2 else None
     if tied is None:
-        mt0 = (rec["text_model_type"] or model_type or "").lower()
-        tied = mt0.startswith(_TIED_BY_DEFAULT)
-        notes.append(f"tie_word_embeddings absent: {tied} assumed (transformers' default for this model type)")
+        default = None
+        for mt0 in (rec["text_model_type"], model_type):
+            info = transformers_type_info(mt0, live=False)
+            if info and info["tie_word_embeddings"] is not None:
+                default = info["tie_word_embeddings"]
+                break
+        if default is None:
+            tied = False
+            notes.append("tie_word_embeddings absent and model type unknown to transformers: False assumed")
+        else:
+            tied = default
+            notes.append(f"tie_word_embeddings absent: {tied} assumed (transformers' default for {_short(mt0, 40)})")
     rec["tie_word_embeddings"] = tied
     if hidden is None:
         notes.append("hidden_size missing")
@@ -1434,6 +1542,64 @@ def merge_catalog(old: pd.DataFrame | None, new: pd.DataFrame | None) -> pd.Data
     return both.sort_values("model_id", kind="stable").reset_index(drop=True)
 
 
+def data_readme(df: pd.DataFrame | None = None) -> str:
+    """Text of ``data/README.md``: the shipped files, the snapshot date, refresh commands, and every
+    catalog column with its dtype and meaning (from :mod:`dashboard.schema`)."""
+    df = load_catalog() if df is None else df
+    snap = df[df["source"] == "snapshot"]
+    dates = sorted({str(x)[:10] for x in snap["fetched_at"].dropna()})
+    date = dates[-1] if dates else "unknown"
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(df["status"].value_counts().items()))
+    lines = [
+        "# data/",
+        "",
+        "<!-- generated by `python -m dashboard.catalog readme`: edit dashboard/catalog.py or dashboard/schema.py, then regenerate -->",
+        "",
+        "- `catalog.parquet`: the shipped catalog the dashboard opens on. One row per model, built by",
+        "  `dashboard.catalog` from verbatim Hub `config.json` files (`../shared/hub-configs/`, see its",
+        "  `SOURCES.tsv`); raw configs are not in the repo.",
+        f"  Snapshot: {len(snap)} models read on {date} (`fetched_at`); {len(df)} rows in all ({counts}).",
+        "- `gpus.csv`: GPU specs for the memory model (see `dashboard/memory.py`).",
+        "",
+        "## Refresh",
+        "",
+        "From the repo root:",
+        "",
+        "```bash",
+        "# rebuild from the snapshot folder (exactly one row per file; atomic write)",
+        "python scripts/build_catalog.py ../shared/hub-configs",
+        "# same, as a module",
+        "python -m dashboard.catalog build ../shared/hub-configs -o data/catalog.parquet",
+        "# add or refresh models from the Hub (rows from earlier runs are kept; needs network / HF_TOKEN for gated repos)",
+        "python -m dashboard.hub scrape --help",
+        "# regenerate this file after a rebuild or a schema change",
+        "python -m dashboard.catalog readme",
+        "# regenerate dashboard/catalog_aliases.py after upgrading transformers",
+        "python -m dashboard.catalog aliases",
+        "```",
+        "",
+        "## Conventions",
+        "",
+        "- Counts and sizes are pandas `Int64` (nullable); `<NA>` means the config does not say and nothing",
+        "  sound could be inferred; the reason is in `parse_notes`. Sizes are elements, not bytes.",
+        "- Parameter counts are plain counts (`float64`), estimated from the shapes: embedding, LM head unless",
+        "  tied, all decoder layers and the vision tower; multi-token-prediction (MTP / nextn) layers are",
+        "  excluded, as in published totals. Biases are ignored.",
+        "- Only rows with `status == \"ok\"` carry shapes the rules can rely on; other rows keep their reason",
+        "  in `status_reason` and `parse_notes`.",
+        "- Strings come from untrusted configs: escape before rendering.",
+        "",
+        "## Columns",
+        "",
+        "| column | dtype | meaning |",
+        "|---|---|---|",
+    ]
+    for name, dtype, doc in schema.COLUMNS:
+        cell = doc.replace("|", "\\|")
+        lines.append(f"| `{name}` | {dtype} | {cell} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m dashboard.catalog build FOLDER [-o data/catalog.parquet] [--merge]``."""
     import argparse
@@ -1444,7 +1610,17 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("folder")
     b.add_argument("-o", "--output", default=str(default_catalog_path()))
     b.add_argument("--merge", action="store_true", help="keep rows of the existing output absent from the folder")
+    sub.add_parser("aliases", help="regenerate dashboard/catalog_aliases.py from the installed transformers")
+    rd = sub.add_parser("readme", help="regenerate data/README.md from the schema and the shipped catalog")
+    rd.add_argument("-o", "--output", default=str(default_catalog_path().with_name("README.md")))
     args = ap.parse_args(argv)
+    if args.cmd == "aliases":
+        print(f"wrote {write_transformers_snapshot()}")
+        return 0
+    if args.cmd == "readme":
+        Path(args.output).write_text(data_readme())
+        print(f"wrote {args.output}")
+        return 0
     df = build_catalog(args.folder)
     if args.merge and Path(args.output).exists():
         df = merge_catalog(load_catalog(args.output), df)

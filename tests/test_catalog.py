@@ -292,3 +292,11 @@ def test_normalize_accepts_bytes_str_and_dict(configs_dir: Path) -> None:
     assert set(a) == set(schema.COLUMN_NAMES)
     d = normalize_config(data, "org/name", source="hub", sha="abc123", fetched_at="2026-11-29T00:00:00Z")
     assert (d["source"], d["sha"], d["fetched_at"], d["org"], d["name"]) == ("hub", "abc123", "2026-11-29T00:00:00Z", "org", "name")
+
+
+def test_data_readme_is_current_and_lists_every_column() -> None:
+    """data/README.md is generated: regenerate with ``python -m dashboard.catalog readme``."""
+    text = (catalog.default_catalog_path().parent / "README.md").read_text()
+    assert text == catalog.data_readme()
+    for name, dtype, _ in schema.COLUMNS:
+        assert f"| `{name}` | {dtype} |" in text
