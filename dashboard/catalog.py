@@ -770,12 +770,6 @@ def _attention(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
         notes.append(f"sliding-window layers use {swa_h} heads / {swa_kv} KV heads")
 
 
-def _count_bool_list(v: Any) -> int | None:
-    if isinstance(v, list):
-        return len(v)
-    return None
-
-
 def _layers(rec: dict, r: _Reader, notes: list[str]) -> None:
     """Counts of full / sliding / linear / cross-attention layers and the window."""
     n = rec["num_hidden_layers"]
@@ -887,21 +881,27 @@ def _layers(rec: dict, r: _Reader, notes: list[str]) -> None:
     if not decided and n is not None:
         chunk = r.int("attention_chunk_size", fallback_top=False)
         if chunk and mt.startswith("llama4"):
-            # Llama 4: chunked local attention on 3 of every 4 layers (no-RoPE layers are global)
-            full = sum(1 for i in range(n) if (i + 1) % 4 == 0)
-            sliding = n - full
+            # Llama 4: RoPE layers use chunked local attention, NoPE layers are global; no_rope_layers
+            # (1 = RoPE) defaults to every 4th layer being NoPE (transformers Llama4TextConfig)
+            nrl = r.get("no_rope_layers")
+            if isinstance(nrl, list) and len(nrl) == n:
+                sliding = sum(1 for x in nrl if x == 1)
+                full = n - sliding
+            else:
+                full = sum(1 for i in range(n) if (i + 1) % 4 == 0)
+                sliding = n - full
             window = chunk
-            notes.append(f"llama4 chunked attention (chunk {chunk}) counted as sliding-window on 3 of 4 layers")
+            notes.append(f"llama4 chunked attention (chunk {chunk}) counted as sliding-window layers")
         else:
             full = n
         decided = True
     if cross and n is not None and full >= cross:
         full -= cross
         notes.append(f"{cross} cross-attention layers included in num_hidden_layers")
-    if sliding == 0 and window is not None and not (isinstance(lt, list) and lt):
-        window = window if decided and sliding else window
     if n is None and not decided:
         return
+    if sliding and window is None:
+        notes.append("sliding-window layers but no sliding_window size")
     rec["num_full_attention_layers"] = full
     rec["num_sliding_window_layers"] = sliding
     rec["num_linear_attention_layers"] = linear

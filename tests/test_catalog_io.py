@@ -324,3 +324,20 @@ def test_load_catalog_reads_shipped_file_via_package_path(tmp_path: Path) -> Non
     finally:
         os.chdir(cwd)
     assert len(df) > 0 and tuple(df.columns) == schema.COLUMN_NAMES
+
+
+def test_tp_planner_cli_dispatch(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from dashboard import cli
+
+    src = tmp_path / "configs"
+    src.mkdir()
+    (src / "a--one.json").write_text('{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}')
+    out = tmp_path / "c.parquet"
+    assert cli.main(["catalog", "build", str(src), "-o", str(out)]) == 0
+    assert list(load_catalog(out)["model_id"]) == ["a/one"]
+    assert cli.main(["--help"]) == 0 and "tp-planner catalog build" in capsys.readouterr().out
+    assert cli.main([]) == 2
+    assert cli.main(["nope"]) == 2
+    with pytest.raises(SystemExit) as e:
+        cli.main(["hub", "--help"])
+    assert e.value.code == 0

@@ -1,0 +1,45 @@
+"""``tp-planner``: one command-line entry for the project's tools.
+
+Subcommands (each forwards its arguments to the module's own CLI, so ``--help`` works on every level)::
+
+    tp-planner catalog build ../shared/hub-configs [-o data/catalog.parquet] [--merge]
+    tp-planner catalog readme | aliases
+    tp-planner hub scrape [REPO ...] [--author ...] [--limit N] [--workers 16] ...
+    tp-planner serve [panel serve options]      # = panel serve <package dir>, the dashboard
+
+Exit status is the subcommand's (0 success, 2 bad usage).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+USAGE = __doc__.split("Exit status")[0]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print("usage: tp-planner {catalog,hub,serve} ...\n\n" + USAGE)
+        return 0 if args else 2
+    cmd, rest = args[0], args[1:]
+    if cmd == "catalog":
+        from dashboard.catalog import main as catalog_main
+
+        return catalog_main(rest)
+    if cmd == "hub":
+        from dashboard.hub import main as hub_main
+
+        return hub_main(rest)
+    if cmd == "serve":
+        app_dir = Path(__file__).resolve().parent
+        return subprocess.call([sys.executable, "-m", "panel", "serve", str(app_dir), *rest])
+    print(f"tp-planner: unknown command {cmd!r}; try tp-planner --help", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
