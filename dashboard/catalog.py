@@ -41,8 +41,9 @@ linear-attention/SSM mixer, dense MLP or MoE with router and shared experts, nor
 tower; it **excludes multi-token-prediction (MTP / nextn) layers**, as the published DeepSeek-V3 figure
 (671B, not the 685B of the checkpoint) does. ``params_active`` replaces each MoE layer's routed experts
 by ``num_experts_per_tok`` of them; it includes the embedding and the vision tower, so a dense model
-has ``params_active == params_total`` (Meta's "17B active" for Llama-4-Scout is text-only:
-``params_active - params_vision``). Biases are ignored (< 0.1%). Vision towers are estimated from
+has ``params_active == params_total``. Vendors differ on what "active" counts: Meta (Llama 4) and
+Google (Gemma 4) quote text-only figures (``params_active - params_vision``); some (gpt-oss, GLM,
+MiniMax) leave the embedding out of "active", which we keep. Biases are ignored (< 0.1%). Vision towers are estimated from
 width, depth and MLP width plus patch embedding and patch merger (approximate, within a few %). Checked against published totals:
 Llama-3.1-8B 8.03B, Llama-3.1-70B 70.6B, Qwen3-235B-A22B 235B / 22B, DeepSeek-V3 671B / 37B,
 Mixtral-8x7B 46.7B / 12.9B (tests/test_catalog.py).
@@ -665,6 +666,11 @@ def _fill(rec: dict[str, Any], cfg: Mapping, notes: list[str]) -> None:
         notes.append("num_hidden_layers missing")
 
     _attention(rec, r, cfg, notes)
+    if text is not cfg:
+        for f in ("num_attention_heads", "num_key_value_heads", "hidden_size", "num_hidden_layers"):
+            top_v = cfg.get(f)
+            if top_v is not None and rec[f] is not None and top_v != rec[f]:
+                notes.append(f"top-level {f}={_short(top_v, 20)} contradicts {tkey} {f}={rec[f]}: {tkey} used")
     _layers(rec, r, notes)
     _moe(rec, r, notes)
     _linear(rec, r, notes)
@@ -994,6 +1000,11 @@ def _moe(rec: dict, r: _Reader, notes: list[str]) -> None:
             dense = sum(1 for t in mlt if str(t).lower() in ("dense", "mlp"))
             rec["num_dense_layers"], rec["num_moe_layers"] = dense, len(mlt) - dense
             return
+        ml = r.get("moe_layers")
+        if isinstance(ml, list):  # llama4: explicit MoE layer indices
+            moe_layers = len({i for i in ml if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n})
+            rec["num_dense_layers"], rec["num_moe_layers"] = n - moe_layers, moe_layers
+            return
         if isinstance(mlf, list) and mlf:
             moe_layers = sum(1 for x in mlf[:n] if x)
             rec["num_dense_layers"], rec["num_moe_layers"] = n - moe_layers, moe_layers
@@ -1315,6 +1326,10 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
         router = h * e
         moe_total = e * one + shared + router + proj
         moe_active = k * one + shared + router + proj
+        if r.get("enable_moe_block") is True:
+            # Gemma 4: every MoE layer keeps its dense MLP next to the experts (Gemma4TextDecoderLayer)
+            moe_total += dense_mlp
+            moe_active += dense_mlp
 
     # --- per-layer kinds
     n_attn = (rec["num_full_attention_layers"] or 0) + (rec["num_sliding_window_layers"] or 0)

@@ -238,6 +238,13 @@ def test_quantized_checkpoint_without_quantization_config_is_inferred_from_name(
         ("google/gemma-2-9b-it", 9.24e9, None),
         ("nvidia/Llama-3_3-Nemotron-Super-49B-v1", 49.9e9, None),
         ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", 550e9, 55e9),
+        ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6e9, None),
+        ("Qwen/Qwen2.5-VL-7B-Instruct", 8.29e9, None),  # vision tower included
+        ("meta-llama/Llama-3.2-90B-Vision-Instruct", 88.6e9, None),
+        ("Qwen/Qwen3.5-397B-A17B", 397e9, 17e9),
+        ("openai/gpt-oss-120b", 116.8e9, None),
+        ("deepseek-ai/DeepSeek-V4-Flash", 284e9, 13e9),
+        ("zai-org/GLM-5", 744e9, 40e9),
     ],
 )
 def test_parameter_estimates_within_3_percent(shipped: pd.DataFrame, model_id: str, total: float, active: float | None) -> None:
@@ -249,10 +256,19 @@ def test_parameter_estimates_within_3_percent(shipped: pd.DataFrame, model_id: s
         assert r.params_active == r.params_total
 
 
-def test_llama4_scout_active_text_parameters(shipped: pd.DataFrame) -> None:
-    # Meta's "17B active" counts the language model only; params_active includes the vision tower
-    r = row(shipped, "meta-llama/Llama-4-Scout-17B-16E-Instruct")
-    assert r.params_active - r.params_vision == pytest.approx(17e9, rel=0.03)
+@pytest.mark.parametrize(
+    ("model_id", "total", "active"),
+    [
+        ("meta-llama/Llama-4-Scout-17B-16E-Instruct", None, 17e9),  # Meta: "17B active"
+        ("google/gemma-4-26B-A4B", 25.2e9, 3.8e9),  # Google: 25.2B total, 3.8B active (dense MLP + experts per layer)
+    ],
+)
+def test_text_only_published_figures(shipped: pd.DataFrame, model_id: str, total: float | None, active: float) -> None:
+    # these vendors quote the language model only; params_* include the vision tower
+    r = row(shipped, model_id)
+    if total is not None:
+        assert r.params_total - r.params_vision == pytest.approx(total, rel=0.03)
+    assert r.params_active - r.params_vision == pytest.approx(active, rel=0.03)
 
 
 def test_dense_models_have_active_equal_total_and_moe_less(shipped: pd.DataFrame) -> None:

@@ -341,3 +341,9 @@ def test_tp_planner_cli_dispatch(tmp_path: Path, capsys: pytest.CaptureFixture) 
     with pytest.raises(SystemExit) as e:
         cli.main(["hub", "--help"])
     assert e.value.code == 0
+
+
+def test_contradicting_top_level_is_noted() -> None:
+    r = normalize_config({"model_type": "x_vl", "num_attention_heads": 64, "text_config": dict(BASE)}, "nest/contra")
+    assert r["num_attention_heads"] == 32
+    assert "top-level num_attention_heads=64 contradicts text_config" in r["parse_notes"]
