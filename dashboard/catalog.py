@@ -28,9 +28,16 @@ How a config is read
    level (noted).
 2. Each canonical field is looked up through a static alias table (:data:`ALIASES`: ``n_head``,
    ``n_head_kv``, ``num_kv_heads``, ``multi_query``, ``multi_query_group_num``, ``attn_config.kv_n_heads``,
-   ``num_query_groups``, ...). When ``transformers`` is importable, the ``attribute_map`` of the config
-   class registered for the ``model_type`` (a class attribute: the class is never instantiated, no remote
-   code is ever loaded) adds aliases the static table lacks. Set ``TP_PLANNER_NO_TRANSFORMERS=1`` to skip it.
+   ``num_query_groups``, ...). Where the static table finds nothing, the ``attribute_map`` of
+   transformers' config class for the ``model_type`` is used (e.g. moonshine's
+   ``decoder_num_attention_heads``, T5's ``d_kv``), read from :mod:`dashboard.catalog_aliases`, a
+   snapshot generated from transformers' class attributes (``python -m dashboard.catalog aliases``), so
+   the hot path never imports transformers. Only for a model type missing from the snapshot, and only
+   when a core field (heads, width, depth, vocab) is missing, is an installed transformers of another
+   version consulted live. Config classes are never instantiated, ``trust_remote_code`` is never used,
+   nothing is fetched. ``TP_PLANNER_NO_TRANSFORMERS=1`` disables the live lookup. The same snapshot
+   gives transformers' per-type default of ``tie_word_embeddings`` when a config omits it, and the
+   ``sub_configs`` names used to find unusual nesting keys (``vlm_config``).
 3. Values are validated: booleans are not counts, integral floats and numeric strings are coerced (noted),
    zero / negative / non-finite / absurd values are rejected (noted), strings are length-capped.
 
