@@ -62,7 +62,6 @@ import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -72,6 +71,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard import schema
+from dashboard.atomic import atomic_write, atomic_write_text
 
 __all__ = [
     "ALIASES",
@@ -387,11 +387,7 @@ def write_transformers_snapshot(path: str | os.PathLike | None = None) -> Path:
                      f"'tie_word_embeddings': {i['tie_word_embeddings']!r}, 'sub_configs': {i['sub_configs']!r}}},")
     lines.append("}")
     text = "\n".join(lines) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=".catalog_aliases.", suffix=".tmp", dir=p.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, p)
-    return p
+    return atomic_write_text(p, text)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1531,23 +1527,8 @@ def write_catalog(df: pd.DataFrame, path: str | os.PathLike) -> Path:
 
     A failure at any point leaves an existing file at ``path`` untouched. Returns the path.
     """
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     out = conform(df)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            out.to_parquet(fh, index=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return p
+    return atomic_write(path, lambda fh: out.to_parquet(fh, index=False))
 
 
 def merge_catalog(old: pd.DataFrame | None, new: pd.DataFrame | None) -> pd.DataFrame:

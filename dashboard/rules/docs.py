@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
+from dashboard.atomic import atomic_write_text
 from dashboard.rules import rules_markdown
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
@@ -14,13 +14,7 @@ DEFAULT_PATH = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 
 def write_rules_page(path: str | os.PathLike = DEFAULT_PATH) -> Path:
     """Render :func:`dashboard.rules.rules_markdown` to ``path`` atomically (temp file + os.replace)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rules-", suffix=".md")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(rules_markdown())
-    os.replace(tmp, path)
-    return path
+    return atomic_write_text(path, rules_markdown())
 
 
 if __name__ == "__main__":  # pragma: no cover
