@@ -284,11 +284,14 @@ def _join_codes(code_arrays: list[np.ndarray], interned: _Strings) -> np.ndarray
     """Code of the "\\n"-joined messages of every failing rule, per cell (0 where none); each distinct
     combination of per-rule codes is joined once."""
     n = code_arrays[0].shape[0]
-    fail_any = np.zeros(n, dtype=bool)
+    n_hit = np.zeros(n, dtype=np.int8)
+    single = np.zeros(n, dtype=np.int64)
     for c in code_arrays:
-        fail_any |= c > 0
-    out = np.zeros(n, dtype=np.int64)
-    idx = np.flatnonzero(fail_any)
+        hit = c > 0
+        n_hit += hit
+        np.maximum(single, c, out=single)  # the code of the only failing rule where exactly one fails
+    out = np.where(n_hit == 1, single, 0)
+    idx = np.flatnonzero(n_hit > 1)  # only cells where several rules fail need joining
     if idx.size == 0:
         return out
     cols = [c[idx] for c in code_arrays]
@@ -393,7 +396,19 @@ def grid(
         raise ValueError("no frameworks given")
     interned, rule_ids = _Strings(), _Strings()
     parts = [_grid_arrays(ctx, fw, version, interned, rule_ids) for fw in fws]
-    cat = {k: (np.concatenate([p[k] for p in parts]) if len(parts) > 1 else parts[0][k]) for k in parts[0]}
+    # one preallocated column per key, filled part by part, in the narrowest dtype that holds the codes
+    narrow = {"framework": np.int8, "status": np.int8, "n_failures": np.int16,
+              "rule_id": np.int32, "message": np.int32, "messages": np.int32}
+    cat = {}
+    for k in list(parts[0]):
+        out = np.empty(sum(p[k].shape[0] for p in parts), dtype=narrow.get(k, parts[0][k].dtype))
+        pos = 0
+        for p in parts:
+            out[pos:pos + p[k].shape[0]] = p[k]
+            pos += p[k].shape[0]
+        cat[k] = out
+        for p in parts:  # free each part's column as soon as it is copied
+            del p[k]
     id_codes, id_cats = pd.factorize(pd.Series(ids, dtype=object), sort=False)
     model_codes = np.tile(np.repeat(id_codes, ctx.n_tp), len(fws))
     msg_cats = pd.Index(interned.strings, dtype=object)
@@ -411,7 +426,8 @@ def grid(
             "q_heads_per_rank": pd.arrays.IntegerArray(np.where(cat["q_na"], 0, cat["q"]), cat["q_na"]),
             "kv_heads_per_rank": pd.arrays.IntegerArray(np.where(cat["kv_na"], 0, cat["kv"]), cat["kv_na"].copy()),
             "kv_replicas": pd.arrays.IntegerArray(np.where(cat["kv_na"], 0, cat["rep"]), cat["kv_na"].copy()),
-        }
+        },
+        copy=False,  # every column above is freshly built: no defensive copy
     )
 
 
