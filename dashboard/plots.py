@@ -231,7 +231,7 @@ def validity_heatmap(
         ylabel="",
         nonselection_alpha=1.0,
         selection_alpha=1.0,
-        hooks=[_status_legend_hook(STATUS_COLORS, STATUS_LABELS, ncols=2), _style_hook],
+        hooks=[_status_legend_hook(STATUS_COLORS, STATUS_LABELS, ncols=2), _style_hook, _name_hook(HEATMAP_FIGURE_NAME)],
         show_legend=False,
         colorbar=False,
         framewise=True,
@@ -311,7 +311,7 @@ def disagreement_heatmap(frame: pd.DataFrame, frameworks: Sequence[str]) -> hv.O
         xlabel="tensor-parallel size (TP)",
         nonselection_alpha=1.0,
         selection_alpha=1.0,
-        hooks=[_status_legend_hook(DISAGREE_COLORS, DISAGREE_LABELS, ncols=2), _style_hook],
+        hooks=[_status_legend_hook(DISAGREE_COLORS, DISAGREE_LABELS, ncols=2), _style_hook, _name_hook(HEATMAP_FIGURE_NAME)],
         colorbar=False,
         framewise=True,
     )
@@ -367,19 +367,27 @@ def layout_frame(layout: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def layout_plot(frame: pd.DataFrame, title: str) -> hv.Overlay | hv.Text:
-    """Ranks x head slots coloured by head kind (replicas and dummy heads in their own shades)."""
+def layout_plot(frame: pd.DataFrame, title: str, max_width: int | None = None) -> hv.Overlay | hv.Text:
+    """Ranks x head slots coloured by head kind (replicas and dummy heads in their own shades).
+
+    ``max_width`` (pixels) makes a compact preview: cells shrink to fit and the legend is left out.
+    """
     if frame is None or len(frame) == 0:
         return hv.Text(0, 0, "no heads to show").opts(width=600, height=200, title=title, xaxis=None, yaxis=None)
     slots = list(dict.fromkeys(frame["slot"]))
     ranks = sorted(frame["rank"].unique(), key=lambda s: int(s.split()[-1]))
     n_slots, n_ranks = len(slots), len(ranks)
     cell = 40 if n_slots <= 40 else (26 if n_slots <= 80 else 14)
+    if max_width:
+        cell = max(8, min(40, (max_width - 110) // max(n_slots, 1)))
     width = min(max(560, cell * n_slots + 160), 1800)
-    height = max(240, 34 * n_ranks + 190)
+    if max_width:
+        width = min(max_width, cell * n_slots + 110)
+    height = max(240, 34 * n_ranks + 190) if not max_width else max(160, 26 * n_ranks + 90)
     from bokeh.models import HoverTool
 
     hover = HoverTool(tooltips="<div style='font-size:14px'>@rank &middot; @slot: @detail</div>")
+    hooks = [_style_hook] if max_width else [_status_legend_hook(COMPONENT_COLORS, COMPONENT_LABELS, ncols=2), _style_hook]
     kdims = [hv.Dimension("slot", label="heads held by the rank"), hv.Dimension("rank", label="TP rank")]
     hm = hv.HeatMap(frame, kdims, ["kind", "text", "detail", "head", "replica"], group="Layout").opts(
         cmap=dict(COMPONENT_COLORS),
@@ -395,7 +403,7 @@ def layout_plot(frame: pd.DataFrame, title: str) -> hv.Overlay | hv.Text:
         title=title,
         fontsize={"title": "17pt", "labels": LABEL_SIZE, "xticks": "11pt" if cell >= 26 else "7pt", "yticks": TICK_SIZE},
         xrotation=90 if cell < 40 else 0,
-        hooks=[_status_legend_hook(COMPONENT_COLORS, COMPONENT_LABELS, ncols=2), _style_hook],
+        hooks=hooks,
         colorbar=False,
     )
     if cell < 26:
@@ -475,10 +483,8 @@ def memory_bars(frame: pd.DataFrame, gpu_gib: float, title: str) -> hv.Overlay:
         hooks=[_style_hook],
     )
     line = hv.HLine(gpu_gib).opts(color="#D55E00", line_width=3, line_dash="dashed")
-    cap = hv.Text(0.15, gpu_gib, f" GPU memory {gpu_gib:.0f} GiB", halign="left", valign="bottom").opts(
-        text_color="#D55E00", text_font_size="12pt"
-    )
-    return (bars * line * cap).opts(title=title)
+    title = f"{title} (dashed line: {gpu_gib:.0f} GiB per GPU; ✗ = does not fit)"
+    return (bars * line).opts(title=title)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -498,6 +504,19 @@ def _style_hook(plot, element) -> None:
         ax.major_tick_line_color = None
         ax.axis_line_color = None
     fig.toolbar.logo = None
+
+
+def _name_hook(name: str):
+    """Name the Bokeh figure (the in-browser PNG export finds the validity heatmaps by it)."""
+
+    def hook(plot, element) -> None:
+        plot.state.name = name
+
+    return hook
+
+
+#: Bokeh ``name`` of every validity / disagreement heatmap figure.
+HEATMAP_FIGURE_NAME = "tp-validity-heatmap"
 
 
 def _status_legend_hook(colors: dict[str, str], labels: dict[str, str], present: Sequence[str] = (), ncols: int = 1):

@@ -108,6 +108,7 @@ def test_disagreement_mode(app):
 
 
 def test_tap_selects_cell_and_shows_layout(app):
+    app.state.model = "meta-llama/Llama-3.1-8B"  # a previous selection, so every watcher must run again
     app.validity._on_tap("sglang", "6", "acme/h24-kv3")
     s = app.state
     assert (s.model, s.framework, s.tp) == ("acme/h24-kv3", "sglang", 6)
@@ -115,7 +116,7 @@ def test_tap_selects_cell_and_shows_layout(app):
     assert "acme/h24-kv3" in html and "TP = 6" in html
     # The layout view follows the selection (or says clearly why it cannot).
     assert "acme/h24-kv3" in app.layout._header.object
-    if app.layout._plot.visible:
+    if app.layout._plot.object is not None:
         frame = app.layout._plot.object.get(0).dframe()
         assert set(frame["rank"]) == {f"rank {r}" for r in range(6)}
 

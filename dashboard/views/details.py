@@ -86,7 +86,7 @@ class CellDetails(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._html = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-details"])
-        self._layout = pn.pane.HoloViews(None, visible=False)
+        self._layout = pn.pane.HoloViews(None)
         self._layout_note = pn.pane.HTML(visible=False, sizing_mode="stretch_width")
         self.state.param.watch(self._refresh, ["model", "framework", "tp", "pp", "dp", "ep", "dp_attention"])
         self._refresh()
@@ -98,7 +98,6 @@ class CellDetails(pn.viewable.Viewer):
         else:
             obj, note = None, ""
         self._layout.object = obj
-        self._layout.visible = obj is not None
         self._layout_note.object = note
         self._layout_note.visible = bool(note)
 

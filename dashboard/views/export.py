@@ -1,5 +1,5 @@
-"""Exports for meetings: the grid as CSV, a one-page HTML report; heatmap PNGs come from each
-heatmap's Bokeh save tool (drawn in the browser, no network)."""
+"""Exports for meetings: heatmap PNGs (rendered in the browser from the Bokeh canvas, no network), the
+grid as CSV, and a one-page HTML report of the chosen configuration."""
 
 from __future__ import annotations
 
@@ -13,6 +13,30 @@ import param
 from dashboard import plots
 from dashboard.state import TAB_LABELS, AppData, PlannerState, filter_models
 from dashboard.views.common import esc
+
+#: Browser-side PNG export of every validity heatmap on the page (Bokeh renders its canvas to a PNG blob;
+#: nothing leaves the browser). One file per heatmap, named after its title.
+PNG_EXPORT_JS = """
+const views = [];
+const walk = (v) => {
+  if (!v) return;
+  if (v.frame && v.canvas_view && v.model.name === name) views.push(v);
+  for (const c of (v.child_views || [])) walk(c);
+};
+for (const r of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(r);
+for (const v of views) {
+  const title = (v.model.title && v.model.title.text) || "heatmap";
+  const fname = "tp-heatmap-" + title.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") + ".png";
+  v.export("png").to_blob().then((blob) => {
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = fname;
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+  });
+}
+"""
 from dashboard.views.details import verdict_html
 
 GRID_COLUMNS = ["model_id", "framework", "tp", "valid", "status", "rule_id", "message", "n_failures", "messages",
@@ -120,8 +144,11 @@ class ExportPanel(pn.viewable.Viewer):
             label="Report (HTML)", button_type="primary", button_style="outline", css_classes=["tp-export-report"],
             embed=False, width=150,
         )
-        self.hint = pn.pane.HTML('<div style="font-size:13px;color:#555">Heatmap PNG: the save icon above each '
-                                 "heatmap.</div>")
+        self.png = pn.widgets.Button(name="Heatmap PNG", button_type="primary", button_style="outline",
+                                     css_classes=["tp-export-png"], width=150)
+        self.png.js_on_click(args={"name": plots.HEATMAP_FIGURE_NAME}, code=PNG_EXPORT_JS)
+        self.hint = pn.pane.HTML('<div style="font-size:13px;color:#555">PNG: one file per heatmap on the Validity '
+                                 "tab (also the save icon above each heatmap).</div>")
 
     def __panel__(self):
-        return pn.Column(pn.Row(self.csv, self.report), self.hint, sizing_mode="stretch_width")
+        return pn.Column(pn.Row(self.png, self.csv), pn.Row(self.report), self.hint, sizing_mode="stretch_width")

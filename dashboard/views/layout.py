@@ -36,7 +36,7 @@ def layout_object(state: PlannerState, data: AppData, *, compact: bool = False):
     frame = plots.layout_frame(df)
     title = f"{state.model} — {plots.framework_label(state.framework)}, TP = {state.tp}"
     if compact:
-        title = f"Per-rank layout, TP = {state.tp}"
+        return plots.layout_plot(frame, f"Heads per rank, TP = {state.tp}", max_width=400), ""
     return plots.layout_plot(frame, title), ""
 
 
@@ -50,7 +50,7 @@ class LayoutView(pn.viewable.Viewer):
         super().__init__(**params)
         self._header = pn.pane.HTML(sizing_mode="stretch_width")
         self._notice = pn.pane.HTML(sizing_mode="stretch_width")
-        self._plot = pn.pane.HoloViews(None, visible=False, css_classes=["tp-layout-plot"])
+        self._plot = pn.pane.HoloViews(None, css_classes=["tp-layout-plot"])
         self.state.param.watch(self._refresh, ["model", "framework", "tp", "dp", "dp_attention"])
         self._refresh()
 
@@ -67,7 +67,6 @@ class LayoutView(pn.viewable.Viewer):
         self._notice.object = note
         self._notice.visible = bool(note)
         self._plot.object = obj
-        self._plot.visible = obj is not None
 
     def __panel__(self):
         return pn.Column(self._header, self._notice, self._plot, sizing_mode="stretch_width")

@@ -101,9 +101,9 @@ class MemoryView(pn.viewable.Viewer):
         super().__init__(**params)
         self._title = pn.pane.HTML(sizing_mode="stretch_width")
         self._notice = pn.pane.HTML(sizing_mode="stretch_width", visible=False)
-        self._kv = pn.pane.HoloViews(None, visible=False, css_classes=["tp-mem-kv"])
-        self._w = pn.pane.HoloViews(None, visible=False, css_classes=["tp-mem-weights"])
-        self._bars = pn.pane.HoloViews(None, visible=False, css_classes=["tp-mem-bars"])
+        self._kv = pn.pane.HoloViews(None, css_classes=["tp-mem-kv"])
+        self._w = pn.pane.HoloViews(None, css_classes=["tp-mem-weights"])
+        self._bars = pn.pane.HoloViews(None, css_classes=["tp-mem-bars"])
         self._table = pn.pane.HTML(sizing_mode="stretch_width")
         self.state.param.watch(self._refresh, ["model", "framework", "frameworks", "tp_sizes", "pp", "ep", "kv_dtype",
                                                "weight_dtype", "gpu", "gpu_count", "context_len", "dp",
@@ -113,9 +113,11 @@ class MemoryView(pn.viewable.Viewer):
     def _show(self, note: str | None) -> None:
         self._notice.object = note or ""
         self._notice.visible = bool(note)
-        for p in (self._kv, self._w, self._bars):
-            p.visible = note is None
+        # HoloViews panes are emptied, not hidden: toggling their `visible` trips a Panel bug
+        # (ImportedStyleSheet in Bokeh.stylesheets) that aborts the other watchers.
         if note is not None:
+            for p in (self._kv, self._w, self._bars):
+                p.object = None
             self._table.object = ""
 
     def _refresh(self, *_):
@@ -129,7 +131,7 @@ class MemoryView(pn.viewable.Viewer):
         if rec is None or rec.get("status") != "ok":
             return self._show(notice_html(f"{s.model}: no usable config, so no memory estimate.", "warning"))
         try:
-            from dashboard import memory  # noqa: F401
+            import dashboard.memory  # noqa: F401 -- availability check
         except ImportError:
             return self._show(notice_html("The memory model is not available: dashboard.memory is not installed yet.", "warning"))
         per_rank = per_rank_frame(s, self.data, rec)
@@ -141,7 +143,7 @@ class MemoryView(pn.viewable.Viewer):
         gpu = resolve_gpu(s.gpu, gpus)
         if not gpu:
             self._show(None)
-            self._bars.visible = False
+            self._bars.object = None
             self._table.object = notice_html("GPU table unavailable.", "warning")
             return
         from dashboard import memory as m

@@ -95,7 +95,7 @@ class ValidityView(pn.viewable.Viewer):
         tap.add_subscriber(lambda x, y, _key=key: self._on_tap(_key, x, y))
         self._taps.append(tap)
         plot_opts = hm.opts.get("plot").kwargs
-        return pn.pane.HoloViews(obj, css_classes=["tp-heatmap", f"tp-heatmap-{key}"], name=key,
+        return pn.pane.HoloViews(obj, css_classes=["tp-heatmap", f"tp-heatmap-{key}"],
                                  width=plot_opts.get("width"), height=plot_opts.get("height"),
                                  sizing_mode="fixed", styles={"flex": "none"})
 

@@ -12,7 +12,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -97,13 +96,13 @@ def browser():
         pytest.fail("Debian chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="tp-chromium-") as profile:
-        ctx = p.chromium.launch_persistent_context(
-            profile, executable_path=exe, args=CHROMIUM_FLAGS, headless=True,
-            viewport={"width": 1920, "height": 1080}, accept_downloads=True,
-        )
+    with sync_playwright() as p:
+        # launch() gives the browser a fresh temporary user-data-dir, removed on close.
+        b = p.chromium.launch(executable_path=exe, args=CHROMIUM_FLAGS, headless=True)
+        ctx = b.new_context(viewport={"width": 1920, "height": 1080}, accept_downloads=True)
         yield ctx
         ctx.close()
+        b.close()
 
 
 @dataclass

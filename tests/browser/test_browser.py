@@ -9,9 +9,7 @@ tests/artifacts/.
 
 from __future__ import annotations
 
-import shutil
 import urllib.parse
-from pathlib import Path
 
 import pytest
 
@@ -38,12 +36,20 @@ FRAMES_JS = """() => {
 }"""
 
 
-def _open(rec, url: str):
+def _open(rec, url: str, selector: str = HEATMAP_CANVAS):
     page = rec.page
     page.goto(url)
-    page.wait_for_selector(HEATMAP_CANVAS, timeout=LOAD_TIMEOUT)
+    page.wait_for_selector(selector, timeout=LOAD_TIMEOUT)
     page.wait_for_timeout(800)
     return page
+
+
+def _tab(page, name: str) -> None:
+    page.locator(".bk-tab", has_text=name).first.click()
+
+
+def _wait_url(page, fragment: str, timeout: float = 30_000) -> None:
+    page.wait_for_function("(f) => decodeURIComponent(location.search).includes(f)", arg=fragment, timeout=timeout)
 
 
 def _frames(page) -> list[dict]:
@@ -78,7 +84,7 @@ def _tap_cell(page, title: str, model: str, tp: str) -> None:
     xi, yi = f["xf"].index(tp), f["yf"].index(model)
     nx, ny = len(f["xf"]), len(f["yf"])
     x = f["x"] + (xi + 0.5) * f["w"] / nx
-    y = f["y"] + (yi + 0.5) * f["h"] / ny  # invert_yaxis: first factor at the top
+    y = f["y"] + (ny - 1 - yi + 0.5) * f["h"] / ny  # Bokeh draws the first y factor at the bottom
     page.mouse.click(x, y)
 
 
@@ -102,7 +108,7 @@ def test_switching_framework_updates_heatmap(server, rpage):
     _wait_title(page, "SGLang", present=False)
     titles = [f["title"] for f in _frames(page)]
     assert "vLLM" in titles and "transformers (continuous-batching cache)" in titles and "SGLang" not in titles
-    assert "frameworks=vllm,transformers-cb-cache" in urllib.parse.unquote(page.url)
+    _wait_url(page, "frameworks=vllm,transformers-cb-cache")
     _assert_clean(rpage, server.url)
 
 
@@ -116,42 +122,49 @@ def test_tap_cell_shows_details_and_layout(server, rpage, artifacts_dir):
     assert details.inner_text().strip() == model
     page.locator(".tp-verdict").wait_for()
     # The compact per-rank layout of the tapped cell appears under the verdict: 8 ranks.
-    page.wait_for_function("() => document.querySelectorAll('.tp-details-col canvas').length > 0", timeout=30_000)
+    _wait_title(page, "Heads per rank, TP = 8")
     page.wait_for_timeout(500)
     page.screenshot(path=str(artifacts_dir / "screenshot-details.png"))
-    page.get_by_role("tab", name="Per-rank layout").click()
+    page.locator(".bk-tab", has_text="Per-rank layout").click()
     title = page.locator(".tp-layout-title")
     title.wait_for(timeout=30_000)
     assert model in title.inner_text() and "TP = 8" in title.inner_text()
     _wait_title(page, f"{model} — SGLang, TP = 8")
     lay = _frame(page, f"{model} — SGLang, TP = 8")
-    assert lay["yf"] == [f"rank {r}" for r in range(8)]
+    assert sorted(lay["yf"], key=lambda r: int(r.split()[1])) == [f"rank {r}" for r in range(8)]
     page.wait_for_timeout(500)
     page.screenshot(path=str(artifacts_dir / "screenshot-layout.png"))
-    assert "tab=layout" in page.url and "tp=8" in page.url
+    _wait_url(page, "tab=layout")
+    assert f"model={model}" in urllib.parse.unquote(page.url)
     _assert_clean(rpage, server.url)
 
 
 def test_url_state_round_trips(server, rpage, browser):
-    q = ("?search=llama&frameworks=sglang,tensorrt-llm&tp_sizes=1,2,4,8&model=meta-llama/Llama-3.1-70B"
+    q = ("?search=llama&frameworks=sglang,tensorrt-llm&tp_sizes=1,2,4,8&model=meta-llama/Meta-Llama-3.1-70B"
          "&framework=tensorrt-llm&tp=4&pp=2&dp_attention=1&kv_dtype=fp8&tab=memory")
-    page = _open(rpage, server.url + q)
+    page = _open(rpage, server.url + q, ".tp-mem-kv canvas, .tp-notice")
     page.wait_for_timeout(1000)
     # The page keeps the state in its URL (model id with '/', readable).
     assert urllib.parse.unquote(page.url).endswith(urllib.parse.unquote(q)) or all(
         part in urllib.parse.unquote(page.url) for part in urllib.parse.unquote(q)[1:].split("&"))
-    assert page.locator(".tp-notice-warning").count() == 0
+    assert page.locator(".tp-url-notice .tp-notice-warning").count() == 0
     # A second tab opened on the copied link shows the same view.
     other = browser.new_page()
     try:
         other.goto(page.url)
+        other.wait_for_selector(".tp-mem-kv canvas, .tp-notice", timeout=LOAD_TIMEOUT)
+        other.wait_for_timeout(800)
+        assert other.locator(".tp-url-notice .tp-notice-warning").count() == 0
+        _tab(other, "Validity")
         other.wait_for_selector(HEATMAP_CANVAS, timeout=LOAD_TIMEOUT)
         other.wait_for_timeout(800)
         titles = [f["title"] for f in _frames(other)]
         assert "SGLang" in titles and "TensorRT-LLM" in titles and "vLLM" not in titles
         assert _frame(other, "SGLang")["xf"] == ["1", "2", "4", "8"]
         assert other.locator(".tp-search input").input_value() == "llama"
-        assert urllib.parse.unquote(other.url) == urllib.parse.unquote(page.url)
+        other.wait_for_function("() => !location.search.includes('tab=')", timeout=30_000)  # default tab omitted
+        state = lambda u: {k: v for k, v in urllib.parse.parse_qsl(urllib.parse.urlsplit(u).query) if k != "tab"}  # noqa: E731
+        assert state(other.url) == state(page.url) == {k: v for k, v in urllib.parse.parse_qsl(q[1:]) if k != "tab"}
     finally:
         other.close()
     _assert_clean(rpage, server.url)
@@ -159,7 +172,7 @@ def test_url_state_round_trips(server, rpage, browser):
 
 def test_hostile_query_string_falls_back_with_notice(server, rpage):
     page = _open(rpage, server.url + "?tp=%3Cscript%3Ealert(1)%3C/script%3E&frameworks=nope&model=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E")
-    notice = page.locator(".tp-url-notice")
+    notice = page.locator(".tp-url-notice .tp-notice-warning")
     notice.wait_for(timeout=30_000)
     text = notice.inner_text()
     assert "not understood" in text and "<script>" in text  # rendered as text
@@ -193,61 +206,60 @@ def test_hostile_model_id_renders_as_text(hostile_server, rpage, artifacts_dir):
     page = _open(rpage, url)
     assert HOSTILE in _frame(page, "vLLM")["yf"]
     assert page.locator(".tp-details-model").inner_text().strip() == HOSTILE
-    page.get_by_role("tab", name="Catalog").click()
+    _tab(page, "Catalog")
     page.locator(".tp-catalog-table").wait_for(timeout=30_000)
-    page.get_by_text(HOSTILE, exact=True).first.wait_for(timeout=30_000)
-    page.get_by_text('evil/"><script>alert(2)</script>', exact=True).first.wait_for(timeout=30_000)
+    page.locator(".tabulator-cell", has_text=HOSTILE).first.wait_for(timeout=30_000)
+    assert page.locator(".tabulator-cell", has_text=HOSTILE).first.inner_text().strip() == HOSTILE
+    page.locator(".tabulator-cell", has_text='evil/"><script>alert(2)</script>').first.wait_for(timeout=30_000)
     page.wait_for_timeout(1000)
     assert page.locator('img[src="x"]').count() == 0
-    assert page.evaluate("() => document.querySelectorAll('b').length") == 0 or page.get_by_text("<b>bold</b>").count() >= 1
+    assert page.locator(".tabulator-cell", has_text="<b>bold</b>").count() >= 1
     page.screenshot(path=str(artifacts_dir / "screenshot-hostile-catalog.png"))
     for tab in ("Per-rank layout", "Memory"):
-        page.get_by_role("tab", name=tab).click()
+        _tab(page, tab)
         page.wait_for_timeout(1500)
     assert page.locator('img[src="x"]').count() == 0
     _assert_clean(rpage, hostile_server.url)
 
 
 def test_exports_produce_files(server, rpage, artifacts_dir):
-    page = _open(rpage, server.url + "?search=Llama-3.1&model=meta-llama/Llama-3.1-8B&tp=8")
+    page = _open(rpage, server.url + "?search=Llama-3.1&model=meta-llama/Meta-Llama-3.1-8B&tp=8")
     out = artifacts_dir / "exports"
     out.mkdir(exist_ok=True)
     with page.expect_download(timeout=60_000) as d:
-        page.locator(".tp-export-csv").get_by_text("Grid CSV").click()
+        page.locator(".tp-export-csv button").click()
     csv_path = out / "tp-grid.csv"
     d.value.save_as(csv_path)
     text = csv_path.read_text()
-    assert text.startswith("model_id,framework,tp") and "meta-llama/Llama-3.1-8B" in text
+    assert text.startswith("model_id,framework,tp") and "meta-llama/Meta-Llama-3.1-8B" in text
     with page.expect_download(timeout=60_000) as d:
-        page.locator(".tp-export-report").get_by_text("Report").click()
+        page.locator(".tp-export-report button").click()
     rep = out / "tp-report.html"
     d.value.save_as(rep)
     html = rep.read_text()
-    assert "TP planner report" in html and "meta-llama/Llama-3.1-8B" in html
-    # Heatmap PNG: the Bokeh save tool above the heatmap renders the canvas in the browser.
+    assert "TP planner report" in html and "meta-llama/Meta-Llama-3.1-8B" in html
+    # Heatmap PNG: rendered in the browser from the Bokeh canvas (one file per heatmap).
     with page.expect_download(timeout=60_000) as d:
-        page.locator(".tp-heatmap-vllm .bk-tool-icon-save").first.click()
-    png = out / "heatmap-vllm.png"
+        page.locator(".tp-export-png button").click()
+    assert d.value.suggested_filename.startswith("tp-heatmap-") and d.value.suggested_filename.endswith(".png")
+    png = out / d.value.suggested_filename
     d.value.save_as(png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
     _assert_clean(rpage, server.url)
 
 
 def test_screenshots_of_every_view(server, rpage, artifacts_dir):
-    base = server.url + "?search=llama,qwen3,deepseek&model=meta-llama/Llama-3.1-70B&tp=8"
+    base = server.url + "?search=llama,qwen3,deepseek&model=meta-llama/Meta-Llama-3.1-70B&tp=8"
     page = _open(rpage, base)
     page.screenshot(path=str(artifacts_dir / "screenshot-overview.png"))
     for tab, name in (("Memory", "memory"), ("Catalog", "catalog"), ("Per-rank layout", "layout-70b")):
-        page.get_by_role("tab", name=tab).click()
+        _tab(page, tab)
         page.wait_for_timeout(2500)
         page.screenshot(path=str(artifacts_dir / f"screenshot-{name}.png"))
-    page.get_by_role("tab", name="Validity").click()
+    _tab(page, "Validity")
     page.locator(".tp-frameworks label", has_text="continuous-batching").click()
-    page.locator(".tp-disagree label").click()
+    page.locator(".tp-disagree input").click()
     _wait_title(page, "Where vLLM, SGLang, transformers (continuous-batching cache) disagree")
     page.wait_for_timeout(800)
     page.screenshot(path=str(artifacts_dir / "screenshot-disagreement.png"))
     _assert_clean(rpage, server.url)
-    docs = Path(__file__).resolve().parents[2] / "docs"
-    docs.mkdir(exist_ok=True)
-    shutil.copyfile(artifacts_dir / "screenshot-overview.png", docs / "screenshot-new.png")
