@@ -76,25 +76,23 @@ class DashboardApp(pn.viewable.Viewer):
             notices = state.apply_query(query, known_models=frozenset(data.model_ids))
         super().__init__(state=state, data=data, notices=notices, **params)
         self.controls = Controls(state=state, data=data)
-        self.validity = ValidityView(state=state, data=data)
-        self.layout = LayoutView(state=state, data=data)
-        self.memory = MemoryView(state=state, data=data)
-        self.catalog = CatalogView(state=state, data=data)
         self.export = ExportPanel(state=state, data=data)
         self.notice_pane = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-url-notice"])
         self._show_notices()
+        # Views are built when their tab is first shown (the validity view at once unless the link opens
+        # another tab): a session that never opens the catalog never builds its 130-row table.
+        self._views: dict[str, pn.viewable.Viewer] = {}
+        self._slots = {t: pn.Column(sizing_mode="stretch_width", css_classes=[f"tp-tab-{t}"]) for t in TABS}
         self.tabs = pn.Tabs(
-            (TAB_LABELS["validity"], self.validity),
-            (TAB_LABELS["layout"], self.layout),
-            (TAB_LABELS["memory"], self.memory),
-            (TAB_LABELS["catalog"], self.catalog),
+            *[(TAB_LABELS[t], self._slots[t]) for t in TABS],
             dynamic=True,
             sizing_mode="stretch_width",
             css_classes=["tp-tabs"],
             stylesheets=[":host .bk-tab { font-size: 18px; padding: 8px 18px; }"],
         )
+        self._fill(state.tab)
         self.tabs.active = TABS.index(state.tab)
-        self.tabs.param.watch(lambda e: setattr(state, "tab", TABS[e.new]), "active")
+        self.tabs.param.watch(self._tab_changed, "active")
         state.param.watch(lambda e: setattr(self.tabs, "active", TABS.index(e.new)), "tab")
         # Tapping a cell or picking a row selects a model: the layout tab follows from the details link.
         self._sync_url = sync_url
@@ -103,6 +101,40 @@ class DashboardApp(pn.viewable.Viewer):
             self._push_url()
 
     # -------------------------------------------------------------------------------------------
+    _VIEW_CLASSES = {"validity": ValidityView, "layout": LayoutView, "memory": MemoryView, "catalog": CatalogView}
+
+    def view(self, tab: str) -> pn.viewable.Viewer:
+        """The view of ``tab`` (one of :data:`~dashboard.state.TABS`), built on first use."""
+        if tab not in self._views:
+            self._views[tab] = self._VIEW_CLASSES[tab](state=self.state, data=self.data)
+        return self._views[tab]
+
+    def _fill(self, tab: str) -> None:
+        slot = self._slots[tab]
+        if not slot.objects:
+            slot.objects = [self.view(tab)]
+
+    def _tab_changed(self, event) -> None:
+        tab = TABS[event.new]
+        self._fill(tab)
+        self.state.tab = tab
+
+    @property
+    def validity(self) -> ValidityView:
+        return self.view("validity")
+
+    @property
+    def layout(self) -> LayoutView:
+        return self.view("layout")
+
+    @property
+    def memory(self) -> MemoryView:
+        return self.view("memory")
+
+    @property
+    def catalog(self) -> CatalogView:
+        return self.view("catalog")
+
     def _show_notices(self) -> None:
         if self.notices:
             items = "".join(f"<li>{esc(n)}</li>" for n in self.notices)
@@ -172,3 +204,16 @@ def serve_session() -> pn.viewable.Viewable:
         return page.servable(title="TP planner")
     app = DashboardApp(data=data, query=query, sync_url=True)
     return app.template().servable()
+
+
+def warm_up() -> None:
+    """Fill the process-wide caches and import everything a session needs (server start-up hook).
+
+    Loads the catalog, computes the default view's grid and heatmap cells, and renders one default
+    session into a throwaway Bokeh document. Raises what loading the catalog raises.
+    """
+    from bokeh.document import Document
+
+    data = load_app_data(catalog_path())
+    app = DashboardApp(data=data)
+    app.__panel__().get_root(Document())

@@ -1,9 +1,11 @@
-"""DataFrames -> HoloViews elements for the dashboard (no Panel, no widgets, no I/O).
+"""DataFrames -> plots for the dashboard (no Panel, no widgets, no I/O).
 
 Every function takes tidy frames from the pure modules (:func:`dashboard.rules.grid`,
-:func:`dashboard.layout.rank_layout`, :mod:`dashboard.memory`) and returns a HoloViews element styled
-for a meeting-room screen (large titles and tick labels, a colour-blind-safe palette, a legend drawn
-inside the plot so an exported PNG carries it).
+:func:`dashboard.layout.rank_layout`, :mod:`dashboard.memory`) and returns a plot styled for a
+meeting-room screen (large titles and tick labels, a colour-blind-safe palette, a legend drawn in the
+figure so an exported PNG carries it). The validity heatmaps are plain Bokeh figures
+(:func:`heatmap_figure`: thousands of cells, built per session, so no per-cell Python work); the
+per-rank layout and memory plots are HoloViews elements.
 
 Untrusted strings (model ids, messages) reach the browser only as Bokeh data-source columns: Bokeh
 draws axis labels on the canvas and HTML-escapes ``@field`` values in tooltips (no ``{safe}`` format is
@@ -84,10 +86,6 @@ LABEL_SIZE = "15pt"
 TICK_SIZE = "12pt"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 
-#: Pixel height of one model row in the validity heatmaps.
-ROW_PX = 26
-#: Pixel width of one TP column.
-COL_PX = 40
 
 
 def framework_label(fw: str) -> str:
@@ -172,75 +170,203 @@ def heatmap_frame(grid: pd.DataFrame, framework: str, models: Sequence[str], tp_
     return out
 
 
-def heatmap_size(n_models: int, n_tp: int, *, with_yaxis: bool = True, label_chars: int = 30) -> tuple[int, int]:
-    """(width, height) in pixels for a validity heatmap of ``n_models`` rows and ``n_tp`` columns.
+#: Pixel width the side-by-side validity heatmaps may take on a 1920 px wide page (sidebar and details
+#: column excluded); columns shrink to fit it, down to :data:`MIN_COL_PX`.
+HEATMAP_BUDGET_PX = 1120
+#: Narrowest TP column (pixels); below that the heatmap area scrolls sideways.
+MIN_COL_PX = 26
+#: Longest model id drawn in full on the y axis; longer ids keep their start and end around an ellipsis
+#: (the tooltip and the details show the full id).
+MAX_LABEL_CHARS = 34
+#: Pixels per character of an 11 pt y-axis label (system sans-serif).
+_PX_PER_CHAR = 8.8
 
-    ``label_chars``: longest model id shown (y-axis labels take about 7.6 px per character at 12 pt).
+
+def short_label(model_id: str, n: int = MAX_LABEL_CHARS) -> str:
+    """``model_id`` cut to ``n`` characters with a middle ellipsis (start and quantization suffix kept)."""
+    s = str(model_id)
+    if len(s) <= n:
+        return s
+    head = (n - 1) // 2
+    return s[:head] + "…" + s[len(s) - (n - 1 - head):]
+
+
+def ylabel_px(models: Sequence[str]) -> int:
+    """Width in pixels of the y-axis labels of ``models`` (after :func:`short_label`)."""
+    chars = max((len(short_label(m)) for m in models), default=8)
+    return int(_PX_PER_CHAR * max(chars, 8)) + 28
+
+
+def heatmap_geometry(n_models: int, n_tp: int, n_frameworks: int, label_px: int,
+                     budget: int = HEATMAP_BUDGET_PX) -> dict[str, int]:
+    """Cell and figure sizes (pixels) for ``n_frameworks`` heatmaps side by side within ``budget``.
+
+    Only the first heatmap draws the model names (``label_px`` wide); the others share its rows.
+    Returns ``col`` (TP column width), ``row`` (model row height), ``first_width``, ``width`` (the
+    others), ``height`` and ``font`` (cell mark size in pt).
     """
-    height = max(300, ROW_PX * max(n_models, 1) + 175)
-    ylab = min(int(7.6 * max(label_chars, 8)) + 30, 420)
-    width = COL_PX * max(n_tp, 1) + (ylab if with_yaxis else 24)
-    return max(width, 420), height
+    n_tp, n_fw = max(n_tp, 1), max(n_frameworks, 1)
+    pad, gap = 24, 12
+    col = (budget - label_px - n_fw * pad - (n_fw - 1) * gap) // (n_fw * n_tp)
+    col = int(max(MIN_COL_PX, min(48, col)))
+    row = 24
+    height = row * max(n_models, 1) + 2 * 34 + 46 + 8  # rows + top and bottom TP axes + title
+    return {
+        "col": col,
+        "row": row,
+        "first_width": label_px + n_tp * col + pad,
+        "width": n_tp * col + pad,
+        "frame_width": n_tp * col,
+        "frame_height": row * max(n_models, 1),
+        "height": height,
+        "font": 11 if col >= 34 else 9,
+    }
 
 
-def validity_heatmap(
-    frame: pd.DataFrame,
-    framework: str,
-    *,
-    with_yaxis: bool = True,
-    title: str | None = None,
-) -> hv.Overlay:
-    """Heatmap of models x TP sizes coloured by cell status, with a mark in each cell and a legend.
-
-    ``frame`` comes from :func:`heatmap_frame`. Hover lists the verdict and every failing rule's
-    message; the first element of the returned overlay is the :class:`hv.HeatMap` (the tap source).
-    """
-    n_models = frame["model_id"].nunique()
-    n_tp = frame["tp"].nunique()
-    chars = int(frame["model_id"].map(len).max()) if len(frame) else 10
-    width, height = heatmap_size(n_models, n_tp, with_yaxis=with_yaxis, label_chars=chars)
-    kdims = [hv.Dimension("tp", label="tensor-parallel size (TP)"), hv.Dimension("model_id", label="model")]
-    vdims = [c for c in HEATMAP_COLUMNS if c not in ("tp", "model_id")]
-    hm = hv.HeatMap(frame, kdims, vdims, group="Validity", label=framework)
-    tooltips = """
+VALIDITY_TOOLTIP = """
 <div style="max-width:520px;font-size:14px;line-height:1.35">
 <div><b>@model_id</b></div>
 <div>TP = <b>@tp</b> &middot; @verdict</div>
 <div>query heads / rank: @q_heads_per_rank{0} &middot; KV heads / rank: @kv_heads_per_rank{0} &middot; KV replicas: @kv_replicas{0}</div>
 <div style="white-space:pre-wrap;margin-top:4px">@messages</div>
 </div>"""
-    from bokeh.models import HoverTool
 
-    hover = HoverTool(tooltips=tooltips, attachment="right")
-    hm = hm.opts(
-        cmap=dict(STATUS_COLORS),
-        color_levels=None,
-        tools=[hover, "tap"],
-        default_tools=["save", "reset"],
-        toolbar="above",
-        line_color="white",
-        line_width=1.5,
-        width=width,
-        height=height,
-        xaxis="top",
-        invert_yaxis=True,
-        yaxis="left" if with_yaxis else None,
-        title=title if title is not None else framework_label(framework),
-        fontsize={"title": TITLE_SIZE, "labels": LABEL_SIZE, "xticks": TICK_SIZE, "yticks": TICK_SIZE},
-        xlabel="tensor-parallel size (TP)",
-        ylabel="",
-        nonselection_alpha=1.0,
-        selection_alpha=1.0,
-        hooks=[_status_legend_hook(STATUS_COLORS, STATUS_LABELS, ncols=2), _style_hook, _name_hook(HEATMAP_FIGURE_NAME)],
-        show_legend=False,
-        colorbar=False,
-        framewise=True,
-        axiswise=True,
+DISAGREE_TOOLTIP = """
+<div style="max-width:560px;font-size:14px;line-height:1.35">
+<div><b>@model_id</b> &middot; TP = <b>@tp</b></div>
+<div>@verdict (@mark accept)</div>
+<div style="white-space:pre-wrap;margin-top:4px">@messages</div>
+</div>"""
+
+#: Columns of a validity frame sent to the browser (everything else stays on the server).
+_SOURCE_COLUMNS = ("tp", "model_id", "status", "verdict", "mark", "messages", "q_heads_per_rank",
+                   "kv_heads_per_rank", "kv_replicas")
+
+
+def heatmap_figure(
+    frame: pd.DataFrame,
+    title: str,
+    *,
+    colors: dict[str, str] = STATUS_COLORS,
+    labels: dict[str, str] = STATUS_LABELS,
+    tooltip: str = VALIDITY_TOOLTIP,
+    geometry: dict[str, int] | None = None,
+    with_yaxis: bool = True,
+    y_range=None,
+):
+    """A Bokeh figure of models x TP sizes coloured by cell status, a mark in each cell, a legend.
+
+    Built directly with Bokeh (one ColumnDataSource for the cells and their marks; no per-cell Python
+    formatting): a 130 x 10 grid renders in a few milliseconds on the server.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        :func:`heatmap_frame` or :func:`disagreement_frame` output (``tp`` str, ``model_id``,
+        ``status`` a key of ``colors``, ``verdict``, ``mark``, ``messages``; the head counts optional).
+    title : str
+        Plot title (the framework's label).
+    geometry : dict, optional
+        :func:`heatmap_geometry` output; default: one heatmap alone.
+    with_yaxis : bool
+        Draw the model names (the first of side-by-side heatmaps); the others share ``y_range``.
+    y_range : bokeh.models.FactorRange, optional
+        Shared model axis of side-by-side heatmaps (scrolling/zooming one moves all).
+
+    Returns
+    -------
+    bokeh.plotting.figure named :data:`HEATMAP_FIGURE_NAME`; the cells' renderer is ``fig.renderers[0]``
+    and its data source holds one row per cell (tap selection = the tapped cell's row index).
+    Untrusted strings reach the browser only as data-source values: canvas text and ``@field`` tooltip
+    values, which Bokeh HTML-escapes.
+    """
+    from bokeh.models import (CategoricalAxis, ColumnDataSource, FactorRange, HoverTool, Legend, LegendItem,
+                              Rect, TapTool, Text)
+    from bokeh.plotting import figure
+
+    models = list(dict.fromkeys(frame["model_id"]))
+    tps = list(dict.fromkeys(frame["tp"]))
+    geo = geometry or heatmap_geometry(len(models), len(tps), 1, ylabel_px(models))
+    data = {c: (frame[c].to_numpy() if c in frame else np.full(len(frame), np.nan)) for c in _SOURCE_COLUMNS}
+    data["color"] = frame["status"].map(colors).fillna(colors.get("unknown", "#BBBBBB")).to_numpy()
+    source = ColumnDataSource(data=data, name="tp-cells")
+    if y_range is None:
+        # Factors bottom-up: Bokeh draws the first factor at the bottom, so the first model ends on top.
+        y_range = FactorRange(factors=models[::-1])
+    fig = figure(
+        name=HEATMAP_FIGURE_NAME,
+        title=title,
+        x_range=FactorRange(factors=tps),
+        y_range=y_range,
+        frame_width=geo["frame_width"],
+        frame_height=geo["frame_height"],
+        x_axis_location="above",
+        tools="save,reset",
+        toolbar_location="above",
+        min_border_left=4 if not with_yaxis else 10,
+        min_border_right=20,
+        min_border_bottom=4,
     )
-    labels = hv.Labels(frame, kdims, ["mark"]).opts(
-        text_color="#111111", text_font_size="12pt", text_font_style="bold"
+    rect = Rect(x="tp", y="model_id", width=1, height=1, fill_color="color", line_color="white", line_width=1.5)
+    cells = fig.add_glyph(
+        source, rect,
+        selection_glyph=rect.clone(line_color="#111111", line_width=4),
+        nonselection_glyph=rect.clone(),
     )
-    return (hm * labels).opts(framewise=True)
+    text = Text(x="tp", y="model_id", text="mark", text_align="center", text_baseline="middle",
+                text_color="#111111", text_font_size=f"{geo['font']}pt", text_font_style="bold", text_font=FONT)
+    fig.add_glyph(source, text, selection_glyph=text.clone(), nonselection_glyph=text.clone())
+    tap = TapTool(renderers=[cells])
+    fig.add_tools(HoverTool(tooltips=tooltip, renderers=[cells], attachment="right"), tap)
+    fig.toolbar.logo = None
+    fig.toolbar.active_tap = tap
+    fig.title.text_font_size = TITLE_SIZE
+    fig.title.text_font = FONT
+    fig.outline_line_color = None
+    fig.grid.visible = False
+    fig.add_layout(CategoricalAxis(), "below")
+    for ax in fig.xaxis:
+        ax.axis_label = "TP"
+        ax.axis_label_standoff = 2
+        ax.axis_label_text_font_size = "12pt"
+        ax.axis_label_text_font_style = "normal"
+    fig.xaxis[0].axis_label = "tensor-parallel size (TP)"
+    for ax in (*fig.xaxis, *fig.yaxis):
+        ax.major_label_text_font = FONT
+        ax.axis_label_text_font = FONT
+        ax.major_label_text_font_size = "11pt" if ax in fig.yaxis else TICK_SIZE
+        ax.major_tick_line_color = None
+        ax.axis_line_color = None
+    if with_yaxis:
+        overrides = {m: short_label(m) for m in models if len(m) > MAX_LABEL_CHARS}
+        fig.yaxis.major_label_overrides = overrides
+    else:
+        fig.yaxis.visible = False
+    # Legend of every status (not only those present) below the plot, for the exported PNG: zero-size
+    # rects at a real cell draw nothing on the plot and a filled swatch in the legend.
+    if models and tps:
+        keys = list(colors)
+        swatches = ColumnDataSource(data={"x": [tps[0]] * len(keys), "y": [models[0]] * len(keys),
+                                          "color": [colors[k] for k in keys]})
+        legend_r = fig.add_glyph(swatches, Rect(x="x", y="y", width=0, height=0, fill_color="color", line_color=None))
+        items = [LegendItem(label=labels.get(k, k), renderers=[legend_r], index=i) for i, k in enumerate(keys)]
+        ncols = 2 if geo["frame_width"] >= 380 or with_yaxis else 1
+        fig.add_layout(Legend(items=items, name="status-legend", orientation="vertical", ncols=ncols,
+                              label_text_font_size="12pt", label_text_font=FONT, label_height=18, glyph_height=18,
+                              glyph_width=18, spacing=2, padding=4, margin=4, border_line_color=None,
+                              location="top_left"), "below")
+    return fig
+
+
+def legend_html(colors: dict[str, str] = STATUS_COLORS, labels: dict[str, str] = STATUS_LABELS) -> str:
+    """One-line HTML legend of the cell colours (the labels are ours, not untrusted)."""
+    items = "".join(
+        f'<span style="display:inline-flex;align-items:center;margin-right:18px">'
+        f'<span style="display:inline-block;width:18px;height:18px;background:{c};border-radius:3px;'
+        f'margin-right:6px"></span>{labels.get(k, k)}</span>'
+        for k, c in colors.items()
+    )
+    return f'<div class="tp-legend" style="font-size:16px;display:flex;flex-wrap:wrap;gap:4px 0">{items}</div>'
 
 
 def disagreement_frame(grid: pd.DataFrame, frameworks: Sequence[str], models: Sequence[str], tp_sizes: Sequence[int]) -> pd.DataFrame:
@@ -273,50 +399,6 @@ def disagreement_frame(grid: pd.DataFrame, frameworks: Sequence[str], models: Se
     for c in ("tp", "model_id", "status", "verdict", "mark", "messages"):
         out[c] = out[c].astype(object)
     return out[["tp", "model_id", "status", "verdict", "mark", "messages"]]
-
-
-def disagreement_heatmap(frame: pd.DataFrame, frameworks: Sequence[str]) -> hv.Overlay:
-    """Heatmap of :func:`disagreement_frame`: where frameworks disagree about a (model, TP) cell."""
-    n_models = frame["model_id"].nunique()
-    n_tp = frame["tp"].nunique()
-    chars = int(frame["model_id"].map(len).max()) if len(frame) else 10
-    width, height = heatmap_size(n_models, n_tp, label_chars=chars)
-    kdims = [hv.Dimension("tp", label="tensor-parallel size (TP)"), hv.Dimension("model_id", label="model")]
-    from bokeh.models import HoverTool
-
-    hover = HoverTool(
-        tooltips="""
-<div style="max-width:560px;font-size:14px;line-height:1.35">
-<div><b>@model_id</b> &middot; TP = <b>@tp</b></div>
-<div>@verdict (@mark accept)</div>
-<div style="white-space:pre-wrap;margin-top:4px">@messages</div>
-</div>""",
-        attachment="right",
-    )
-    names = ", ".join(framework_label(f) for f in frameworks)
-    hm = hv.HeatMap(frame, kdims, ["status", "verdict", "mark", "messages"], group="Disagreement").opts(
-        cmap=dict(DISAGREE_COLORS),
-        tools=[hover, "tap"],
-        default_tools=["save", "reset"],
-        toolbar="above",
-        line_color="white",
-        line_width=1.5,
-        width=width + 80,
-        height=height,
-        xaxis="top",
-        invert_yaxis=True,
-        title=f"Where {names} disagree",
-        fontsize={"title": TITLE_SIZE, "labels": LABEL_SIZE, "xticks": TICK_SIZE, "yticks": TICK_SIZE},
-        ylabel="",
-        xlabel="tensor-parallel size (TP)",
-        nonselection_alpha=1.0,
-        selection_alpha=1.0,
-        hooks=[_status_legend_hook(DISAGREE_COLORS, DISAGREE_LABELS, ncols=2), _style_hook, _name_hook(HEATMAP_FIGURE_NAME)],
-        colorbar=False,
-        framewise=True,
-    )
-    labels = hv.Labels(frame, kdims, ["mark"]).opts(text_color="#111111", text_font_size="12pt", text_font_style="bold")
-    return (hm * labels).opts(framewise=True)
 
 
 # ------------------------------------------------------------------------------------------------

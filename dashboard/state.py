@@ -85,7 +85,21 @@ class AppData:
     model_ids: tuple[str, ...]
     _records: dict[str, dict] = field(default_factory=dict, repr=False)
     _grids: dict[tuple, pd.DataFrame] = field(default_factory=dict, repr=False)
+    _memo: dict[tuple, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def memo(self, key: tuple, build, maxsize: int = 64):
+        """``build()`` once per ``key`` for the life of the process (read-only results, e.g. the
+        heatmaps' cell frames); at most ``maxsize`` entries, oldest dropped. ``key`` must be hashable."""
+        with self._lock:
+            if key in self._memo:
+                return self._memo[key]
+        value = build()
+        with self._lock:
+            if len(self._memo) >= maxsize:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[key] = value
+        return value
 
     def record(self, model_id: str) -> dict | None:
         """The catalog row of ``model_id`` as a plain dict (``None`` values for NA), or ``None``."""

@@ -79,19 +79,44 @@ def test_app_on_shipped_catalog_draws_heatmaps():
 
     app = DashboardApp()
     assert len(app.data.catalog) >= 100
-    assert set(app.validity.current) == set(app.state.frameworks)
-    fig = hv.render(app.validity.current["vllm"])
+    assert set(app.validity.figures) == set(app.validity.frames) == set(app.state.frameworks)
+    fig = app.validity.figures["vllm"]
     assert fig.title.text == "vLLM"
     # TP sizes are ordered string categories.
     assert list(fig.x_range.factors) == [str(t) for t in schema.DEFAULT_TP_SIZES]
-    assert "meta-llama/Llama-3.1-8B" in fig.y_range.factors or len(fig.y_range.factors) >= 100
+    assert len(fig.y_range.factors) >= 100
+    # Side by side: one shared model axis, names drawn only on the first heatmap, the first model on top.
+    sgl = app.validity.figures["sglang"]
+    assert sgl.y_range is fig.y_range
+    assert fig.yaxis[0].visible and not sgl.yaxis[0].visible
+    assert fig.y_range.factors[-1] == app.data.model_ids[0]
+    # One data source per heatmap: a row per cell, marks drawn from the same rows.
+    src = fig.renderers[0].data_source
+    assert len(src.data["model_id"]) == len(fig.y_range.factors) * len(fig.x_range.factors)
+    assert fig.renderers[1].data_source is src
+
+
+def test_side_by_side_heatmaps_fit_a_1920px_page():
+    """Two frameworks x 10 TP sizes with 130 models fit the heatmap budget with readable cells; ids longer
+    than the axis allows keep their start and end."""
+    from dashboard import plots
+
+    models = ["nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4", "Qwen/Qwen3-235B-A22B-Instruct-2507"]
+    label = plots.ylabel_px(models)
+    geo = plots.heatmap_geometry(130, 10, 2, label)
+    assert geo["first_width"] + geo["width"] + 12 <= plots.HEATMAP_BUDGET_PX
+    assert geo["col"] >= 34 and geo["font"] == 11
+    short = plots.short_label(models[0])
+    assert len(short) == plots.MAX_LABEL_CHARS and short.startswith("nvidia/") and short.endswith("NVFP4")
+    assert plots.short_label(models[1]) == models[1]
+    # More frameworks: narrower columns, never below the minimum (then the area scrolls sideways).
+    assert plots.heatmap_geometry(130, 10, 6, label)["col"] == plots.MIN_COL_PX
 
 
 def test_switching_framework_updates_heatmaps(app):
     app.state.frameworks = ["transformers-cb-cache"]
-    assert list(app.validity.current) == ["transformers-cb-cache"]
-    hm = app.validity.current["transformers-cb-cache"].get(0)
-    df = hm.dframe()
+    assert list(app.validity.figures) == ["transformers-cb-cache"]
+    df = app.validity.frames["transformers-cb-cache"]
     # 8 KV heads at TP 6 is refused by the continuous-batching cache rule.
     cell = df[(df.model_id == "meta-llama/Llama-3.1-8B") & (df.tp == "6")].iloc[0]
     assert cell.status == "invalid"
@@ -100,8 +125,8 @@ def test_switching_framework_updates_heatmaps(app):
 
 def test_disagreement_mode(app):
     app.state.param.update(frameworks=["vllm", "transformers-cb-cache"], disagreement=True)
-    assert list(app.validity.current) == ["disagreement"]
-    df = app.validity.current["disagreement"].get(0).dframe()
+    assert list(app.validity.figures) == ["disagreement"]
+    df = app.validity.frames["disagreement"]
     cell = df[(df.model_id == "meta-llama/Llama-3.1-8B") & (df.tp == "16")].iloc[0]
     assert cell.status == "disagree"  # vLLM replicates 8 KV heads over 16 ranks; the CB cache needs 8 % 16 == 0
     assert "vLLM: valid" in cell.messages
@@ -112,6 +137,21 @@ def test_tap_selects_cell_and_shows_layout(app):
     app.validity._on_tap("sglang", "6", "acme/h24-kv3")
     s = app.state
     assert (s.model, s.framework, s.tp) == ("acme/h24-kv3", "sglang", 6)
+    # The tapped cell is outlined in its own heatmap only; unselected cells keep full colour.
+    figs, frames = app.validity.figures, app.validity.frames
+    sel = list(figs["sglang"].renderers[0].data_source.selected.indices)
+    assert len(sel) == 1 and frames["sglang"].iloc[sel[0]][["model_id", "tp"]].tolist() == ["acme/h24-kv3", "6"]
+    assert list(figs["vllm"].renderers[0].data_source.selected.indices) == []
+    cells = figs["sglang"].renderers[0]
+    assert cells.nonselection_glyph.fill_alpha == cells.glyph.fill_alpha == 1.0
+    assert cells.selection_glyph.line_width > cells.glyph.line_width
+    assert figs["sglang"].renderers[1].nonselection_glyph.text_alpha == 1.0
+    # A tap in the browser arrives as the cell's row in the data source.
+    i = int(((frames["vllm"]["model_id"] == "acme/h30") & (frames["vllm"]["tp"] == "2")).to_numpy().nonzero()[0][0])
+    figs["vllm"].renderers[0].data_source.selected.indices = [i]
+    assert (s.model, s.framework, s.tp) == ("acme/h30", "vllm", 2)
+    assert list(figs["sglang"].renderers[0].data_source.selected.indices) == []
+    app.validity._on_tap("sglang", "6", "acme/h24-kv3")
     html = app.validity._details._html.object
     assert "acme/h24-kv3" in html and "TP = 6" in html
     # The layout view follows the selection (or says clearly why it cannot).
@@ -124,9 +164,10 @@ def test_tap_selects_cell_and_shows_layout(app):
 def test_name_filter(app, small_catalog):
     app.state.search = "acme"
     assert filter_models(app.state, app.data) == ["acme/h24-kv3", "acme/h30"]
-    assert set(app.validity.current["vllm"].get(0).dframe()["model_id"]) == {"acme/h24-kv3", "acme/h30"}
+    assert set(app.validity.frames["vllm"]["model_id"]) == {"acme/h24-kv3", "acme/h30"}
+    assert list(app.validity.figures["vllm"].y_range.factors) == ["acme/h30", "acme/h24-kv3"]  # first on top
     app.state.search = "no-such-model"
-    assert app.validity.current == {}
+    assert app.validity.figures == {} and app.validity.frames == {}
     assert "No models match" in app.validity._summary.object
 
 
@@ -203,9 +244,21 @@ def test_catalog_view_filters_and_selection_feed_heatmaps(app):
     app.catalog.table.selection = [0]
     app.catalog._use_selection()
     assert app.state.models == ["acme/h24-kv3"]
-    assert set(app.validity.current["vllm"].get(0).dframe()["model_id"]) == {"acme/h24-kv3"}
+    assert set(app.validity.frames["vllm"]["model_id"]) == {"acme/h24-kv3"}
     df = filter_catalog(PlannerState(vision="yes"), app.data.catalog)
     assert df.empty
+
+
+def test_views_are_built_when_their_tab_opens(small_catalog):
+    from dashboard.app import DashboardApp
+
+    app = DashboardApp(catalog=small_catalog)
+    assert set(app._views) == {"validity"}
+    app.state.tab = "catalog"
+    assert app.tabs.active == 3 and set(app._views) == {"validity", "catalog"}
+    assert len(app._slots["catalog"].objects) == 1 and app._slots["layout"].objects == []
+    linked = DashboardApp(catalog=small_catalog, query="?tab=memory&model=acme/h30")
+    assert set(linked._views) == {"memory"}
 
 
 def test_sessions_do_not_share_state(small_catalog):

@@ -1,8 +1,13 @@
-"""Validity view: heatmaps of models x TP sizes per framework (or where they disagree), tap for details."""
+"""Validity view: heatmaps of models x TP sizes per framework (or where they disagree), tap for details.
+
+The heatmaps are plain Bokeh figures (:func:`dashboard.plots.heatmap_figure`) sized so the selected
+frameworks fit side by side on a 1920 px screen; only the first draws the model names and all share
+one model axis. A tap selects the cell's row in the figure's data source; the session state then
+outlines the selected cell (and only it) in whichever heatmap shows it.
+"""
 
 from __future__ import annotations
 
-import holoviews as hv
 import panel as pn
 import param
 
@@ -13,8 +18,25 @@ from dashboard.views.details import CellDetails
 
 #: Most models drawn at once; beyond that the user narrows with the filter.
 MAX_ROWS = 400
+#: Width of the "Selected cell" column (pixels).
+DETAILS_PX = 380
 
 _WATCHED = ["search", "models", "frameworks", "disagreement", "tp_sizes", "pp", "dp", "ep", "dp_attention"]
+
+
+def cell_frame(data: AppData, state: PlannerState, key: str, models: list[str], tps: list[int]):
+    """The (process-wide cached, read-only) cell frame of one heatmap: a framework id or "disagreement"."""
+    gkey = (state.pp, state.dp, state.ep, bool(state.dp_attention))
+    fws = tuple(state.frameworks)
+    mkey = ("heatmap", key, fws if key == "disagreement" else (), gkey, tuple(models), tuple(tps))
+
+    def build():
+        grid = data.grid(pp=gkey[0], dp=gkey[1], ep=gkey[2], dp_attention=gkey[3])
+        if key == "disagreement":
+            return plots.disagreement_frame(grid, fws, models, tps)
+        return plots.heatmap_frame(grid, key, models, tps)
+
+    return data.memo(mkey, build)
 
 
 class ValidityView(pn.viewable.Viewer):
@@ -26,16 +48,21 @@ class ValidityView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._summary = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-summary"])
+        self._legend = pn.pane.HTML(sizing_mode="stretch_width", margin=(0, 10))
         self._plots = pn.Row(css_classes=["tp-heatmaps"], styles={"gap": "12px"})
         self._scroll = pn.Column(
             self._plots, sizing_mode="stretch_width", css_classes=["tp-heatmap-scroll"],
-            styles={"max-height": "calc(100vh - 190px)", "overflow": "auto"},
+            styles={"max-height": "calc(100vh - 200px)", "overflow": "auto"},
         )
         self._details = CellDetails(state=self.state, data=self.data)
-        self._taps: list[hv.streams.Tap] = []
-        #: HoloViews objects currently shown, by framework id (or "disagreement"); for export and tests.
-        self.current: dict[str, hv.Element] = {}
+        #: Cell frames currently shown, by framework id (or "disagreement"); for export and tests.
+        self.frames: dict = {}
+        #: The Bokeh figures currently shown, by the same keys.
+        self.figures: dict = {}
+        self._models: list[str] = []
+        self._syncing = False
         self.state.param.watch(self._refresh, _WATCHED)
+        self.state.param.watch(self._show_selection, ["model", "tp", "framework"])
         self._refresh()
 
     # -------------------------------------------------------------------------------------------
@@ -45,61 +72,81 @@ class ValidityView(pn.viewable.Viewer):
         truncated = len(models) > MAX_ROWS
         models = models[:MAX_ROWS]
         tps = sorted(s.tp_sizes)
-        for t in self._taps:
-            t.clear()
-        self._taps = []
-        self.current = {}
+        self.frames, self.figures = {}, {}
+        self._models = models
         if not models or not tps or not s.frameworks:
             what = "models match the filter" if not models else ("TP sizes are selected" if not tps else "frameworks are selected")
             self._summary.object = notice_html(f"No {what}: widen the filter or pick some.", "warning")
+            self._legend.object = ""
             self._plots.objects = []
             return
+        disagreement = s.disagreement and len(s.frameworks) >= 2
+        keys = ["disagreement"] if disagreement else list(s.frameworks)
         try:
-            grid = d.grid(pp=s.pp, dp=s.dp, ep=s.ep, dp_attention=s.dp_attention)
+            for k in keys:
+                self.frames[k] = cell_frame(d, s, k, models, tps)
         except Exception as exc:  # noqa: BLE001 -- a broken rules engine must not blank the page
+            self.frames = {}
             self._summary.object = notice_html(f"The rules engine failed: {exc}", "error")
+            self._legend.object = ""
             self._plots.objects = []
             return
+        from bokeh.models import FactorRange
+
+        geo = plots.heatmap_geometry(len(models), len(tps), len(keys), plots.ylabel_px(models))
+        y_range = FactorRange(factors=models[::-1])  # shared: the first model on top in every heatmap
         panes = []
-        if s.disagreement and len(s.frameworks) >= 2:
-            frame = plots.disagreement_frame(grid, s.frameworks, models, tps)
-            obj = plots.disagreement_heatmap(frame, s.frameworks)
-            self.current["disagreement"] = obj
-            panes.append(self._pane(obj, "disagreement"))
+        if disagreement:
+            frame = self.frames["disagreement"]
+            names = ", ".join(plots.framework_label(f) for f in s.frameworks)
+            fig = plots.heatmap_figure(frame, f"Where {names} disagree", colors=plots.DISAGREE_COLORS,
+                                       labels=plots.DISAGREE_LABELS, tooltip=plots.DISAGREE_TOOLTIP,
+                                       geometry=geo, y_range=y_range)
+            self.figures["disagreement"] = fig
+            panes.append(self._pane(fig, "disagreement"))
             n_dis = int((frame["status"] == "disagree").sum())
             summary = (
                 f"<b>{len(models)}</b> models &times; <b>{len(tps)}</b> TP sizes: the selected frameworks disagree on "
                 f"<b>{n_dis}</b> of {len(frame)} cells. Numbers in cells: how many frameworks accept."
             )
+            self._legend.object = plots.legend_html(plots.DISAGREE_COLORS, plots.DISAGREE_LABELS)
         else:
             parts = []
-            for i, fw in enumerate(s.frameworks):
-                frame = plots.heatmap_frame(grid, fw, models, tps)
-                obj = plots.validity_heatmap(frame, fw, with_yaxis=i == 0)
-                self.current[fw] = obj
-                panes.append(self._pane(obj, fw))
+            for i, fw in enumerate(keys):
+                frame = self.frames[fw]
+                fig = plots.heatmap_figure(frame, plots.framework_label(fw), geometry=geo, with_yaxis=i == 0,
+                                           y_range=y_range)
+                self.figures[fw] = fig
+                panes.append(self._pane(fig, fw))
                 n_ok = int(frame["status"].isin(["valid", "valid_replicated", "valid_padded"]).sum())
                 parts.append(f"{esc(plots.framework_label(fw))} accepts <b>{n_ok}</b>/{len(frame)}")
             summary = f"<b>{len(models)}</b> models &times; <b>{len(tps)}</b> TP sizes. " + "; ".join(parts) + "."
             if s.disagreement:
                 summary += " (Pick two or more frameworks for the disagreement view.)"
+            self._legend.object = plots.legend_html()
         if truncated:
             summary += f" Showing the first {MAX_ROWS} models: narrow the filter to see the rest."
         summary += " Hover a cell for every failing rule's message; tap it for details and the per-rank layout."
         self._summary.object = f'<div style="font-size:16px">{summary}</div>'
+        self._show_selection()
         self._plots.objects = panes
 
-    def _pane(self, obj, key: str) -> pn.pane.HoloViews:
-        hm = obj.get(0) if isinstance(obj, hv.Overlay) else obj
-        tap = hv.streams.Tap(source=hm, x=None, y=None)
-        tap.add_subscriber(lambda x, y, _key=key: self._on_tap(_key, x, y))
-        self._taps.append(tap)
-        plot_opts = hm.opts.get("plot").kwargs
-        return pn.pane.HoloViews(obj, css_classes=["tp-heatmap", f"tp-heatmap-{key}"],
-                                 width=plot_opts.get("width"), height=plot_opts.get("height"),
-                                 sizing_mode="fixed", styles={"flex": "none"})
+    def _pane(self, fig, key: str) -> pn.pane.Bokeh:
+        source = fig.renderers[0].data_source
+        source.selected.on_change("indices", lambda _attr, _old, new, _key=key: self._on_select(_key, new))
+        return pn.pane.Bokeh(fig, css_classes=["tp-heatmap", f"tp-heatmap-{key}"], styles={"flex": "none"})
+
+    def _on_select(self, key: str, indices) -> None:
+        if self._syncing or not indices:
+            return
+        frame = self.frames.get(key)
+        i = int(indices[-1])
+        if frame is None or not 0 <= i < len(frame):
+            return
+        self._on_tap(key, frame["tp"].iat[i], frame["model_id"].iat[i])
 
     def _on_tap(self, key: str, x, y) -> None:
+        """Select the cell (TP ``x``, model ``y``) of heatmap ``key`` (a framework id or "disagreement")."""
         if x is None or y is None:
             return
         try:
@@ -112,14 +159,32 @@ class ValidityView(pn.viewable.Viewer):
         fw = key if key != "disagreement" else (self.state.framework if self.state.framework in self.state.frameworks
                                                 else self.state.frameworks[0])
         self.state.param.update(model=model, tp=tp, framework=fw)
+        self._show_selection()
+
+    def _show_selection(self, *_):
+        """Outline the selected cell in the heatmap that shows it; clear every other selection."""
+        s = self.state
+        self._syncing = True
+        try:
+            for key, fig in self.figures.items():
+                frame = self.frames[key]
+                want: list[int] = []
+                if s.model and (key == s.framework or key == "disagreement"):
+                    hit = (frame["model_id"] == s.model) & (frame["tp"] == str(s.tp))
+                    want = [int(i) for i in hit.to_numpy().nonzero()[0][:1]]
+                sel = fig.renderers[0].data_source.selected
+                if list(sel.indices) != want:
+                    sel.indices = want
+        finally:
+            self._syncing = False
 
     def __panel__(self):
         return pn.Row(
-            pn.Column(self._summary, self._scroll, sizing_mode="stretch_width"),
+            pn.Column(self._summary, self._legend, self._scroll, sizing_mode="stretch_width"),
             pn.Column(
                 pn.pane.HTML('<h2 style="margin:4px 0">Selected cell</h2>'),
                 self._details,
-                width=420,
+                width=DETAILS_PX,
                 styles={"max-height": "calc(100vh - 150px)", "overflow": "auto", "flex": "none"},
                 css_classes=["tp-details-col"],
             ),
