@@ -282,6 +282,7 @@ def heatmap_figure(
     """
     from bokeh.models import (CategoricalAxis, ColumnDataSource, FactorRange, HoverTool, Legend, LegendItem,
                               Rect, TapTool, Text)
+    from bokeh.core.properties import value
     from bokeh.plotting import figure
 
     models = list(dict.fromkeys(frame["model_id"]))
@@ -314,7 +315,7 @@ def heatmap_figure(
         nonselection_glyph=rect.clone(),
     )
     text = Text(x="tp", y="model_id", text="mark", text_align="center", text_baseline="middle",
-                text_color="#111111", text_font_size=f"{geo['font']}pt", text_font_style="bold", text_font=FONT)
+                text_color="#111111", text_font_size=f"{geo['font']}pt", text_font_style="bold", text_font=value(FONT))
     fig.add_glyph(source, text, selection_glyph=text.clone(), nonselection_glyph=text.clone())
     tap = TapTool(renderers=[cells])
     fig.add_tools(HoverTool(tooltips=tooltip, renderers=[cells], attachment="right"), tap)
@@ -462,20 +463,24 @@ def layout_plot(frame: pd.DataFrame, title: str, max_width: int | None = None) -
     cell = 40 if n_slots <= 40 else (26 if n_slots <= 80 else 14)
     if max_width:
         cell = max(8, min(40, (max_width - 110) // max(n_slots, 1)))
-    width = min(max(560, cell * n_slots + 160), 1800)
+    # The legend (kinds present only) sits right of the plot, outside the cells: ~360 px.
+    legend_px = 0 if max_width else 360
+    width = min(max(560, cell * n_slots + 160), 1800) + legend_px
     if max_width:
-        width = min(max_width, cell * n_slots + 110)
-    height = max(240, 34 * n_ranks + 190) if not max_width else max(160, 26 * n_ranks + 90)
+        width = min(max_width, cell * n_slots + 90)
+    height = max(240, 34 * n_ranks + 150) if not max_width else max(150, 26 * n_ranks + 80)
     from bokeh.models import HoverTool
 
     hover = HoverTool(tooltips="<div style='font-size:14px'>@rank &middot; @slot: @detail</div>")
-    hooks = [_style_hook] if max_width else [_status_legend_hook(COMPONENT_COLORS, COMPONENT_LABELS, ncols=2), _style_hook]
+    present = [k for k in COMPONENT_COLORS if k in set(frame["kind"])]
+    hooks = [_style_hook] if max_width else [
+        _status_legend_hook({k: COMPONENT_COLORS[k] for k in present}, COMPONENT_LABELS, place="right"), _style_hook]
     kdims = [hv.Dimension("slot", label="heads held by the rank"), hv.Dimension("rank", label="TP rank")]
     hm = hv.HeatMap(frame, kdims, ["kind", "text", "detail", "head", "replica"], group="Layout").opts(
         cmap=dict(COMPONENT_COLORS),
         tools=[hover],
         default_tools=["save", "reset"],
-        toolbar="above",
+        toolbar=None if max_width else "above",
         line_color="white",
         line_width=1.5,
         width=width,
@@ -483,7 +488,10 @@ def layout_plot(frame: pd.DataFrame, title: str, max_width: int | None = None) -
         invert_yaxis=True,
         xaxis="top",
         title=title,
-        fontsize={"title": "17pt", "labels": LABEL_SIZE, "xticks": "11pt" if cell >= 26 else "7pt", "yticks": TICK_SIZE},
+        xlabel="" if max_width else "heads held by the rank",
+        ylabel="" if max_width else "TP rank",
+        fontsize={"title": "13pt" if max_width else "17pt", "labels": LABEL_SIZE,
+                  "xticks": "11pt" if cell >= 26 else "7pt", "yticks": "11pt" if max_width else TICK_SIZE},
         xrotation=90 if cell < 40 else 0,
         hooks=hooks,
         colorbar=False,
@@ -505,26 +513,39 @@ KIB = 1024.0
 def per_rank_curves(frame: pd.DataFrame, value: str, ylabel: str, title: str, scale: float = 1.0) -> hv.Overlay:
     """One line per framework of ``frame[value] / scale`` against TP (string categories).
 
-    ``frame`` columns: framework, tp (int), ``value`` (float; NaN where unavailable).
+    ``frame`` columns: framework, tp (int), ``value`` (float; NaN where unavailable). Frameworks whose
+    values coincide at every TP size share one line labelled "vLLM = SGLang" (otherwise the last-drawn
+    line would hide the others); the remaining lines differ in colour, marker and dash.
     """
     curves = []
     tps = [str(t) for t in sorted(frame["tp"].unique())] if len(frame) else []
     palette = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
-    for i, (fw, sub) in enumerate(frame.groupby("framework", sort=False)):
-        d = pd.DataFrame({"tp": sub["tp"].astype(int).astype(str).astype(object), "y": sub[value].astype(float) / scale})
-        d = d.dropna()
-        kd = hv.Dimension("tp", label="tensor-parallel size (TP)")
+    markers = ["circle", "square", "triangle", "diamond", "inverted_triangle", "hex"]
+    dashes = ["solid", "dashed", "dotdash", "dotted", "dashdot", "solid"]
+    groups: list[tuple[list[str], pd.DataFrame]] = []
+    for fw, sub in frame.groupby("framework", sort=False):
+        d = pd.DataFrame({"tp": sub["tp"].astype(int).astype(str).astype(object),
+                          "y": sub[value].astype(float) / scale}).dropna().reset_index(drop=True)
+        for names, other in groups:
+            if len(other) == len(d) and (other["tp"] == d["tp"]).all() and np.allclose(other["y"], d["y"], rtol=1e-9):
+                names.append(fw)
+                break
+        else:
+            groups.append(([fw], d))
+    for i, (names, d) in enumerate(groups):
+        label = " = ".join(framework_label(f) for f in names)
+        kd = hv.Dimension("tp", label="tensor-parallel size (TP, GPUs)")
         vd = hv.Dimension("y", label=ylabel)
-        c = hv.Curve(d, kd, vd, label=framework_label(fw)).opts(color=palette[i % len(palette)], line_width=3)
-        s = hv.Scatter(d, kd, vd, label=framework_label(fw)).opts(
-            color=palette[i % len(palette)], size=9, tools=["hover"]
-        )
-        curves.extend([c, s])
+        color = palette[i % len(palette)]
+        c = hv.Curve(d, kd, vd, label=label).opts(color=color, line_width=3, line_dash=dashes[i % len(dashes)])
+        sc = hv.Scatter(d, kd, vd, label=label).opts(color=color, size=10, marker=markers[i % len(markers)],
+                                                    tools=["hover"])
+        curves.extend([c, sc])
     if not curves:
         return hv.Overlay([hv.Curve([])]).opts(title=title)
     return hv.Overlay(curves).opts(
         title=title,
-        width=640,
+        width=680,
         height=400,
         legend_position="top_right",
         fontsize={"title": "16pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
@@ -541,32 +562,59 @@ def memory_bars(frame: pd.DataFrame, gpu_gib: float, title: str) -> hv.Overlay:
     """Stacked bars of per-GPU memory (GiB) for each TP size, with the GPU's capacity as a line.
 
     ``frame`` columns: tp (int), weights_gib, kv_gib, reserve_gib, fits (bool). A TP size whose bar
-    rises above the line does not fit; its label says so.
+    rises above the line does not fit; its label says so (``✗``).
     """
     rows = []
+    setups = []
     for _, r in frame.iterrows():
         label = f"TP {int(r['tp'])}" + ("" if bool(r["fits"]) else " ✗")
+        setups.append(label)
         for part, col in zip(MEMORY_PARTS, ("weights_gib", "kv_gib", "reserve_gib"), strict=True):
             rows.append({"setup": label, "part": part, "GiB": float(max(r[col], 0.0)) if pd.notna(r[col]) else 0.0})
     d = pd.DataFrame(rows, columns=["setup", "part", "GiB"])
     d["setup"] = d["setup"].astype(object)
     d["part"] = d["part"].astype(object)
-    bars = hv.Bars(d, ["setup", "part"], hv.Dimension("GiB", label="memory per GPU (GiB)")).opts(
+    bars = hv.Bars(d, [hv.Dimension("setup", label="layout (✗ = does not fit)"), "part"],
+                   hv.Dimension("GiB", label="memory per GPU (GiB)")).opts(
         stacked=True,
         cmap=MEMORY_COLORS,
-        width=900,
+        width=960,
         height=440,
         title=title,
         tools=["hover"],
         legend_position="right",
         fontsize={"title": "16pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
-        xlabel="",
         show_legend=True,
-        hooks=[_style_hook],
+        hooks=[_style_hook, _capacity_line_hook(gpu_gib, setups)],
     )
-    line = hv.HLine(gpu_gib).opts(color="#D55E00", line_width=3, line_dash="dashed")
-    title = f"{title} (dashed line: {gpu_gib:.0f} GiB per GPU; ✗ = does not fit)"
-    return (bars * line).opts(title=title)
+    return bars
+
+
+def _capacity_line_hook(gpu_gib: float, setups: Sequence[str]):
+    """Draw the GPU's memory as a dashed horizontal line with its own legend entry, keep the x axis
+    categorical (only the TP layouts as ticks) and the y range tall enough to show the line."""
+
+    def hook(plot, element) -> None:
+        from bokeh.models import FactorRange, LegendItem, Span
+
+        fig = plot.state
+        if not np.isfinite(gpu_gib) or any(getattr(r, "name", "") == "gpu-capacity" for r in fig.renderers):
+            return
+        fig.add_layout(Span(location=gpu_gib, dimension="width", line_color="#D55E00", line_width=3,
+                            line_dash="dashed"))
+        if isinstance(fig.x_range, FactorRange) and setups:
+            fig.x_range.factors = list(setups)
+        # An invisible line whose only job is the legend entry of the capacity line.
+        r = fig.line(x=[setups[0]] if setups else [], y=[gpu_gib] if setups else [], line_color="#D55E00",
+                     line_width=3, line_dash="dashed", name="gpu-capacity")
+        if fig.legend:
+            fig.legend[0].items.append(LegendItem(label=f"GPU memory ({gpu_gib:.0f} GiB)", renderers=[r]))
+            fig.legend[0].label_text_font_size = "13pt"
+        top = getattr(fig.y_range, "end", None)
+        if top is not None and top < gpu_gib * 1.08:
+            fig.y_range.end = gpu_gib * 1.08
+
+    return hook
 
 
 # ------------------------------------------------------------------------------------------------
@@ -601,11 +649,10 @@ def _name_hook(name: str):
 HEATMAP_FIGURE_NAME = "tp-validity-heatmap"
 
 
-def _status_legend_hook(colors: dict[str, str], labels: dict[str, str], present: Sequence[str] = (), ncols: int = 1):
-    """A hook adding a legend of every key of ``colors`` between the title and the plot.
-
-    The legend lists every category (not only those present) so side-by-side heatmaps line up.
-    """
+def _status_legend_hook(colors: dict[str, str], labels: dict[str, str], present: Sequence[str] = (), ncols: int = 1,
+                        place: str = "above"):
+    """A hook adding a legend of every key of ``colors`` outside the plot area (``place``: "above" -- between
+    the title and the plot -- or "right")."""
 
     def hook(plot, element) -> None:
         from bokeh.models import Legend, LegendItem
@@ -643,7 +690,7 @@ def _status_legend_hook(colors: dict[str, str], labels: dict[str, str], present:
             border_line_color=None,
             location="top_left",
         )
-        fig.add_layout(legend, "above")
+        fig.add_layout(legend, place)
 
     return hook
 

@@ -278,3 +278,36 @@ def test_memory_view_renders_or_says_why(app):
         assert "not available" in mv._notice.object
     else:
         assert mv._bars.object is not None and "Capacity on" in mv._table.object
+
+
+def test_memory_plots_show_coincident_frameworks_and_the_gpu_line():
+    from dashboard import plots
+
+    frame = pd.DataFrame({"framework": ["vllm"] * 3 + ["sglang"] * 3 + ["tensorrt-llm"] * 3,
+                          "tp": [1, 2, 4] * 3, "v": [8.0, 4.0, 2.0, 8.0, 4.0, 2.0, 8.0, 4.0, 3.0]})
+    ov = plots.per_rank_curves(frame, "v", "KV cache per token per rank (KiB)", "KV")
+    labels = [el.label for el in ov]
+    assert "vLLM = SGLang" in labels and "TensorRT-LLM" in labels and "vLLM" not in labels
+    assert "GPUs" in ov.get(0).kdims[0].label and "(KiB)" in ov.get(0).vdims[0].label
+    cap = pd.DataFrame({"tp": [1, 8], "weights_gib": [130.0, 17.0], "kv_gib": [0.0, 50.0],
+                        "reserve_gib": [2.0, 4.0], "fits": [False, True]})
+    fig = hv.render(plots.memory_bars(cap, 80.0, "Memory per GPU"))
+    assert list(fig.x_range.factors) == ["TP 1 ✗", "TP 8"]  # only the layouts: no stray numeric tick
+    assert any(getattr(r, "location", None) == 80.0 for r in fig.center)
+    assert any("GPU memory (80 GiB)" in str(i.label) for i in fig.legend[0].items)
+    assert "(GiB)" in fig.yaxis[0].axis_label
+
+
+def test_layout_plot_legend_outside_and_short_title():
+    import dashboard.layout as lay
+    from dashboard import plots
+
+    rec = cat.normalize_config(_cfg(24, 3, hidden=3072), "acme/h24-kv3")
+    frame = plots.layout_frame(lay.rank_layout(rec, "sglang", 6))
+    fig = hv.render(plots.layout_plot(frame, "SGLang, TP = 6"))
+    assert fig.title.text == "SGLang, TP = 6"
+    legends = [x for x in fig.right if getattr(x, "name", "") == "status-legend"]
+    assert legends and not [x for x in fig.above if getattr(x, "name", "") == "status-legend"]
+    # Only the head kinds present are listed.
+    assert {str(i.label.value) if hasattr(i.label, "value") else str(i.label) for i in legends[0].items} == {
+        "query head", "KV head", "KV head (replica of another rank's)"}

@@ -20,7 +20,7 @@ def verdict_html(state: PlannerState, data: AppData) -> str:
     if rec is None:
         return notice_html(f"Model {s.model} is not in the catalog.", "warning")
     head = (
-        f'<div class="tp-details-model" style="font-size:20px;font-weight:600;word-break:break-all">{esc(s.model)}</div>'
+        f'<div class="tp-details-model" style="font-size:18px;font-weight:600;overflow-wrap:anywhere">{esc(s.model)}</div>'
         f'<div style="font-size:16px;margin:2px 0 8px">{esc(plots.framework_label(s.framework))} &middot; TP = {s.tp}'
         + (f" &middot; PP = {s.pp}" if s.pp > 1 else "")
         + (f" &middot; DP = {s.dp}" if s.dp > 1 else "")

@@ -34,9 +34,10 @@ def layout_object(state: PlannerState, data: AppData, *, compact: bool = False):
             "warning",
         )
     frame = plots.layout_frame(df)
-    title = f"{state.model} — {plots.framework_label(state.framework)}, TP = {state.tp}"
+    # Short titles: the model id is in the heading above the plot (and in the details column).
+    title = f"{plots.framework_label(state.framework)}, TP = {state.tp}"
     if compact:
-        return plots.layout_plot(frame, f"Heads per rank, TP = {state.tp}", max_width=400), ""
+        return plots.layout_plot(frame, f"Heads per rank, TP = {state.tp}", max_width=360), ""
     return plots.layout_plot(frame, title), ""
 
 

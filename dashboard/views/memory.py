@@ -153,7 +153,7 @@ class MemoryView(pn.viewable.Viewer):
         gpu_gib = float(row["memory_bytes"].iloc[0]) / GIB if len(row) and "memory_bytes" in row else float("nan")
         cap = capacity_frame(s, self.data, rec, gpu)
         self._bars.object = plots.memory_bars(
-            cap, gpu_gib, f"Memory per GPU on {gpu}: {plots.framework_label(s.framework)}, by TP size"
+            cap, gpu_gib, f"Memory per GPU: {plots.framework_label(s.framework)} on {gpu}"
         )
         self._show(None)
         body = []

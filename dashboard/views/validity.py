@@ -134,7 +134,9 @@ class ValidityView(pn.viewable.Viewer):
     def _pane(self, fig, key: str) -> pn.pane.Bokeh:
         source = fig.renderers[0].data_source
         source.selected.on_change("indices", lambda _attr, _old, new, _key=key: self._on_select(_key, new))
-        return pn.pane.Bokeh(fig, css_classes=["tp-heatmap", f"tp-heatmap-{key}"], styles={"flex": "none"})
+        # The Bokeh pane hands the figure itself to the page: the classes go on the figure.
+        fig.css_classes = ["tp-heatmap", f"tp-heatmap-{key}"]
+        return pn.pane.Bokeh(fig, styles={"flex": "none"})
 
     def _on_select(self, key: str, indices) -> None:
         if self._syncing or not indices:
