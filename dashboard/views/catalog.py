@@ -95,8 +95,13 @@ class CatalogView(pn.viewable.Viewer):
             disabled=True,
             sizing_mode="stretch_width",
             height=820,
-            formatters={c: {"type": "plaintext"} for c in ("model_id", "model_type", "attention_kind",
-                                                            "linear_attention_kind", "quant_method", "torch_dtype", "status")},
+            formatters={
+                **{c: {"type": "plaintext"} for c in ("model_id", "model_type", "attention_kind",
+                                                       "linear_attention_kind", "quant_method", "torch_dtype", "status")},
+                # Whole numbers (NaN-able floats on the wire) without a spurious ".0"; missing -> empty.
+                **{c: {"type": "money", "precision": 0, "thousand": ""} for c in (
+                    "num_attention_heads", "num_key_value_heads", "head_dim", "num_hidden_layers")},
+            },
             titles=TABLE_COLUMNS,
             frozen_columns=["model_id"],
             css_classes=["tp-catalog-table"],

@@ -99,14 +99,14 @@ class ValidityView(pn.viewable.Viewer):
         if disagreement:
             frame = self.frames["disagreement"]
             names = ", ".join(plots.framework_label(f) for f in s.frameworks)
-            fig = plots.heatmap_figure(frame, f"Where {names} disagree", colors=plots.DISAGREE_COLORS,
+            fig = plots.heatmap_figure(frame, "Where the frameworks disagree", colors=plots.DISAGREE_COLORS,
                                        labels=plots.DISAGREE_LABELS, tooltip=plots.DISAGREE_TOOLTIP,
                                        geometry=geo, y_range=y_range)
             self.figures["disagreement"] = fig
             panes.append(self._pane(fig, "disagreement"))
             n_dis = int((frame["status"] == "disagree").sum())
             summary = (
-                f"<b>{len(models)}</b> models &times; <b>{len(tps)}</b> TP sizes: the selected frameworks disagree on "
+                f"<b>{len(models)}</b> models &times; <b>{len(tps)}</b> TP sizes: {esc(names)} disagree on "
                 f"<b>{n_dis}</b> of {len(frame)} cells. Numbers in cells: how many frameworks accept."
             )
             self._legend.object = plots.legend_html(plots.DISAGREE_COLORS, plots.DISAGREE_LABELS)
