@@ -118,13 +118,13 @@ def rank_layout(record: Any, framework: str, tp: int, *, dp: int = 1, dp_attenti
     ------
     LayoutError (a ValueError) when the framework cannot lay the heads out on ``tp`` ranks (the message
     names the count and the size), or when ``dp`` does not divide ``tp`` under DP-attention; ValueError
-    for an unknown framework, ``tp < 1`` or a record without ``num_attention_heads``.
+    for an unknown framework, a ``tp``/``dp`` that is not a whole number in ``1 ..
+    dashboard.sharding.MAX_PARALLEL``, or a record without ``num_attention_heads``.
     """
     if framework not in schema.FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; expected one of {', '.join(schema.FRAMEWORKS)}")
-    tp = int(tp)
-    if tp < 1:
-        raise ValueError(f"tp must be >= 1, got {tp}")
+    tp = sharding.parallel_size(tp, "tp")  # whole number in 1 .. MAX_PARALLEL: 4.5 is refused, not truncated
+    dp = sharding.parallel_size(dp, "dp")
     heads = _get(record, "num_attention_heads")
     if heads is None:
         raise ValueError("record has no num_attention_heads: no layout can be drawn")

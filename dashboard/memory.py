@@ -318,7 +318,9 @@ def kv_cache_bytes_per_token_per_rank(record: Any, framework: str, tp: int, *, k
     Sources: vLLM ``FullAttentionSpec`` / ``MLAAttentionSpec`` page sizes, SGLang ``cell_size``,
     TensorRT-LLM ``get_cache_size_per_token`` (URLs in the module docstring).
     """
-    _check(framework, tp)
+    tp, dp = _check(framework, tp, dp=dp)
+    if context_len is not None:
+        context_len = _check_context_len(context_len)
     c = _cols(record)
     return float(_kv_bytes_matrix(c, framework, np.array([tp]), kv_bytes=_dtype_bytes(kv_dtype, KV_DTYPE_BYTES, "kv_dtype"),
                                   context_len=context_len, dp=dp, dp_attention=dp_attention)[0, 0])
@@ -364,7 +366,7 @@ def linear_state_bytes_per_sequence_per_rank(record: Any, framework: str, tp: in
     kind or shapes are unknown. ``state_dtype`` is vLLM's default ``mamba_ssm_cache_dtype="auto"`` (the
     model dtype).
     """
-    _check(framework, tp)
+    (tp,) = _check(framework, tp)
     c = _cols(record)
     return float(_state_bytes_matrix(c, np.array([tp]), state_bytes=_dtype_bytes(state_dtype, KV_DTYPE_BYTES, "state_dtype"))[0, 0])
 
@@ -543,7 +545,7 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
     Returns ``nan`` when the record lacks shapes. Raises ``ValueError`` for an unknown framework /
     dtype or ``tp < 1``.
     """
-    _check(framework, tp)
+    tp, pp, ep, dp = _check(framework, tp, pp=pp, ep=ep, dp=dp)
     c = _cols(record)
     return float(_weight_bytes_matrix(c, framework, np.array([tp]), pp=pp, ep=ep, weight_dtype=weight_dtype,
                                       dp=dp, dp_attention=dp_attention)[0, 0])
@@ -720,9 +722,15 @@ def capacity(record: Any, framework: str, gpu: Any, tp: int, *, pp: int = 1, ep:
     the framework's block size), ``concurrent_sequences`` (whole sequences of ``context_len``), ``fits``
     (bool: weights load and at least one full-length sequence fits).
 
-    Raises ``ValueError`` for an unknown framework, GPU or dtype, or ``tp < 1``.
+    Raises ``ValueError`` for an unknown framework, GPU or dtype, a ``tp``/``pp``/``ep``/``dp`` that is not
+    a whole number in ``1 .. dashboard.sharding.MAX_PARALLEL``, a ``context_len`` that is not a whole
+    number >= 1, or a ``mem_fraction`` outside ``(0, 1]``.
     """
-    _check(framework, tp)
+    tp, pp, ep, dp = _check(framework, tp, pp=pp, ep=ep, dp=dp)
+    if context_len is not None:
+        context_len = _check_context_len(context_len)
+    if mem_fraction is not None:
+        mem_fraction = _check_fraction(mem_fraction)
     name, mem = _gpu_memory(gpu)
     c = _cols(record)
     m = _capacity_matrix(c, framework, np.array([tp]), mem, pp=pp, ep=ep, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
@@ -752,10 +760,12 @@ def memory_grid(catalog: pd.DataFrame, tp_sizes: Sequence[int] = schema.DEFAULT_
     when given; otherwise each framework's default.
     """
     for fw in frameworks:
-        _check(fw, 1)
-    tp = np.asarray(list(tp_sizes), dtype=np.int64)
-    if (tp < 1).any():
-        raise ValueError("TP sizes must be >= 1")
+        _check(fw, 1, pp=pp, ep=ep)
+    tp = sharding.parallel_sizes(list(tp_sizes), "TP size")  # never truncated: 4.5 is an error
+    if context_len is not None and np.ndim(context_len) == 0:
+        context_len = _check_context_len(context_len)
+    if mem_fraction is not None:
+        mem_fraction = _check_fraction(mem_fraction)
     _, mem = _gpu_memory(gpu)
     c = _cols(catalog)
     ids = c["model_id"] if "model_id" in catalog.columns else np.arange(len(catalog)).astype(str)
@@ -775,11 +785,30 @@ def memory_grid(catalog: pd.DataFrame, tp_sizes: Sequence[int] = schema.DEFAULT_
     return out
 
 
-def _check(framework: str, tp: Any) -> None:
+def _check(framework: str, tp: Any, **sizes: Any) -> list[int]:
+    """Validate the framework and the parallel sizes; return ``[tp, *sizes.values()]`` as ints.
+
+    Every size must be a whole number in ``1 .. sharding.MAX_PARALLEL`` (ValueError naming it otherwise:
+    ``tp=4.5`` or ``pp=0`` used to be divided by, truncated or silently clamped)."""
     if framework not in schema.FRAMEWORKS:
         raise ValueError(f"unknown framework {framework!r}; expected one of {', '.join(schema.FRAMEWORKS)}")
-    if isinstance(tp, (int, np.integer)) and int(tp) < 1:
-        raise ValueError(f"tp must be >= 1, got {tp}")
+    return [sharding.parallel_size(tp, "tp"), *(sharding.parallel_size(v, k) for k, v in sizes.items())]
+
+
+def _check_context_len(context_len: Any) -> int:
+    """Tokens per sequence: a whole number >= 1 (0 gave NaN bytes, negatives negative sequences)."""
+    return sharding.parallel_size(context_len, "context_len", hi=1 << 40)
+
+
+def _check_fraction(frac: Any) -> float:
+    """A framework memory fraction (``gpu_memory_utilization`` etc.): a number in ``(0, 1]``."""
+    try:
+        f = float(frac)
+    except (TypeError, ValueError):
+        raise ValueError(f"mem_fraction must be a number in (0, 1], got {frac!r}") from None
+    if not (0.0 < f <= 1.0):  # also refuses nan
+        raise ValueError(f"mem_fraction must be a number in (0, 1], got {frac!r}")
+    return f
 
 
 def bytes_to_gib(x: float) -> float:

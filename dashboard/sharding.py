@@ -18,10 +18,60 @@ Sources
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import numpy as np
 import numpy.typing as npt
 
 ArrayLike = npt.ArrayLike
+
+#: Largest parallel size (TP, PP, DP or EP degree) the API accepts: 2**16, the catalog's bound on head
+#: counts (``catalog._MAX_HEADS``). Larger sizes are refused up front: no deployment runs one, and the
+#: rules' nearest-valid-size search and the layout allocate per rank.
+MAX_PARALLEL = 1 << 16
+
+
+def parallel_size(value: object, name: str = "tp", *, hi: int = MAX_PARALLEL) -> int:
+    """One parallel size as an ``int`` in ``1 .. hi``.
+
+    Accepts ints, numpy integers, integral floats (``8.0``) and digit strings (``"8"``, e.g. from a
+    form or a URL). Raises ``ValueError`` (naming ``name``) for anything else that is a number or a
+    string -- ``4.5``, ``nan``, ``inf``, ``"x"``, ``0``, negatives, sizes above ``hi`` -- and ``TypeError``
+    for other types (``None``, bools, lists). Never truncates: ``4.5`` is an error, not 4.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a whole number, got {value!r}")
+    if isinstance(value, numbers.Integral):
+        v = int(value)
+    elif isinstance(value, numbers.Real):
+        f = float(value)
+        if not math.isfinite(f) or not f.is_integer():
+            raise ValueError(f"{name} must be a whole number, got {value!r}")
+        v = int(f)
+    elif isinstance(value, str):
+        try:
+            v = int(value.strip())
+        except ValueError:
+            raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+    else:
+        raise TypeError(f"{name} must be a whole number, got {type(value).__name__}")
+    if v < 1:
+        raise ValueError(f"{name} must be >= 1, got {v}")
+    if v > hi:
+        raise ValueError(f"{name} must be <= {hi}, got {v}")
+    return v
+
+
+def parallel_sizes(values: object, name: str = "TP size", *, hi: int = MAX_PARALLEL) -> np.ndarray:
+    """A sequence of parallel sizes (see :func:`parallel_size`) as a 1-D int64 array, order kept."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        arr = values.astype(np.int64, copy=False).ravel()
+        bad = arr[(arr < 1) | (arr > hi)]
+        if bad.size:
+            parallel_size(int(bad[0]), name, hi=hi)  # raises with the message
+        return arr
+    return np.array([parallel_size(v, name, hi=hi) for v in values], dtype=np.int64)
 
 
 def _i(x: ArrayLike) -> np.ndarray:

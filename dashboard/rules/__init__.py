@@ -216,7 +216,7 @@ def _to_ctx(records: pd.DataFrame | Mapping | pd.Series, tp_sizes, **kw) -> Ctx:
         df = pd.DataFrame([dict(records)])
     else:
         raise TypeError(f"record must be a mapping, Series or DataFrame, got {type(records).__name__}")
-    return Ctx(df, np.asarray(list(tp_sizes), dtype=np.int64), **kw)
+    return Ctx(df, sharding.parallel_sizes(tp_sizes, "TP size"), **kw)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -381,9 +381,10 @@ def grid(
 
     Raises
     ------
-    ValueError for an unknown framework or a size < 1.
+    ValueError for an unknown framework or a size that is not a whole number in
+    ``1 .. dashboard.sharding.MAX_PARALLEL``.
     """
-    tps = np.asarray(list(tp_sizes), dtype=np.int64)
+    tps = sharding.parallel_sizes(list(tp_sizes), "TP size")  # never truncated: 4.5 is an error
     models = catalog_df.reset_index(drop=True)
     ids = (
         models["model_id"].astype("string").fillna("").to_numpy(dtype=object)
@@ -471,7 +472,7 @@ def _ok_sizes(record, framework: str, version, sizes: np.ndarray, **kw) -> np.nd
 
 def _suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision_dp, failures) -> list[str]:
     out: list[str] = []
-    upper = max(64, 2 * tp)
+    upper = min(max(64, 2 * tp), sharding.MAX_PARALLEL)
     sizes = np.arange(1, upper + 1, dtype=np.int64)
     base = dict(pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp)
     ok = _ok_sizes(record, framework, version, sizes, **base)
@@ -557,9 +558,12 @@ def check(
 
     Raises
     ------
-    ValueError for an unknown framework or a parallel size < 1; TypeError for a record of another type.
+    ValueError for an unknown framework or a parallel size that is not a whole number in
+    ``1 .. dashboard.sharding.MAX_PARALLEL`` (``4.5`` is refused, not truncated); TypeError for a record
+    of another type.
     """
-    tp = int(tp)
+    tp = sharding.parallel_size(tp, "tp")  # whole number in 1 .. MAX_PARALLEL (ValueError otherwise)
+    pp, dp, ep = (sharding.parallel_size(v, n) for v, n in ((pp, "pp"), (dp, "dp"), (ep, "ep")))
     ctx = _to_ctx(record, [tp], pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp)
     ev = _evaluate(ctx, framework, version)
     failures, warnings = _hits(ev, 0)

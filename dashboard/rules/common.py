@@ -160,18 +160,14 @@ class Ctx:
     ) -> None:
         self.models = models
         self.n_models = len(models)
-        self.tp_sizes = np.asarray(tp_sizes, dtype=np.int64)
+        # whole numbers in 1 .. MAX_PARALLEL, never truncated (4.5 is an error, not 4)
+        self.tp_sizes = sharding.parallel_sizes(tp_sizes, "TP size")
         self.n_tp = len(self.tp_sizes)
         self.n = self.n_models * self.n_tp
         self.tp = np.tile(self.tp_sizes, self.n_models)
-        for name, v in (("pp", pp), ("dp", dp), ("ep", ep)):
-            if int(v) < 1:
-                raise ValueError(f"{name} must be >= 1, got {v}")
-        if (self.tp_sizes < 1).any():
-            raise ValueError("TP sizes must be >= 1")
-        self.pp = int(pp)
-        self.dp = int(dp)
-        self.ep = int(ep)
+        self.pp = sharding.parallel_size(pp, "pp")
+        self.dp = sharding.parallel_size(dp, "dp")
+        self.ep = sharding.parallel_size(ep, "ep")
         self.dp_attention = bool(dp_attention)
         self.vision_dp = bool(vision_dp)
         self._memo: dict[object, object] = {}
