@@ -62,6 +62,7 @@ import json
 import math
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -1628,17 +1629,41 @@ def main(argv: list[str] | None = None) -> int:
     rd = sub.add_parser("readme", help="regenerate data/README.md from the schema and the shipped catalog")
     rd.add_argument("-o", "--output", default=str(default_catalog_path().with_name("README.md")))
     args = ap.parse_args(argv)
+
+    def fail(msg: str) -> int:  # bad input: one line on stderr, exit 2, nothing written
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+
     if args.cmd == "aliases":
         print(f"wrote {write_transformers_snapshot()}")
         return 0
+    out = Path(args.output)
+    if out.is_dir():
+        return fail(f"cannot write {out}: it is a directory (give a file path with -o)")
     if args.cmd == "readme":
-        Path(args.output).write_text(data_readme())
+        try:
+            atomic_write_text(out, data_readme())
+        except OSError as exc:
+            return fail(f"cannot write {out}: {exc}")
         print(f"wrote {args.output}")
         return 0
-    df = build_catalog(args.folder)
-    if args.merge and Path(args.output).exists():
-        df = merge_catalog(load_catalog(args.output), df)
-    write_catalog(df, args.output)
+    try:
+        df = build_catalog(args.folder)
+    except OSError as exc:
+        return fail(str(exc))
+    if not len(df):  # a wrong path must not replace a catalog with an empty one
+        return fail(f"no <org>--<name>.json config files in {args.folder}; nothing written")
+    if args.merge and out.exists():
+        try:
+            old = load_catalog(out)
+        except Exception as exc:  # noqa: BLE001 - never overwrite a catalog we cannot read
+            return fail(f"the catalog {out} exists but cannot be read ({type(exc).__name__}: {exc}); "
+                        "nothing written: move it away or drop --merge")
+        df = merge_catalog(old, df)
+    try:
+        write_catalog(df, out)
+    except OSError as exc:
+        return fail(f"cannot write {out}: {exc}")
     counts = df["status"].value_counts().to_dict()
     print(f"wrote {len(df)} rows to {args.output}: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
     return 0

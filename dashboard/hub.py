@@ -998,8 +998,17 @@ def scrape(
         repo_ids = [repo_ids]
     if workers < 1:
         raise ScrapeError("--workers must be >= 1")
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise ScrapeError(f"--timeout must be a number of seconds > 0, not {timeout!r}")
+    if max_retries < 0:
+        raise ScrapeError(f"--max-retries must be >= 0, not {max_retries!r}")
     path = Path(catalog_path) if catalog_path is not None else default_catalog_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise ScrapeError(f"--catalog {path} is a directory: give the parquet file to read and write")
+    try:  # before any request: a catalog we could not write would lose the whole run's work
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ScrapeError(f"cannot create the catalog's folder {path.parent}: {exc}") from exc
     offline = hf_constants.is_offline_mode()
     scrub = _Scrubber(_known_secrets(token))
     retrier = _Retrier(RetryPolicy(max_retries, backoff_base, backoff_max, retry_after_max))
