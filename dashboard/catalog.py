@@ -1424,9 +1424,28 @@ def _status(rec: dict, notes: list[str]) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
+def _na(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def _whole(v: Any) -> int:
+    if isinstance(v, float) and not v.is_integer():
+        raise ValueError(f"{v!r} is not a whole number")
+    return int(v)
+
+
+def _coerce_named(values: list, dtype: str, name: str) -> pd.api.extensions.ExtensionArray | Any:
+    """:func:`_coerce_column` whose errors name the column (a foreign or hand-edited catalog file used to
+    fail with a bare ``invalid literal for int()``)."""
+    try:
+        return _coerce_column(values, dtype)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ValueError(f"catalog column {name!r} ({dtype}): {type(exc).__name__}: {exc}") from exc
+
+
 def _coerce_column(values: list, dtype: str) -> pd.api.extensions.ExtensionArray | Any:
     if dtype == "Int64":
-        return pd.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v) for v in values], dtype="Int64")
+        return pd.array([None if _na(v) else _whole(v) for v in values], dtype="Int64")
     if dtype == "boolean":
         return pd.array([None if v is None or v is pd.NA else bool(v) for v in values], dtype="boolean")
     if dtype == "float64":
@@ -1442,7 +1461,7 @@ def catalog_from_records(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     recs = list(records)
     data = {}
     for name in schema.COLUMN_NAMES:
-        data[name] = _coerce_column([rc.get(name) for rc in recs], schema.COLUMN_DTYPES[name])
+        data[name] = _coerce_named([rc.get(name) for rc in recs], schema.COLUMN_DTYPES[name], name)
     return pd.DataFrame(data, columns=list(schema.COLUMN_NAMES))
 
 
@@ -1457,7 +1476,7 @@ def conform(df: pd.DataFrame) -> pd.DataFrame:
             if str(col.dtype) == dt:
                 out[name] = col.reset_index(drop=True)
             else:
-                out[name] = pd.Series(_coerce_column(col.tolist(), dt))
+                out[name] = pd.Series(_coerce_named(col.tolist(), dt, name))
         else:
             out[name] = pd.Series(_coerce_column([None] * n, dt))
     return pd.DataFrame(out, columns=list(schema.COLUMN_NAMES))
@@ -1517,8 +1536,14 @@ def default_catalog_path() -> Path:
 
 
 def load_catalog(path: str | os.PathLike | None = None) -> pd.DataFrame:
-    """Read a catalog parquet file (default: the shipped one) and conform it to the schema."""
+    """Read a catalog parquet file (default: the shipped one) and conform it to the schema.
+
+    Raises ``FileNotFoundError`` when ``path`` is not a file, ``ValueError`` naming the column when a
+    column cannot be cast to the schema's dtype, and pyarrow's error for a file that is not parquet.
+    """
     p = Path(path) if path is not None else default_catalog_path()
+    if not p.is_file():  # pyarrow reads a directory as a dataset and reports a bare path otherwise
+        raise FileNotFoundError(f"no catalog file at {p}")
     df = pd.read_parquet(p)
     return conform(df)
 

@@ -214,3 +214,36 @@ def test_hub_scrape_bad_numbers_are_usage_errors(tmp_path, capsys, closed_endpoi
     assert rc == 2
     assert args[0] in _no_traceback(capsys)
     assert not cat.exists()
+
+
+# ---------------------------------------------------------------------------------------------------
+# catalog files and records
+# ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["abc", 2**70, [1, 2]])
+def test_catalog_from_records_names_the_column_it_cannot_store(value):
+    from dashboard.catalog import catalog_from_records
+
+    with pytest.raises(ValueError, match="num_attention_heads"):
+        catalog_from_records([{"model_id": "x/y", "num_attention_heads": value}])
+
+
+def test_load_catalog_of_a_foreign_parquet_names_the_column(tmp_path):
+    from dashboard.catalog import load_catalog
+
+    p = tmp_path / "edited.parquet"
+    pd.DataFrame({"model_id": ["x/y"], "num_key_value_heads": ["eight"]}).to_parquet(p)
+    with pytest.raises(ValueError, match="num_key_value_heads"):
+        load_catalog(p)
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_load_catalog_missing_file_says_so(tmp_path, kind):
+    from dashboard.catalog import load_catalog
+
+    p = tmp_path / "nope.parquet"
+    if kind == "directory":
+        p.mkdir()
+    with pytest.raises(FileNotFoundError, match="no catalog file at"):
+        load_catalog(p)
