@@ -342,3 +342,14 @@ def test_property_grid_equals_check(recs, tp_list, lay):
         assert kvr == v.kv_heads_per_rank
         rep = None if pd.isna(row.kv_replicas) else int(row.kv_replicas)
         assert rep == v.kv_replicas
+
+
+def test_unknown_status_names_the_missing_fields():
+    """A record without head counts is not silently "valid": status unknown and a warning naming the gaps."""
+    v = check({"model_id": "x/partial", "hidden_size": 4096}, "vllm", 4)
+    assert v.status == "unknown" and not v.failures
+    (w,) = [w for w in v.warnings if w.rule_id == "engine.missing_fields"]
+    assert "num_attention_heads" in w.message and "num_key_value_heads" in w.message
+    full = check({"model_id": "x/full", "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                  "hidden_size": 4096}, "vllm", 4)
+    assert not [w for w in full.warnings if w.rule_id == "engine.missing_fields"]

@@ -75,7 +75,9 @@ class Verdict:
     """What a framework does with one (model, parallel layout).
 
     ``valid`` is True exactly when ``failures`` is empty. ``status`` is one of
-    :data:`dashboard.schema.CELL_STATUSES`. Per-rank counts are heads (not bytes); ``None`` when the
+    :data:`dashboard.schema.CELL_STATUSES`; read it too: ``status == "unknown"`` means the record lacks
+    fields some rules need (they were skipped; a warning ``engine.missing_fields`` names them), so
+    ``valid`` then only says that no *checkable* rule failed. Per-rank counts are heads (not bytes); ``None`` when the
     record lacks the heads. ``attn_tp`` is the TP degree of the attention layers (``tp / dp`` under
     SGLang DP-attention, 1 under TensorRT-LLM attention-DP).
     """
@@ -575,6 +577,14 @@ def check(
         )
     err = np.array([bool(failures)])
     status = _STATUS_CATS[int(_status(err, ev)[0])]
+    if ev.unknown[0]:
+        missing = sorted({c for r in ev.rules for c in r.needs if not ctx.has(c)[0]})
+        warnings.append(
+            RuleHit("engine.missing_fields", framework, "attention_heads",
+                    f"Not fully checked: the record has no {', '.join(missing)}, so the rules that need "
+                    f"{'it' if len(missing) == 1 else 'them'} were skipped (status unknown).",
+                    "", "warning")
+        )
     suggestions = _suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision_dp, failures)
     model_id = ""
     try:
