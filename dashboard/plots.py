@@ -2,8 +2,9 @@
 
 Every function takes tidy frames from the pure modules (:func:`dashboard.rules.grid`,
 :func:`dashboard.layout.rank_layout`, :mod:`dashboard.memory`) and returns a plot styled for a
-meeting-room screen (large titles and tick labels, a colour-blind-safe palette, a legend drawn in the
-figure so an exported PNG carries it). The validity heatmaps are plain Bokeh figures
+meeting-room screen (large titles and tick labels, a colour-blind-safe palette; the layout and memory
+plots draw their legend in the figure; the validity heatmaps share one legend on the page and their PNG
+export draws it under the image). The validity heatmaps are plain Bokeh figures
 (:func:`heatmap_figure`: thousands of cells, built per session, so no per-cell Python work); the
 per-rank layout and memory plots are HoloViews elements.
 
@@ -173,8 +174,9 @@ def heatmap_frame(grid: pd.DataFrame, framework: str, models: Sequence[str], tp_
 #: Pixel width the side-by-side validity heatmaps may take on a 1920 px wide page (sidebar and details
 #: column excluded); columns shrink to fit it, down to :data:`MIN_COL_PX`.
 HEATMAP_BUDGET_PX = 1120
-#: Narrowest TP column (pixels); below that the heatmap area scrolls sideways.
-MIN_COL_PX = 26
+#: Narrowest TP column (pixels): two-digit TP labels in 12 pt stay apart; when the heatmaps need more
+#: room than the page has, the heatmap area scrolls sideways instead of squeezing columns.
+MIN_COL_PX = 28
 #: Longest model id drawn in full on the y axis; longer ids keep their start and end around an ellipsis
 #: (the tooltip and the details show the full id).
 MAX_LABEL_CHARS = 34
@@ -189,6 +191,13 @@ def short_label(model_id: str, n: int = MAX_LABEL_CHARS) -> str:
         return s
     head = (n - 1) // 2
     return s[:head] + "…" + s[len(s) - (n - 1 - head):]
+
+
+#: BokehJS twin of :func:`short_label` (a tick formatter body; ``tick`` is the model id).
+_SHORT_LABEL_JS = (
+    "const n = %(n)d; const s = String(tick); if (s.length <= n) return s;"
+    " const h = Math.floor((n - 1) / 2); return s.slice(0, h) + '\u2026' + s.slice(s.length - (n - 1 - h));"
+)
 
 
 def ylabel_px(models: Sequence[str]) -> int:
@@ -276,11 +285,13 @@ def heatmap_figure(
     Returns
     -------
     bokeh.plotting.figure named :data:`HEATMAP_FIGURE_NAME`; the cells' renderer is ``fig.renderers[0]``
-    and its data source holds one row per cell (tap selection = the tapped cell's row index).
+    and its data source holds one row per cell (tap selection = the tapped cell's row index). The figure
+    draws no legend (the page has one shared legend); ``fig.tags`` holds its ``[colour, label]`` pairs for
+    the PNG export. It never shrinks below its fixed size (CSS ``flex: none``).
     Untrusted strings reach the browser only as data-source values: canvas text and ``@field`` tooltip
     values, which Bokeh HTML-escapes.
     """
-    from bokeh.models import (CategoricalAxis, ColumnDataSource, FactorRange, HoverTool, Legend, LegendItem,
+    from bokeh.models import (CategoricalAxis, ColumnDataSource, CustomJSTickFormatter, FactorRange, HoverTool,
                               Rect, TapTool, Text)
     from bokeh.core.properties import value
     from bokeh.plotting import figure
@@ -339,23 +350,18 @@ def heatmap_figure(
         ax.major_tick_line_color = None
         ax.axis_line_color = None
     if with_yaxis:
-        overrides = {m: short_label(m) for m in models if len(m) > MAX_LABEL_CHARS}
-        fig.yaxis.major_label_overrides = overrides
+        # Long ids keep their start and end (same cut as short_label). A formatter, not
+        # major_label_overrides: Bokeh sizes the axis from the formatted labels but ignores overrides
+        # when it measures, so overrides left a 50-character-wide gap beside the names.
+        fig.yaxis.formatter = CustomJSTickFormatter(code=_SHORT_LABEL_JS % {"n": MAX_LABEL_CHARS})
     else:
         fig.yaxis.visible = False
-    # Legend of every status (not only those present) below the plot, for the exported PNG: zero-size
-    # rects at a real cell draw nothing on the plot and a filled swatch in the legend.
-    if models and tps:
-        keys = list(colors)
-        swatches = ColumnDataSource(data={"x": [tps[0]] * len(keys), "y": [models[0]] * len(keys),
-                                          "color": [colors[k] for k in keys]})
-        legend_r = fig.add_glyph(swatches, Rect(x="x", y="y", width=0, height=0, fill_color="color", line_color=None))
-        items = [LegendItem(label=labels.get(k, k), renderers=[legend_r], index=i) for i, k in enumerate(keys)]
-        ncols = 2 if geo["frame_width"] >= 380 or with_yaxis else 1
-        fig.add_layout(Legend(items=items, name="status-legend", orientation="vertical", ncols=ncols,
-                              label_text_font_size="12pt", label_text_font=FONT, label_height=18, glyph_height=18,
-                              glyph_width=18, spacing=2, padding=4, margin=4, border_line_color=None,
-                              location="top_left"), "below")
+    # No legend inside the figure: the page shows one shared legend above the heatmaps, and the PNG
+    # export (dashboard.views.export.PNG_EXPORT_JS) draws these (colour, label) pairs under the image.
+    fig.tags = [[colors[k], labels.get(k, k)] for k in colors]
+    # Never narrower than its frame: in a flex row a figure would otherwise be squeezed to a few px per
+    # column on a narrow screen; the heatmap area scrolls sideways instead.
+    fig.styles = {"flex": "none"}
     return fig
 
 
@@ -448,6 +454,54 @@ def layout_frame(layout: pd.DataFrame) -> pd.DataFrame:
     for c in ("slot", "rank", "kind", "text", "component", "detail"):
         out[c] = out[c].astype(object)
     return out.reset_index(drop=True)
+
+
+#: Most head columns the per-rank layout draws (a model with 65,536 heads at TP=64 has 1,024 per rank);
+#: the rest are summarised in a note and stay in the tidy layout frame.
+MAX_LAYOUT_SLOTS = 64
+#: The same for the compact preview under a heatmap cell's details.
+MAX_COMPACT_SLOTS = 24
+
+
+def cap_layout_slots(frame: pd.DataFrame, max_slots: int = MAX_LAYOUT_SLOTS
+                     ) -> tuple[pd.DataFrame, dict[str, tuple[int, int]]]:
+    """Keep at most ``max_slots`` head columns of a :func:`layout_frame` for drawing.
+
+    Every component present keeps its first slots (an equal share of ``max_slots``, at least 4;
+    components with fewer slots leave their spare share to the others). Returns the frame to draw and,
+    for each component that lost columns, ``(slots drawn, slots per rank)``. The input is not changed.
+    """
+    if frame is None or len(frame) == 0:
+        return frame, {}
+    slots = list(dict.fromkeys(frame["slot"]))
+    comp_of_slot = dict(zip(frame["slot"], frame["component"], strict=True))
+    comps = list(dict.fromkeys(comp_of_slot[x] for x in slots))
+    counts = {c: sum(1 for x in slots if comp_of_slot[x] == c) for c in comps}
+    if len(slots) <= max_slots:
+        return frame, {}
+    quota, left = {}, max_slots
+    pending = sorted(comps, key=lambda c: counts[c])
+    while pending:
+        share = max(4, left // len(pending))
+        c = pending.pop(0)
+        quota[c] = min(counts[c], share)
+        left = max(0, left - quota[c])
+    keep: set[str] = set()
+    cut: dict[str, tuple[int, int]] = {}
+    for c in comps:
+        keep.update([x for x in slots if comp_of_slot[x] == c][: quota[c]])
+        if counts[c] > quota[c]:
+            cut[c] = (quota[c], counts[c])
+    return frame.loc[frame["slot"].isin(keep)].reset_index(drop=True), cut
+
+
+def hidden_slots_note(cut: dict[str, tuple[int, int]]) -> str:
+    """Plain-text note of the head columns :func:`cap_layout_slots` left out ("" if none)."""
+    if not cut:
+        return ""
+    parts = [f"the first {shown} of {total:,} {COMPONENT_LABELS.get(c, c)}s per rank ({total - shown:,} more not drawn)"
+             for c, (shown, total) in cut.items()]
+    return "Too many heads per rank to draw: showing " + "; ".join(parts) + "."
 
 
 def layout_plot(frame: pd.DataFrame, title: str, max_width: int | None = None) -> hv.Overlay | hv.Text:

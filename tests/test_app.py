@@ -311,3 +311,121 @@ def test_layout_plot_legend_outside_and_short_title():
     # Only the head kinds present are listed.
     assert {str(i.label.value) if hasattr(i.label, "value") else str(i.label) for i in legends[0].items} == {
         "query head", "KV head", "KV head (replica of another rank's)"}
+
+
+def test_heatmaps_carry_no_legend_of_their_own(app):
+    """One legend on the page (HTML, above the heatmaps); each figure only tags its colours for the PNG
+    export, which draws them under the image."""
+    from bokeh.models import Legend
+
+    from dashboard import plots
+
+    assert "valid, KV replicated" in app.validity._legend.object
+    for fig in app.validity.figures.values():
+        assert not [x for x in (*fig.below, *fig.above, *fig.right, *fig.center) if isinstance(x, Legend)]
+        assert fig.tags == [[c, plots.STATUS_LABELS[k]] for k, c in plots.STATUS_COLORS.items()]
+        assert fig.styles.get("flex") == "none"  # never squeezed below its size on a narrow screen
+
+
+def test_heatmap_names_are_shortened_by_a_formatter_that_bokeh_measures(app):
+    """major_label_overrides are drawn but not measured by Bokeh (the axis kept the full ids' width):
+    the y axis uses a tick formatter with the same cut as short_label."""
+    from bokeh.models import CustomJSTickFormatter
+
+    from dashboard import plots
+
+    fig = next(iter(app.validity.figures.values()))
+    assert isinstance(fig.yaxis[0].formatter, CustomJSTickFormatter)
+    assert not fig.yaxis[0].major_label_overrides
+    assert f"const n = {plots.MAX_LABEL_CHARS};" in fig.yaxis[0].formatter.code
+
+
+def test_validity_row_wraps_the_details_below_when_the_heatmaps_need_the_room(app):
+    """The heatmaps' column asks for their whole width (flex-basis); the row may wrap."""
+    row = app.validity.__panel__()
+    assert row.styles.get("flex-wrap") == "wrap"
+    basis = app.validity._main.styles["flex"]
+    figs = list(app.validity.figures.values())
+    assert basis.startswith("1 1 ") and int(basis.split()[2].rstrip("px")) >= sum(f.frame_width for f in figs)
+    from dashboard import plots
+
+    assert plots.MIN_COL_PX >= 28
+
+
+def test_catalog_table_shows_missing_values_the_same_way_in_every_column(small_catalog):
+    from bokeh.models.widgets.tables import NumberFormatter
+
+    from dashboard.views.catalog import MISSING, table_formatters, table_frame
+
+    t = table_frame(small_catalog)
+    broken = t.loc[t["model_id"] == "broken/config"].iloc[0]
+    for col, v in broken.items():
+        if col in ("model_id", "status"):
+            continue
+        assert (isinstance(v, float) and pd.isna(v)) or v == MISSING, (col, v)
+    fmts = table_formatters()
+    for col in t.columns:
+        if t[col].dtype == "float64":
+            f = fmts[col]
+            assert isinstance(f, NumberFormatter) and f.nan_format == MISSING, col
+    assert fmts["num_attention_heads"].format == "0" and fmts["params_b"].format == "0.00"
+
+
+def test_layout_of_a_model_with_huge_head_counts_is_capped_with_a_note():
+    """65,536 heads at TP=64: 1,024 query heads per rank. At most MAX_LAYOUT_SLOTS columns are drawn and a
+    note says how many are left out; the tidy layout (CSV) keeps every head."""
+    import dashboard.layout as lay
+    from dashboard import plots
+    from dashboard.app import DashboardApp
+
+    rec = cat.normalize_config(_cfg(65536, 64, hidden=65536 * 64, head_dim=64), "huge/heads")
+    full = plots.layout_frame(lay.rank_layout(rec, "vllm", 64))
+    drawn, cut = plots.cap_layout_slots(full)
+    assert drawn["slot"].nunique() <= plots.MAX_LAYOUT_SLOTS
+    assert cut["query"][1] == 1024 and cut["query"][0] >= 4
+    assert drawn["slot"].str.startswith("Q0").any() and drawn["slot"].str.startswith("KV").any()
+    note = plots.hidden_slots_note(cut)
+    assert "1,024 query heads per rank" in note and f"{1024 - cut['query'][0]:,} more not drawn" in note
+    # Small layouts are untouched.
+    small = plots.layout_frame(lay.rank_layout(cat.normalize_config(_cfg(32, 8), "a/b"), "vllm", 8))
+    assert plots.cap_layout_slots(small) == (small, {})
+
+    app = DashboardApp(catalog=cat.catalog_from_records([rec]),
+                       query="?model=huge/heads&framework=vllm&tp=64&tab=layout")
+    view = app.layout
+    assert "more not drawn" in view._notice.object and view._notice.visible
+    fig = hv.render(view._plot.object)
+    assert len(fig.x_range.factors) <= plots.MAX_LAYOUT_SLOTS
+    csv = pd.read_csv(view._csv())
+    assert len(csv) == len(lay.rank_layout(rec, "vllm", 64)) and set(csv["model_id"]) == {"huge/heads"}
+    # The compact preview beside the heatmap is capped too.
+    obj, note = __import__("dashboard.views.layout", fromlist=["x"]).layout_object(app.state, app.data, compact=True)
+    assert len(hv.render(obj).x_range.factors) <= plots.MAX_COMPACT_SLOTS and "more not drawn" in note
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("?tp=4&tp=8", ["The link sets 'tp' 2 times ('4', '8'): only the last one, tp='8', is used."]),
+    ("?%%%garbage&&&=;;", ["Ignored '%%%garbage' in the link: this page has no setting by that name.",
+                           "Ignored '=;;' in the link: a value with no setting name before the '='."]),
+    ("?pp=0", ["Ignored link parameter pp='0': must be at least 1, not 0."]),
+])
+def test_url_notices_name_repeated_and_ignored_keys(query, expected):
+    s = PlannerState()
+    assert s.apply_query(query) == expected
+    if query == "?tp=4&tp=8":
+        assert s.tp == 8
+
+
+def test_warm_up_with_a_missing_catalog_logs_one_line(monkeypatch, caplog, tmp_path):
+    import logging
+
+    from dashboard import app_hooks
+
+    missing = tmp_path / "nope.parquet"
+    monkeypatch.setenv("TP_PLANNER_CATALOG", str(missing))
+    with caplog.at_level(logging.INFO, logger="dashboard"):
+        app_hooks.on_server_loaded(None)
+    recs = [r for r in caplog.records if r.name == "dashboard"]
+    assert len(recs) == 1 and recs[0].levelno == logging.WARNING
+    assert recs[0].exc_info is None and "\n" not in recs[0].getMessage()
+    assert str(missing) in recs[0].getMessage() and "could not load the catalog" in recs[0].getMessage()

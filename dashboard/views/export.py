@@ -15,7 +15,9 @@ from dashboard.state import TAB_LABELS, AppData, PlannerState, filter_models
 from dashboard.views.common import esc
 
 #: Browser-side PNG export of every validity heatmap on the page (Bokeh renders its canvas to a PNG blob;
-#: nothing leaves the browser). One file per heatmap, named after its title.
+#: nothing leaves the browser). One file per heatmap, named after its title, with the heatmap's legend
+#: (the ``[colour, label]`` pairs in the figure's ``tags``) drawn under the image: the page shows one
+#: shared legend, so the figures themselves carry none.
 PNG_EXPORT_JS = """
 const views = [];
 const walk = (v) => {
@@ -24,10 +26,47 @@ const walk = (v) => {
   for (const c of (v.child_views || [])) walk(c);
 };
 for (const r of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(r);
+const withLegend = async (blob, items, cssWidth) => {
+  const img = await createImageBitmap(blob);
+  const s = cssWidth > 0 ? img.width / cssWidth : (window.devicePixelRatio || 1);
+  const font = `${Math.round(15 * s)}px system-ui, -apple-system, 'Segoe UI', Roboto, Arial, sans-serif`;
+  const sw = Math.round(16 * s), gap = Math.round(18 * s), pad = Math.round(10 * s), lh = Math.round(24 * s);
+  const probe = document.createElement("canvas").getContext("2d");
+  probe.font = font;
+  const width = Math.max(img.width, Math.round(260 * s));
+  const spots = [];
+  let x = pad, y = pad;
+  for (const [color, label] of items) {
+    const w = sw + Math.round(6 * s) + probe.measureText(String(label)).width;
+    if (x > pad && x + w > width - pad) { x = pad; y += lh; }
+    spots.push([x, y, color, String(label)]);
+    x += w + gap;
+  }
+  const extra = items.length ? y + lh + pad : 0;
+  const canvas = document.createElement("canvas");
+  canvas.width = width;
+  canvas.height = img.height + extra;
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.drawImage(img, 0, 0);
+  ctx.font = font;
+  ctx.textBaseline = "middle";
+  for (const [lx, ly, color, label] of spots) {
+    const top = img.height + ly;
+    ctx.fillStyle = color;
+    ctx.fillRect(lx, top + (lh - sw) / 2, sw, sw);
+    ctx.fillStyle = "#222222";
+    ctx.fillText(label, lx + sw + Math.round(6 * s), top + lh / 2);
+  }
+  return await new Promise((ok) => canvas.toBlob(ok, "image/png"));
+};
 for (const v of views) {
   const title = (v.model.title && v.model.title.text) || "heatmap";
   const fname = "tp-heatmap-" + title.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") + ".png";
-  v.export("png").to_blob().then((blob) => {
+  const items = (v.model.tags || []).filter((t) => Array.isArray(t) && t.length === 2);
+  const cssWidth = v.canvas_view.el.getBoundingClientRect().width;
+  v.export("png").to_blob().then((blob) => withLegend(blob, items, cssWidth)).then((blob) => {
     const a = document.createElement("a");
     a.href = URL.createObjectURL(blob);
     a.download = fname;

@@ -2,7 +2,10 @@
 
 The heatmaps are plain Bokeh figures (:func:`dashboard.plots.heatmap_figure`) sized so the selected
 frameworks fit side by side on a 1920 px screen; only the first draws the model names and all share
-one model axis. A tap selects the cell's row in the figure's data source; the session state then
+one model axis. On a narrower screen (1280-1900 px projectors and laptops) the figures keep their size
+(never fewer than :data:`dashboard.plots.MIN_COL_PX` pixels per TP column): the "Selected cell" column
+wraps below the heatmaps when both do not fit side by side, and the heatmap area scrolls sideways when
+the heatmaps alone are wider than the page. A tap selects the cell's row in the figure's data source; the session state then
 outlines the selected cell (and only it) in whichever heatmap shows it.
 """
 
@@ -47,14 +50,21 @@ class ValidityView(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._summary = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-summary"])
-        self._legend = pn.pane.HTML(sizing_mode="stretch_width", margin=(0, 10))
+        # width 0 / min-width 100%: the text fills the column but does not widen it (the column's
+        # flex-basis is its content's width, which must be the heatmaps' width alone).
+        _fill = {"width": "0", "min-width": "calc(100% - 20px)"}
+        self._summary = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-summary"], styles=_fill)
+        self._legend = pn.pane.HTML(sizing_mode="stretch_width", margin=(0, 10), styles=_fill)
         self._plots = pn.Row(css_classes=["tp-heatmaps"], styles={"gap": "12px"})
         self._scroll = pn.Column(
             self._plots, sizing_mode="stretch_width", css_classes=["tp-heatmap-scroll"],
-            styles={"max-height": "calc(100vh - 200px)", "overflow": "auto"},
+            styles={"max-height": "calc(100vh - 200px)", "overflow": "auto", "max-width": "100%"},
         )
         self._details = CellDetails(state=self.state, data=self.data)
+        # The heatmaps' column asks for the heatmaps' full width (flex-basis, set in _refresh); the row
+        # wraps the details column below it when the page is narrower than heatmaps + details.
+        self._main = pn.Column(self._summary, self._legend, self._scroll, sizing_mode="stretch_width",
+                               css_classes=["tp-heatmap-col"])
         #: Cell frames currently shown, by framework id (or "disagreement"); for export and tests.
         self.frames: dict = {}
         #: The Bokeh figures currently shown, by the same keys.
@@ -130,6 +140,9 @@ class ValidityView(pn.viewable.Viewer):
         self._summary.object = f'<div style="font-size:16px">{summary}</div>'
         self._show_selection()
         self._plots.objects = panes
+        n = len(keys)
+        needed = geo["first_width"] + (n - 1) * geo["width"] + (n - 1) * 12 + n * 10 + 24
+        self._main.styles = {"flex": f"1 1 {needed}px", "min-width": "0"}
 
     def _pane(self, fig, key: str) -> pn.pane.Bokeh:
         source = fig.renderers[0].data_source
@@ -182,7 +195,7 @@ class ValidityView(pn.viewable.Viewer):
 
     def __panel__(self):
         return pn.Row(
-            pn.Column(self._summary, self._legend, self._scroll, sizing_mode="stretch_width"),
+            self._main,
             pn.Column(
                 pn.pane.HTML('<h2 style="margin:4px 0">Selected cell</h2>'),
                 self._details,
@@ -191,4 +204,6 @@ class ValidityView(pn.viewable.Viewer):
                 css_classes=["tp-details-col"],
             ),
             sizing_mode="stretch_width",
+            styles={"flex-wrap": "wrap", "row-gap": "16px"},
+            css_classes=["tp-validity-row"],
         )
