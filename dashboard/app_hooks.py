@@ -3,8 +3,9 @@
 ``on_server_loaded`` runs once when the server starts, before any browser connects: it imports the
 app, loads the catalog, computes the default validity grid and heatmap cells into the process-wide
 read-only caches, and builds one throwaway session, so the first visitor's page is as fast as every
-later one's (no ``--warm`` flag needed). A failure here is logged and left to the sessions, which show
-it on the page.
+later one's (no ``--warm`` flag needed). A catalog that cannot be loaded (``TP_PLANNER_CATALOG`` naming a
+missing or unreadable file) is logged as one line and left to the sessions, which show it on the page;
+only an unexpected failure after the catalog loaded logs a traceback.
 """
 
 import logging
@@ -15,6 +16,15 @@ log = logging.getLogger("dashboard")
 
 def on_server_loaded(server_context) -> None:  # noqa: ARG001 -- Bokeh's hook signature
     t0 = time.perf_counter()
+    from dashboard.state import catalog_path, load_app_data
+
+    path = catalog_path()
+    try:
+        load_app_data(path)
+    except Exception as exc:  # noqa: BLE001 -- any unreadable catalog: one line, the page says the same
+        log.warning("dashboard warm-up skipped: could not load the catalog (%s): %s",
+                    path or "shipped data/catalog.parquet", " ".join(str(exc).split()) or type(exc).__name__)
+        return
     try:
         from dashboard.app import warm_up
 

@@ -298,14 +298,23 @@ class PlannerState(param.Parameterized):
         """
         notices: list[str] = []
         try:
-            pairs = _query_pairs(query)
+            lists = _query_lists(query)
         except Exception as exc:  # noqa: BLE001 -- any garbage in the URL is a notice, not a crash
             return [f"Could not read the link's query string ({type(exc).__name__}); showing defaults."]
+        pairs = {k: v[-1] for k, v in lists.items()}
         updates: dict[str, Any] = {}
         for key, raw in pairs.items():
             if key not in self.param or key == "name" or key.startswith("_"):
-                notices.append(f"Ignored unknown link parameter {_short(key)!r}.")
+                if not key.strip():
+                    notices.append(f"Ignored {_short('=' + raw)!r} in the link: a value with no setting name before "
+                                   "the '='.")
+                else:
+                    notices.append(f"Ignored {_short(key)!r} in the link: this page has no setting by that name.")
                 continue
+            if len(lists[key]) > 1:
+                shown = ", ".join(repr(_short(v, 40)) for v in lists[key][:5]) + (", ..." if len(lists[key]) > 5 else "")
+                notices.append(f"The link sets {key!r} {len(lists[key])} times ({shown}): only the last one, "
+                               f"{key}={_short(raw)!r}, is used.")
             if len(raw) > MAX_QUERY_VALUE:
                 notices.append(f"Ignored link parameter {key!r}: value longer than {MAX_QUERY_VALUE} characters.")
                 continue
@@ -320,7 +329,9 @@ class PlannerState(param.Parameterized):
             try:
                 self.param[key]._validate(value)
             except Exception as exc:  # noqa: BLE001
-                notices.append(f"Ignored link parameter {key}={_short(raw)!r}: {_short(str(exc), 160)}")
+                # "Integer parameter 'PlannerState.tp' must be at least 1, not 0." -> "must be at least 1, not 0."
+                why = re.sub(r"^\w+ parameter '[^']*' ", "", str(exc))
+                notices.append(f"Ignored link parameter {key}={_short(raw)!r}: {_short(why, 160)}")
                 continue
             updates[key] = value
         try:
@@ -409,20 +420,23 @@ def _short(s: str, n: int = 80) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def _query_pairs(query: str | Mapping[str, Any]) -> dict[str, str]:
-    """Last value of each key, as text. Accepts a raw search string or Panel/Tornado-style mappings."""
+def _query_lists(query: str | Mapping[str, Any]) -> dict[str, list[str]]:
+    """Every value of each key, as text, in link order. Accepts a raw search string or Panel/Tornado-style
+    mappings (key -> str / bytes / list of them). A key without any value gets ``[""]``."""
     if isinstance(query, str):
         q = query[1:] if query.startswith("?") else query
         parsed = urllib.parse.parse_qs(q, keep_blank_values=True, strict_parsing=False, max_num_fields=200)
-        return {k: v[-1] for k, v in parsed.items()}
-    out: dict[str, str] = {}
+        return {k: list(v) or [""] for k, v in parsed.items()}
+    out: dict[str, list[str]] = {}
     for k, v in query.items():
-        if isinstance(v, list | tuple):
-            v = v[-1] if v else ""
-        if isinstance(v, bytes):
-            v = v.decode("utf-8", errors="replace")
-        out[str(k)] = str(v)
+        vals = list(v) if isinstance(v, list | tuple) else [v]
+        out[str(k)] = [x.decode("utf-8", errors="replace") if isinstance(x, bytes) else str(x) for x in vals] or [""]
     return out
+
+
+def _query_pairs(query: str | Mapping[str, Any]) -> dict[str, str]:
+    """Last value of each key, as text (see :func:`_query_lists`)."""
+    return {k: v[-1] for k, v in _query_lists(query).items()}
 
 
 def filter_models(state: PlannerState, data: AppData, *, ok_only: bool = False) -> list[str]:

@@ -31,8 +31,33 @@ TABLE_COLUMNS: dict[str, str] = {
 }
 
 
+#: How the table shows a missing value, in every column (numbers through their formatter's nan_format).
+MISSING = "–"
+#: Whole-number columns (nullable integers: floats with NaN on the wire).
+INT_COLUMNS = ("num_attention_heads", "num_key_value_heads", "head_dim", "num_hidden_layers", "num_experts")
+#: Columns in billions of parameters.
+PARAM_COLUMNS = ("params_b", "active_b")
+
+
+def table_formatters() -> dict:
+    """Tabulator formatters: untrusted text as plain text; numbers without a spurious ".0" and missing
+    numbers shown as :data:`MISSING`, like missing text (Tabulator would print "NaN")."""
+    from bokeh.models.widgets.tables import NumberFormatter
+
+    return {
+        **{c: {"type": "plaintext"} for c in ("model_id", "model_type", "attention_kind", "linear_attention_kind",
+                                               "quant_method", "torch_dtype", "status", "is_moe", "is_mla",
+                                               "has_vision")},
+        **{c: NumberFormatter(format="0", nan_format=MISSING, null_format=MISSING, text_align="right")
+           for c in INT_COLUMNS},
+        **{c: NumberFormatter(format="0.00", nan_format=MISSING, null_format=MISSING, text_align="right")
+           for c in PARAM_COLUMNS},
+    }
+
+
 def table_frame(df: pd.DataFrame) -> pd.DataFrame:
-    """The catalog rows as the table shows them: plain Python values, params in billions."""
+    """The catalog rows as the table shows them: plain Python values, params in billions; missing text
+    and flags are :data:`MISSING`, missing numbers NaN (drawn as :data:`MISSING` by the formatters)."""
     out = pd.DataFrame(index=df.index)
     for col in TABLE_COLUMNS:
         if col == "params_b":
@@ -44,9 +69,9 @@ def table_frame(df: pd.DataFrame) -> pd.DataFrame:
             if str(s.dtype) in ("Int64", "Float64"):
                 out[col] = s.astype("float64")
             elif str(s.dtype) == "boolean":
-                out[col] = s.map({True: "yes", False: "no"}).astype(object).fillna("")
+                out[col] = s.map({True: "yes", False: "no"}).astype(object).fillna(MISSING)
             else:
-                out[col] = s.astype(object).where(s.notna(), "")
+                out[col] = s.astype(object).where(s.notna() & (s.astype(object) != ""), MISSING)
     return out.reset_index(drop=True)
 
 
@@ -95,13 +120,7 @@ class CatalogView(pn.viewable.Viewer):
             disabled=True,
             sizing_mode="stretch_width",
             height=820,
-            formatters={
-                **{c: {"type": "plaintext"} for c in ("model_id", "model_type", "attention_kind",
-                                                       "linear_attention_kind", "quant_method", "torch_dtype", "status")},
-                # Whole numbers (NaN-able floats on the wire) without a spurious ".0"; missing -> empty.
-                **{c: {"type": "money", "precision": 0, "thousand": ""} for c in (
-                    "num_attention_heads", "num_key_value_heads", "head_dim", "num_hidden_layers")},
-            },
+            formatters=table_formatters(),
             titles=TABLE_COLUMNS,
             frozen_columns=["model_id"],
             css_classes=["tp-catalog-table"],

@@ -10,8 +10,25 @@ from dashboard.state import AppData, PlannerState
 from dashboard.views.common import esc, notice_html
 
 
+def layout_table(state: PlannerState, data: AppData):
+    """The complete tidy layout (:func:`dashboard.layout.rank_layout`) of the selected cell, or None."""
+    rec = data.record(state.model) if state.model else None
+    if rec is None or rec.get("status") != "ok":
+        return None
+    from dashboard import layout as layout_mod
+
+    try:
+        return layout_mod.rank_layout(rec, state.framework, state.tp, dp=state.dp, dp_attention=state.dp_attention)
+    except Exception:  # noqa: BLE001 -- layout_object shows the reason
+        return None
+
+
 def layout_object(state: PlannerState, data: AppData, *, compact: bool = False):
-    """(HoloViews element or None, notice html or "") for the selected (model, framework, TP)."""
+    """(HoloViews element or None, notice html or "") for the selected (model, framework, TP).
+
+    At most :data:`dashboard.plots.MAX_LAYOUT_SLOTS` head columns are drawn (fewer in the compact
+    preview); a notice says how many heads per rank were left out (the layout CSV has them all).
+    """
     if not state.model:
         return None, notice_html("Tap a heatmap cell or pick a model to see how its heads land on each rank.")
     rec = data.record(state.model)
@@ -33,12 +50,17 @@ def layout_object(state: PlannerState, data: AppData, *, compact: bool = False):
             f"No per-rank layout for {state.model} on {plots.framework_label(state.framework)} at TP={state.tp}: {exc}",
             "warning",
         )
-    frame = plots.layout_frame(df)
+    frame, cut = plots.cap_layout_slots(plots.layout_frame(df),
+                                        plots.MAX_COMPACT_SLOTS if compact else plots.MAX_LAYOUT_SLOTS)
+    note = plots.hidden_slots_note(cut)
+    if note and not compact:
+        note += " The layout CSV below lists every head of every rank."
+    note = notice_html(note, "info") if note else ""
     # Short titles: the model id is in the heading above the plot (and in the details column).
     title = f"{plots.framework_label(state.framework)}, TP = {state.tp}"
     if compact:
-        return plots.layout_plot(frame, f"Heads per rank, TP = {state.tp}", max_width=360), ""
-    return plots.layout_plot(frame, title), ""
+        return plots.layout_plot(frame, f"Heads per rank, TP = {state.tp}", max_width=360), note
+    return plots.layout_plot(frame, title), note
 
 
 class LayoutView(pn.viewable.Viewer):
@@ -52,6 +74,10 @@ class LayoutView(pn.viewable.Viewer):
         self._header = pn.pane.HTML(sizing_mode="stretch_width")
         self._notice = pn.pane.HTML(sizing_mode="stretch_width")
         self._plot = pn.pane.HoloViews(None, css_classes=["tp-layout-plot"])
+        self.csv = pn.widgets.FileDownload(
+            callback=self._csv, filename="tp-layout.csv", label="Layout CSV (every head)", button_type="primary",
+            button_style="outline", css_classes=["tp-export-layout"], embed=False, width=220,
+        )
         self.state.param.watch(self._refresh, ["model", "framework", "tp", "dp", "dp_attention"])
         self._refresh()
 
@@ -69,5 +95,21 @@ class LayoutView(pn.viewable.Viewer):
         self._notice.visible = bool(note)
         self._plot.object = obj
 
+    def _csv(self):
+        import io
+
+        from dashboard.views.export import _csv_safe
+
+        buf = io.StringIO()
+        df = layout_table(self.state, self.data)
+        if df is not None:
+            df = df.copy()
+            df.insert(0, "tp", self.state.tp)
+            df.insert(0, "framework", self.state.framework)
+            df.insert(0, "model_id", self.state.model)
+            _csv_safe(df).to_csv(buf, index=False)
+        buf.seek(0)
+        return buf
+
     def __panel__(self):
-        return pn.Column(self._header, self._notice, self._plot, sizing_mode="stretch_width")
+        return pn.Column(self._header, self._notice, self._plot, self.csv, sizing_mode="stretch_width")
