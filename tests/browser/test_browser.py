@@ -303,3 +303,60 @@ def test_screenshots_of_every_view(server, rpage, artifacts_dir):
     page.wait_for_timeout(800)
     page.screenshot(path=str(artifacts_dir / "screenshot-disagreement.png"))
     _assert_clean(rpage, server.url)
+
+
+CANVASES_JS = """() => {
+  const out = [];
+  const walk = (view) => {
+    if (!view) return;
+    if (view.frame && view.canvas_view && view.model.name === 'tp-validity-heatmap') {
+      const r = view.canvas_view.el.getBoundingClientRect();
+      out.push({title: view.model.title.text, left: r.left, right: r.right, top: r.top, w: view.frame.bbox.width,
+                n: view.model.x_range.factors.length, legends: view.model.below.concat(view.model.above,
+                view.model.right, view.model.center).filter((m) => m.type === 'Legend' || String(m).startsWith('Legend')).length});
+    }
+    for (const c of (view.child_views || [])) walk(c);
+  };
+  for (const root of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(root);
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("width, height", [(1280, 720), (1536, 864)])
+def test_heatmaps_readable_on_projector_and_laptop_widths(server, rpage, artifacts_dir, width, height):
+    """Meeting-room projectors (1280 x 720) and laptops (1536 x 864): every TP column keeps at least
+    MIN_COL_PX pixels (two-digit TP labels stay apart), the heatmaps do not overlap (nor their titles,
+    drawn inside each canvas), the area scrolls sideways when they are wider than the page, and the
+    figures carry no legend of their own (one legend on the page)."""
+    from dashboard import plots
+
+    page = rpage.page
+    page.set_viewport_size({"width": width, "height": height})
+    page = _open(rpage, server.url)
+    figs = sorted(page.evaluate(CANVASES_JS), key=lambda f: f["left"])
+    assert [f["title"] for f in figs] == ["vLLM", "SGLang"]
+    for f in figs:
+        assert f["w"] / f["n"] >= plots.MIN_COL_PX, f
+        assert f["legends"] == 0, f
+    for a, b in zip(figs, figs[1:]):
+        assert a["right"] <= b["left"], (a, b)  # canvases (and the titles in them) apart
+        assert a["top"] == b["top"]
+    scroll = page.locator(".tp-heatmap-scroll").first
+    box = scroll.bounding_box()
+    assert box["x"] + box["width"] <= width
+    sw, cw = scroll.evaluate("(el) => [el.scrollWidth, el.clientWidth]")
+    if figs[-1]["right"] > box["x"] + box["width"]:
+        assert sw > cw  # the rest is reachable by scrolling sideways
+    # The page legend is there once, above the heatmaps.
+    assert page.locator(".tp-legend").count() == 1
+    page.screenshot(path=str(artifacts_dir / f"screenshot-validity-{width}x{height}.png"))
+    _assert_clean(rpage, server.url)
+
+
+def test_hostile_catalog_heatmaps_draw_one_legend(hostile_server, rpage, artifacts_dir):
+    page = _open(rpage, hostile_server.url)
+    figs = page.evaluate(CANVASES_JS)
+    assert figs and all(f["legends"] == 0 for f in figs)
+    assert page.locator(".tp-legend").count() == 1
+    page.screenshot(path=str(artifacts_dir / "screenshot-hostile-validity.png"))
+    _assert_clean(rpage, hostile_server.url)
