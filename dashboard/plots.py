@@ -235,21 +235,52 @@ def heatmap_geometry(n_models: int, n_tp: int, n_frameworks: int, label_px: int,
 VALIDITY_TOOLTIP = """
 <div style="max-width:520px;font-size:14px;line-height:1.35">
 <div><b>@model_id</b></div>
-<div>TP = <b>@tp</b> &middot; @verdict</div>
-<div>query heads / rank: @q_heads_per_rank{0} &middot; KV heads / rank: @kv_heads_per_rank{0} &middot; KV replicas: @kv_replicas{0}</div>
-<div style="white-space:pre-wrap;margin-top:4px">@messages</div>
+<div>TP = <b>@tp</b></div>
+<div style="white-space:pre-wrap;margin-top:2px">@info</div>
 </div>"""
 
-DISAGREE_TOOLTIP = """
-<div style="max-width:560px;font-size:14px;line-height:1.35">
-<div><b>@model_id</b> &middot; TP = <b>@tp</b></div>
-<div>@verdict (@mark accept)</div>
-<div style="white-space:pre-wrap;margin-top:4px">@messages</div>
-</div>"""
+DISAGREE_TOOLTIP = VALIDITY_TOOLTIP
 
-#: Columns of a validity frame sent to the browser (everything else stays on the server).
-_SOURCE_COLUMNS = ("tp", "model_id", "status", "verdict", "mark", "messages", "q_heads_per_rank",
-                   "kv_heads_per_rank", "kv_replicas")
+#: Columns of a heatmap's data source (all the browser gets): the glyphs use ``tp``, ``model_id``,
+#: ``color`` and ``mark``; the hover shows ``model_id``, ``tp`` and ``info`` (every other detail of the
+#: cell as one plain-text column; the full cell frame stays on the server).
+SOURCE_COLUMNS = ("tp", "model_id", "color", "mark", "info")
+
+
+def _num(values: pd.Series) -> np.ndarray:
+    """Whole numbers as text, "–" where missing."""
+    v = pd.to_numeric(values, errors="coerce")
+    out = v.round().astype("Int64").astype(str).to_numpy(dtype=object)
+    out[v.isna().to_numpy()] = "–"
+    return out
+
+
+def heatmap_source_data(frame: pd.DataFrame, colors: dict[str, str] = STATUS_COLORS) -> dict[str, np.ndarray]:
+    """The data-source columns (:data:`SOURCE_COLUMNS`) of a :func:`heatmap_frame` or
+    :func:`disagreement_frame`: one row per cell, in the frame's order (tap selection = row index).
+
+    ``info`` is the hover text (plain text, newline-separated; Bokeh HTML-escapes it): the verdict, the
+    per-rank head counts when the frame has them, and every failing rule's message.
+    """
+    n = len(frame)
+    verdict = frame["verdict"].astype(object).fillna("").astype(str).to_numpy(dtype=object) if "verdict" in frame \
+        else np.full(n, "", dtype=object)
+    messages = frame["messages"].astype(object).fillna("").astype(str).to_numpy(dtype=object) if "messages" in frame \
+        else np.full(n, "", dtype=object)
+    mark = frame["mark"].astype(object).fillna("").astype(str).to_numpy(dtype=object)
+    if "q_heads_per_rank" in frame:
+        q, kv, rep = (_num(frame[c]) for c in ("q_heads_per_rank", "kv_heads_per_rank", "kv_replicas"))
+        info = [f"{v}\nquery heads / rank: {a} · KV heads / rank: {b} · KV replicas: {c}\n{m}"
+                for v, a, b, c, m in zip(verdict, q, kv, rep, messages, strict=True)]
+    else:  # disagreement cells: "k/n" frameworks accept, one line per framework
+        info = [f"{v} ({k} accept)\n{m}" for v, k, m in zip(verdict, mark, messages, strict=True)]
+    return {
+        "tp": frame["tp"].to_numpy(dtype=object),
+        "model_id": frame["model_id"].to_numpy(dtype=object),
+        "color": frame["status"].map(colors).fillna(colors.get("unknown", "#BBBBBB")).to_numpy(dtype=object),
+        "mark": mark,
+        "info": np.asarray(info, dtype=object),
+    }
 
 
 def heatmap_figure(
@@ -262,6 +293,7 @@ def heatmap_figure(
     geometry: dict[str, int] | None = None,
     with_yaxis: bool = True,
     y_range=None,
+    source_data: dict | None = None,
 ):
     """A Bokeh figure of models x TP sizes coloured by cell status, a mark in each cell, a legend.
 
@@ -281,6 +313,8 @@ def heatmap_figure(
         Draw the model names (the first of side-by-side heatmaps); the others share ``y_range``.
     y_range : bokeh.models.FactorRange, optional
         Shared model axis of side-by-side heatmaps (scrolling/zooming one moves all).
+    source_data : dict, optional
+        :func:`heatmap_source_data` of ``frame`` if already computed (it is cached per process).
 
     Returns
     -------
@@ -299,9 +333,8 @@ def heatmap_figure(
     models = list(dict.fromkeys(frame["model_id"]))
     tps = list(dict.fromkeys(frame["tp"]))
     geo = geometry or heatmap_geometry(len(models), len(tps), 1, ylabel_px(models))
-    data = {c: (frame[c].to_numpy() if c in frame else np.full(len(frame), np.nan)) for c in _SOURCE_COLUMNS}
-    data["color"] = frame["status"].map(colors).fillna(colors.get("unknown", "#BBBBBB")).to_numpy()
-    source = ColumnDataSource(data=data, name="tp-cells")
+    data = source_data if source_data is not None else heatmap_source_data(frame, colors)
+    source = ColumnDataSource(data=dict(data), name="tp-cells")
     if y_range is None:
         # Factors bottom-up: Bokeh draws the first factor at the bottom, so the first model ends on top.
         y_range = FactorRange(factors=models[::-1])
@@ -363,6 +396,49 @@ def heatmap_figure(
     # column on a narrow screen; the heatmap area scrolls sideways instead.
     fig.styles = {"flex": "none"}
     return fig
+
+
+def update_heatmap(
+    fig,
+    title: str,
+    source_data: dict,
+    *,
+    colors: dict[str, str] = STATUS_COLORS,
+    labels: dict[str, str] = STATUS_LABELS,
+    tooltip: str = VALIDITY_TOOLTIP,
+    geometry: dict[str, int],
+    tps: Sequence[str],
+) -> None:
+    """Show new cells in a :func:`heatmap_figure` in place (no new Bokeh models).
+
+    Replaces the data source's ``.data`` with ``source_data`` (:func:`heatmap_source_data`) and sets the
+    title, TP factors, frame size, mark size, tooltip and legend tags only where they differ (Bokeh sends
+    a change only for those). The shared model axis (``fig.y_range``) is the caller's to update. Call it
+    inside one document hold so the browser gets a single patch.
+    """
+    from bokeh.models import HoverTool
+
+    if fig.title.text != title:
+        fig.title.text = title
+    tps = list(tps)
+    if list(fig.x_range.factors) != tps:
+        fig.x_range.factors = tps
+    if fig.frame_width != geometry["frame_width"]:
+        fig.frame_width = geometry["frame_width"]
+    if fig.frame_height != geometry["frame_height"]:
+        fig.frame_height = geometry["frame_height"]
+    size = f"{geometry['font']}pt"
+    text = fig.renderers[1]
+    for g in (text.glyph, text.selection_glyph, text.nonselection_glyph):
+        if g is not None and g.text_font_size != size:
+            g.text_font_size = size
+    for tool in fig.select(type=HoverTool):
+        if tool.tooltips != tooltip:
+            tool.tooltips = tooltip
+    tags = [[colors[k], labels.get(k, k)] for k in colors]
+    if fig.tags != tags:
+        fig.tags = tags
+    fig.renderers[0].data_source.data = dict(source_data)
 
 
 def legend_html(colors: dict[str, str] = STATUS_COLORS, labels: dict[str, str] = STATUS_LABELS) -> str:

@@ -429,3 +429,72 @@ def test_warm_up_with_a_missing_catalog_logs_one_line(monkeypatch, caplog, tmp_p
     assert len(recs) == 1 and recs[0].levelno == logging.WARNING
     assert recs[0].exc_info is None and "\n" not in recs[0].getMessage()
     assert str(missing) in recs[0].getMessage() and "could not load the catalog" in recs[0].getMessage()
+
+
+def test_control_changes_update_the_heatmaps_in_place(app):
+    """A control change keeps each slot's Bokeh figure, data source and ranges and replaces only the
+    source's data (and the factors); figures are added / removed only when the number of slots changes.
+    The browser gets only the columns the glyphs and the one-column hover use."""
+    from dashboard import plots
+
+    v = app.validity
+    app.state.frameworks = ["vllm", "sglang"]
+    first, second = (v.figures[k] for k in ("vllm", "sglang"))
+    src, y_range, x_range = first.renderers[0].data_source, first.y_range, first.x_range
+    assert set(src.data) == set(plots.SOURCE_COLUMNS)
+    app.state.tp_sizes = [1, 2, 4, 8, 24]
+    assert v.figures["vllm"] is first and first.renderers[0].data_source is src
+    assert first.x_range is x_range and list(x_range.factors) == ["1", "2", "4", "8", "24"]
+    assert len(src.data["tp"]) == len(y_range.factors) * 5
+    # Swapping a framework reuses the slot: same figure, new title, data and classes.
+    app.state.frameworks = ["vllm", "transformers-cb-cache"]
+    assert v.figures["transformers-cb-cache"] is second
+    assert second.title.text == "transformers (continuous-batching cache)"
+    assert "tp-heatmap-transformers-cb-cache" in second.css_classes and "tp-heatmap" in second.css_classes
+    cell = dict(zip(second.renderers[0].data_source.data["model_id"], second.renderers[0].data_source.data["info"]))
+    assert cell  # hover text is one column: verdict, heads per rank and the failing messages
+    i = [j for j, (m, t) in enumerate(zip(second.renderers[0].data_source.data["model_id"],
+                                          second.renderers[0].data_source.data["tp"]))
+         if m == "meta-llama/Llama-3.1-8B" and t == "24"][0]
+    info = second.renderers[0].data_source.data["info"][i]
+    assert info.startswith("invalid (refused)\nquery heads / rank:") and "24" in info
+    # Filter: the shared model axis is updated, not replaced.
+    app.state.search = "acme"
+    assert first.y_range is y_range and set(y_range.factors) == {"acme/h24-kv3", "acme/h30"}
+    # Only a change in the number of slots adds or removes figures.
+    app.state.frameworks = ["vllm", "transformers-cb-cache", "sglang"]
+    assert v.figures["vllm"] is first and v.figures["transformers-cb-cache"] is second
+    assert len(v._plots.objects) == 3 and v.figures["sglang"].y_range is y_range
+    app.state.param.update(frameworks=["vllm", "sglang"], disagreement=True)
+    assert list(v.figures) == ["disagreement"] and v.figures["disagreement"] is first
+    assert first.tags == [[c, plots.DISAGREE_LABELS[k]] for k, c in plots.DISAGREE_COLORS.items()]
+    assert len(v._plots.objects) == 1
+    app.state.disagreement = False
+    assert v.figures["vllm"] is first and first.title.text == "vLLM" and len(v._plots.objects) == 2
+
+
+def test_a_control_change_in_a_served_document_creates_no_figure():
+    """In a served document, a control change creates no figure: the changes it
+    sends are the data sources and ranges, not new plots."""
+    from bokeh.document import Document
+    from bokeh.models import Plot
+
+    from dashboard.app import DashboardApp
+
+    app = DashboardApp()
+    doc = Document()
+    root = app.__panel__().get_root(doc)
+    doc.add_root(root)
+    pn.state.curdoc = doc
+    try:
+        plots_before = {m.id for m in doc.models if isinstance(m, Plot)}
+        events = []
+        doc.callbacks.on_change(lambda e: events.append(e))
+        app.state.tp_sizes = [1, 2, 4, 8, 24]
+        plots_after = {m.id for m in doc.models if isinstance(m, Plot)}
+    finally:
+        pn.state.curdoc = None
+    assert plots_before == plots_after
+    assert events
+    kinds = {type(e).__name__ for e in events}
+    assert kinds <= {"ModelChangedEvent", "ColumnDataChangedEvent"}, kinds

@@ -42,6 +42,16 @@ def cell_frame(data: AppData, state: PlannerState, key: str, models: list[str], 
     return data.memo(mkey, build)
 
 
+def cell_source(data: AppData, state: PlannerState, key: str, models: list[str], tps: list[int]) -> dict:
+    """The (process-wide cached, read-only) data-source columns of one heatmap
+    (:func:`dashboard.plots.heatmap_source_data` of :func:`cell_frame`)."""
+    gkey = (state.pp, state.dp, state.ep, bool(state.dp_attention))
+    fws = tuple(state.frameworks)
+    mkey = ("heatmap-source", key, fws if key == "disagreement" else (), gkey, tuple(models), tuple(tps))
+    colors = plots.DISAGREE_COLORS if key == "disagreement" else plots.STATUS_COLORS
+    return data.memo(mkey, lambda: plots.heatmap_source_data(cell_frame(data, state, key, models, tps), colors))
+
+
 class ValidityView(pn.viewable.Viewer):
     """One heatmap per selected framework side by side (or one disagreement heatmap) + cell details."""
 
@@ -70,6 +80,11 @@ class ValidityView(pn.viewable.Viewer):
         #: The Bokeh figures currently shown, by the same keys.
         self.figures: dict = {}
         self._models: list[str] = []
+        #: One figure (and pane) per heatmap slot, reused across changes; the key each slot shows.
+        self._figs: list = []
+        self._panes: list = []
+        self._slot_keys: list[str] = []
+        self._y_range = None
         self._syncing = False
         self.state.param.watch(self._refresh, _WATCHED)
         self.state.param.watch(self._show_selection, ["model", "tp", "framework"])
@@ -77,79 +92,114 @@ class ValidityView(pn.viewable.Viewer):
 
     # -------------------------------------------------------------------------------------------
     def _refresh(self, *_):
+        """Show the state's heatmaps: one document hold, so the browser gets one patch per change."""
+        with pn.io.hold():
+            self._update()
+
+    def _clear(self, summary: str) -> None:
+        self.frames, self.figures = {}, {}
+        self._figs, self._panes, self._slot_keys = [], [], []
+        self._summary.object = summary
+        self._legend.object = ""
+        self._plots.objects = []
+
+    def _update(self) -> None:
+        """Update the heatmaps in place: one figure per slot (framework, or the one disagreement map)
+        keeps its Bokeh models; only its data source's ``.data``, and the shared model / TP factor
+        ranges when they change, are replaced. Figures are added or removed only when the number of
+        slots changes."""
         s, d = self.state, self.data
         models = filter_models(s, d)
         truncated = len(models) > MAX_ROWS
         models = models[:MAX_ROWS]
         tps = sorted(s.tp_sizes)
-        self.frames, self.figures = {}, {}
         self._models = models
         if not models or not tps or not s.frameworks:
             what = "models match the filter" if not models else ("TP sizes are selected" if not tps else "frameworks are selected")
-            self._summary.object = notice_html(f"No {what}: widen the filter or pick some.", "warning")
-            self._legend.object = ""
-            self._plots.objects = []
+            self._clear(notice_html(f"No {what}: widen the filter or pick some.", "warning"))
             return
         disagreement = s.disagreement and len(s.frameworks) >= 2
         keys = ["disagreement"] if disagreement else list(s.frameworks)
+        frames, sources = {}, {}
         try:
             for k in keys:
-                self.frames[k] = cell_frame(d, s, k, models, tps)
+                frames[k] = cell_frame(d, s, k, models, tps)
+                sources[k] = cell_source(d, s, k, models, tps)
         except Exception as exc:  # noqa: BLE001 -- a broken rules engine must not blank the page
-            self.frames = {}
-            self._summary.object = notice_html(f"The rules engine failed: {exc}", "error")
-            self._legend.object = ""
-            self._plots.objects = []
+            self._clear(notice_html(f"The rules engine failed: {exc}", "error"))
             return
-        from bokeh.models import FactorRange
-
+        self.frames = frames
         geo = plots.heatmap_geometry(len(models), len(tps), len(keys), plots.ylabel_px(models))
-        y_range = FactorRange(factors=models[::-1])  # shared: the first model on top in every heatmap
-        panes = []
+        factors = models[::-1]  # Bokeh draws the first factor at the bottom: the first model on top
+        if self._y_range is None:
+            from bokeh.models import FactorRange
+
+            self._y_range = FactorRange(factors=factors)  # shared by every heatmap
+        elif list(self._y_range.factors) != factors:
+            self._y_range.factors = factors
+        tp_factors = [str(t) for t in tps]
         if disagreement:
-            frame = self.frames["disagreement"]
             names = ", ".join(plots.framework_label(f) for f in s.frameworks)
-            fig = plots.heatmap_figure(frame, "Where the frameworks disagree", colors=plots.DISAGREE_COLORS,
-                                       labels=plots.DISAGREE_LABELS, tooltip=plots.DISAGREE_TOOLTIP,
-                                       geometry=geo, y_range=y_range)
-            self.figures["disagreement"] = fig
-            panes.append(self._pane(fig, "disagreement"))
+            style = {"colors": plots.DISAGREE_COLORS, "labels": plots.DISAGREE_LABELS, "tooltip": plots.DISAGREE_TOOLTIP}
+            titles = ["Where the frameworks disagree"]
+            frame = frames["disagreement"]
             n_dis = int((frame["status"] == "disagree").sum())
             summary = (
                 f"<b>{len(models)}</b> models &times; <b>{len(tps)}</b> TP sizes: {esc(names)} disagree on "
                 f"<b>{n_dis}</b> of {len(frame)} cells. Numbers in cells: how many frameworks accept."
             )
-            self._legend.object = plots.legend_html(plots.DISAGREE_COLORS, plots.DISAGREE_LABELS)
+            legend = plots.legend_html(plots.DISAGREE_COLORS, plots.DISAGREE_LABELS)
         else:
+            style = {"colors": plots.STATUS_COLORS, "labels": plots.STATUS_LABELS, "tooltip": plots.VALIDITY_TOOLTIP}
+            titles = [plots.framework_label(fw) for fw in keys]
             parts = []
-            for i, fw in enumerate(keys):
-                frame = self.frames[fw]
-                fig = plots.heatmap_figure(frame, plots.framework_label(fw), geometry=geo, with_yaxis=i == 0,
-                                           y_range=y_range)
-                self.figures[fw] = fig
-                panes.append(self._pane(fig, fw))
+            for fw in keys:
+                frame = frames[fw]
                 n_ok = int(frame["status"].isin(["valid", "valid_replicated", "valid_padded"]).sum())
                 parts.append(f"{esc(plots.framework_label(fw))} accepts <b>{n_ok}</b>/{len(frame)}")
             summary = f"<b>{len(models)}</b> models &times; <b>{len(tps)}</b> TP sizes. " + "; ".join(parts) + "."
             if s.disagreement:
                 summary += " (Pick two or more frameworks for the disagreement view.)"
-            self._legend.object = plots.legend_html()
+            legend = plots.legend_html()
+        n_before = len(self._figs)
+        for i, (key, title) in enumerate(zip(keys, titles, strict=True)):
+            if i < len(self._figs):
+                fig = self._figs[i]
+                plots.update_heatmap(fig, title, sources[key], geometry=geo, tps=tp_factors, **style)
+            else:
+                fig = plots.heatmap_figure(frames[key], title, geometry=geo, with_yaxis=i == 0,
+                                           y_range=self._y_range, source_data=sources[key], **style)
+                self._figs.append(fig)
+                self._panes.append(self._pane(fig, i))
+            # The Bokeh pane hands the figure itself to the page: the classes go on the figure.
+            classes = ["tp-heatmap", f"tp-heatmap-{key}"]
+            if list(fig.css_classes) != classes:
+                fig.css_classes = classes
+        del self._figs[len(keys):], self._panes[len(keys):]
+        self._slot_keys = keys
+        self.figures = dict(zip(keys, self._figs, strict=True))
         if truncated:
             summary += f" Showing the first {MAX_ROWS} models: narrow the filter to see the rest."
         summary += " Hover a cell for every failing rule's message; tap it for details and the per-rank layout."
         self._summary.object = f'<div style="font-size:16px">{summary}</div>'
+        self._legend.object = legend
         self._show_selection()
-        self._plots.objects = panes
+        if len(self._figs) != n_before or len(self._plots.objects) != len(self._panes):
+            self._plots.objects = list(self._panes)
         n = len(keys)
         needed = geo["first_width"] + (n - 1) * geo["width"] + (n - 1) * 12 + n * 10 + 24
-        self._main.styles = {"flex": f"1 1 {needed}px", "min-width": "0"}
+        styles = {"flex": f"1 1 {needed}px", "min-width": "0"}
+        if self._main.styles != styles:
+            self._main.styles = styles
 
-    def _pane(self, fig, key: str) -> pn.pane.Bokeh:
+    def _pane(self, fig, slot: int) -> pn.pane.Bokeh:
         source = fig.renderers[0].data_source
-        source.selected.on_change("indices", lambda _attr, _old, new, _key=key: self._on_select(_key, new))
-        # The Bokeh pane hands the figure itself to the page: the classes go on the figure.
-        fig.css_classes = ["tp-heatmap", f"tp-heatmap-{key}"]
+        source.selected.on_change("indices", lambda _attr, _old, new, _slot=slot: self._on_slot_select(_slot, new))
         return pn.pane.Bokeh(fig, styles={"flex": "none"})
+
+    def _on_slot_select(self, slot: int, indices) -> None:
+        if 0 <= slot < len(self._slot_keys):
+            self._on_select(self._slot_keys[slot], indices)
 
     def _on_select(self, key: str, indices) -> None:
         if self._syncing or not indices:
