@@ -194,16 +194,44 @@ def error_page(message: str) -> pn.Column:
     )
 
 
+def _serve_resources_locally(doc) -> str:
+    """Point every Panel stylesheet of this session's document at the server, never at Panel's CDN.
+
+    Panel rewrites its components' stylesheet URLs from its CDN to the server only when it renders the
+    HTML page of a session (``panel.io.server.server_html_page_for_session``). When a page's websocket
+    connects after Bokeh discarded the unused session (``--unused-session-lifetime``, 15 s by default:
+    a burst of visitors on a busy server), Bokeh builds a fresh document for the same session id without
+    rendering a page, and every stylesheet then loads from ``cdn.holoviz.org`` -- console errors and a
+    broken page on a closed network. Setting the document's ``dist_url`` before any model is built (Panel
+    reads it for every model it renders later) and patching the roots once built closes that gap.
+    Returns the dist URL used.
+    """
+    from panel.io.resources import LOCAL_DIST
+
+    dist_url = f"{pn.state.rel_path}/{LOCAL_DIST}" if pn.state.rel_path else LOCAL_DIST
+    doc._template_variables["dist_url"] = dist_url
+    return dist_url
+
+
 def serve_session() -> pn.viewable.Viewable:
     """Build the app for the current server session from its URL and mark it servable."""
+    from panel.io.resources import patch_model_css
+
+    doc = pn.state.curdoc
+    dist_url = _serve_resources_locally(doc) if doc is not None else None
     query = pn.state.location.search if pn.state.location is not None else ""
     try:
         data = load_app_data(catalog_path())
     except Exception as exc:  # noqa: BLE001 -- a missing or corrupt catalog is a visible error, not a blank page
         page = error_page(f"Could not load the catalog ({catalog_path() or 'shipped data/catalog.parquet'}): {exc}")
-        return page.servable(title="TP planner")
-    app = DashboardApp(data=data, query=query, sync_url=True)
-    return app.template().servable()
+        served = page.servable(title="TP planner")
+    else:
+        app = DashboardApp(data=data, query=query, sync_url=True)
+        served = app.template().servable()
+    if doc is not None:
+        for root in doc.roots:
+            patch_model_css(root, dist_url=dist_url)
+    return served
 
 
 def warm_up() -> None:
