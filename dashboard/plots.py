@@ -580,6 +580,12 @@ def hidden_slots_note(cut: dict[str, tuple[int, int]]) -> str:
     return "Too many heads per rank to draw: showing " + "; ".join(parts) + "."
 
 
+#: Width of a head column and height of a rank row of the per-rank layout (pixels): 40 px per head up to
+#: 40 heads per rank, 26 px beyond (at most :data:`MAX_LAYOUT_SLOTS` columns are drawn).
+LAYOUT_CELL_PX = 40
+LAYOUT_ROW_PX = 34
+
+
 def layout_plot(frame: pd.DataFrame, title: str, max_width: int | None = None) -> hv.Overlay | hv.Text:
     """Ranks x head slots coloured by head kind (replicas and dummy heads in their own shades).
 
@@ -590,15 +596,15 @@ def layout_plot(frame: pd.DataFrame, title: str, max_width: int | None = None) -
     slots = list(dict.fromkeys(frame["slot"]))
     ranks = sorted(frame["rank"].unique(), key=lambda s: int(s.split()[-1]))
     n_slots, n_ranks = len(slots), len(ranks)
-    cell = 40 if n_slots <= 40 else (26 if n_slots <= 80 else 14)
+    cell = LAYOUT_CELL_PX if n_slots <= 40 else 26
     if max_width:
         cell = max(8, min(40, (max_width - 110) // max(n_slots, 1)))
-    # The legend (kinds present only) sits right of the plot, outside the cells: ~360 px.
-    legend_px = 0 if max_width else 360
-    width = min(max(560, cell * n_slots + 160), 1800) + legend_px
-    if max_width:
-        width = min(max_width, cell * n_slots + 90)
-    height = max(240, 34 * n_ranks + 150) if not max_width else max(150, 26 * n_ranks + 80)
+        size = {"width": min(max_width, cell * n_slots + 90), "height": max(150, 26 * n_ranks + 80)}
+    else:
+        # Fixed cells (never squeezed, never stretched): the figure is as wide as its heads need, plus the
+        # rank axis and the legend right of the plot; the view puts it in a container that scrolls
+        # sideways (tp-layout-scroll), so a wide layout never widens the page.
+        size = {"frame_width": max(cell * n_slots, 240), "frame_height": max(LAYOUT_ROW_PX * n_ranks, 90)}
     from bokeh.models import HoverTool
 
     hover = HoverTool(tooltips="<div style='font-size:14px'>@rank &middot; @slot: @detail</div>")
@@ -613,8 +619,7 @@ def layout_plot(frame: pd.DataFrame, title: str, max_width: int | None = None) -
         toolbar=None if max_width else "above",
         line_color="white",
         line_width=1.5,
-        width=width,
-        height=height,
+        **size,
         invert_yaxis=True,
         xaxis="top",
         title=title,

@@ -498,3 +498,24 @@ def test_a_control_change_in_a_served_document_creates_no_figure():
     assert events
     kinds = {type(e).__name__ for e in events}
     assert kinds <= {"ModelChangedEvent", "ColumnDataChangedEvent"}, kinds
+
+
+def test_wide_layout_plot_keeps_fixed_cells_in_a_sideways_scrolling_container():
+    """> 40 heads per rank: fixed 26 px head columns (the figure's frame, not a width Panel would pass up
+    to the page), inside the tp-layout-scroll container that scrolls sideways."""
+    import dashboard.layout as lay
+    from dashboard import plots
+    from dashboard.app import DashboardApp
+
+    rec = cat.normalize_config(_cfg(128, 8, hidden=16384), "big/h128")
+    frame, _ = plots.cap_layout_slots(plots.layout_frame(lay.rank_layout(rec, "vllm", 1)))
+    fig = hv.render(plots.layout_plot(frame, "vLLM, TP = 1"))
+    n = len(fig.x_range.factors)
+    assert n > 40 and fig.frame_width == 26 * n and fig.frame_height >= plots.LAYOUT_ROW_PX
+    small = plots.layout_frame(lay.rank_layout(rec, "vllm", 8))
+    fig8 = hv.render(plots.layout_plot(small, "vLLM, TP = 8"))
+    assert fig8.frame_width == plots.LAYOUT_CELL_PX * len(fig8.x_range.factors)
+    app = DashboardApp(catalog=cat.catalog_from_records([rec]), query="?model=big/h128&framework=vllm&tp=1&tab=layout")
+    view = app.layout
+    assert view._scroll.css_classes == ["tp-layout-scroll"] and view._scroll.styles["overflow-x"] == "auto"
+    assert view._plot in view._scroll.objects and view._plot.styles.get("flex") == "none"

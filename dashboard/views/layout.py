@@ -73,7 +73,13 @@ class LayoutView(pn.viewable.Viewer):
         super().__init__(**params)
         self._header = pn.pane.HTML(sizing_mode="stretch_width")
         self._notice = pn.pane.HTML(sizing_mode="stretch_width")
-        self._plot = pn.pane.HoloViews(None, css_classes=["tp-layout-plot"])
+        self._plot = pn.pane.HoloViews(None, css_classes=["tp-layout-plot"], styles={"flex": "none"})
+        # The plot keeps fixed cells (plots.LAYOUT_CELL_PX per head): with many heads per rank it is wider
+        # than the page, so it sits in a container that scrolls sideways and cannot widen the page.
+        self._scroll = pn.Column(
+            self._plot, sizing_mode="stretch_width", css_classes=["tp-layout-scroll"],
+            styles={"overflow-x": "auto", "overflow-y": "hidden", "max-width": "100%", "min-width": "0"},
+        )
         self.csv = pn.widgets.FileDownload(
             callback=self._csv, filename="tp-layout.csv", label="Layout CSV (every head)", button_type="primary",
             button_style="outline", css_classes=["tp-export-layout"], embed=False, width=220,
@@ -112,4 +118,5 @@ class LayoutView(pn.viewable.Viewer):
         return buf
 
     def __panel__(self):
-        return pn.Column(self._header, self._notice, self._plot, self.csv, sizing_mode="stretch_width")
+        return pn.Column(self._header, self._notice, self._scroll, self.csv, sizing_mode="stretch_width",
+                         styles={"min-width": "0", "max-width": "100%"})

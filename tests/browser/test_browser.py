@@ -360,3 +360,27 @@ def test_hostile_catalog_heatmaps_draw_one_legend(hostile_server, rpage, artifac
     assert page.locator(".tp-legend").count() == 1
     page.screenshot(path=str(artifacts_dir / "screenshot-hostile-validity.png"))
     _assert_clean(rpage, hostile_server.url)
+
+
+@pytest.mark.parametrize("width, height", [(1280, 720), (1920, 1080)])
+def test_wide_per_rank_layout_scrolls_instead_of_widening_the_page(server, rpage, artifacts_dir, width, height):
+    """Llama 3.1 405B at TP 1 holds 128 query + 8 KV heads on one rank (64 columns drawn, 26 px each):
+    the layout plot is wider than the page, so it scrolls sideways in its own container and the page
+    never grows wider than the window."""
+    page = rpage.page
+    page.set_viewport_size({"width": width, "height": height})
+    page = _open(rpage, server.url + "?model=meta-llama/Meta-Llama-3.1-405B&framework=vllm&tp=1&tab=layout",
+                 ".tp-layout-plot canvas")
+    _wait_title(page, "vLLM, TP = 1")
+    page.wait_for_timeout(500)
+    lay = _frame(page, "vLLM, TP = 1")
+    assert len(lay["xf"]) > 40 and lay["w"] / len(lay["xf"]) >= 26  # fixed, readable cells
+    doc_w = page.evaluate("() => document.documentElement.scrollWidth")
+    assert doc_w <= width, doc_w
+    scroll = page.locator(".tp-layout-scroll").first
+    box = scroll.bounding_box()
+    assert box["x"] + box["width"] <= width
+    sw, cw = scroll.evaluate("(el) => [el.scrollWidth, el.clientWidth]")
+    assert sw > cw  # the rest of the heads is reachable by scrolling sideways
+    page.screenshot(path=str(artifacts_dir / f"screenshot-layout-wide-{width}x{height}.png"))
+    _assert_clean(rpage, server.url)
