@@ -202,7 +202,7 @@ _SHORT_LABEL_JS = (
 
 def ylabel_px(models: Sequence[str]) -> int:
     """Width in pixels of the y-axis labels of ``models`` (after :func:`short_label`)."""
-    chars = max((len(short_label(m)) for m in models), default=8)
+    chars = min(max((len(str(m)) for m in models), default=8), MAX_LABEL_CHARS)  # len(short_label(m))
     return int(_PX_PER_CHAR * max(chars, 8)) + 28
 
 
@@ -432,8 +432,8 @@ def update_heatmap(
     for g in (text.glyph, text.selection_glyph, text.nonselection_glyph):
         if g is not None and g.text_font_size != size:
             g.text_font_size = size
-    for tool in fig.select(type=HoverTool):
-        if tool.tooltips != tooltip:
+    for tool in fig.toolbar.tools:  # (not fig.select: that walks every model of the figure)
+        if isinstance(tool, HoverTool) and tool.tooltips != tooltip:
             tool.tooltips = tooltip
     tags = [[colors[k], labels.get(k, k)] for k in colors]
     if fig.tags != tags:
