@@ -442,9 +442,15 @@ def test_control_changes_update_the_heatmaps_in_place(app):
     first, second = (v.figures[k] for k in ("vllm", "sglang"))
     src, y_range, x_range = first.renderers[0].data_source, first.y_range, first.x_range
     assert set(src.data) == set(plots.SOURCE_COLUMNS)
-    app.state.tp_sizes = [1, 2, 4, 8, 24]
-    assert v.figures["vllm"] is first and first.renderers[0].data_source is src
-    assert first.x_range is x_range and list(x_range.factors) == ["1", "2", "4", "8", "24"]
+    app.state.search = "acme"  # a filter change: same figures, the shared model axis updated in place
+    assert v.figures["vllm"] is first and first.renderers[0].data_source is src and first.x_range is x_range
+    assert first.y_range is y_range and set(y_range.factors) == {"acme/h24-kv3", "acme/h30"}
+    assert len(src.data["tp"]) == 2 * len(x_range.factors)
+    # A TP-size change builds new figures (BokehJS repaints those faster than re-mapped old ones).
+    app.state.param.update(search="", tp_sizes=[1, 2, 4, 8, 24])
+    first, second = (v.figures[k] for k in ("vllm", "sglang"))
+    src, y_range = first.renderers[0].data_source, first.y_range
+    assert list(first.x_range.factors) == ["1", "2", "4", "8", "24"] and len(v._plots.objects) == 2
     assert len(src.data["tp"]) == len(y_range.factors) * 5
     # Swapping a framework reuses the slot: same figure, new title, data and classes.
     app.state.frameworks = ["vllm", "transformers-cb-cache"]
@@ -458,7 +464,6 @@ def test_control_changes_update_the_heatmaps_in_place(app):
          if m == "meta-llama/Llama-3.1-8B" and t == "24"][0]
     info = second.renderers[0].data_source.data["info"][i]
     assert info.startswith("invalid (refused)\nquery heads / rank:") and "24" in info
-    # Filter: the shared model axis is updated, not replaced.
     app.state.search = "acme"
     assert first.y_range is y_range and set(y_range.factors) == {"acme/h24-kv3", "acme/h30"}
     # Only a change in the number of slots adds or removes figures.
@@ -490,7 +495,7 @@ def test_a_control_change_in_a_served_document_creates_no_figure():
         plots_before = {m.id for m in doc.models if isinstance(m, Plot)}
         events = []
         doc.callbacks.on_change(lambda e: events.append(e))
-        app.state.tp_sizes = [1, 2, 4, 8, 24]
+        app.state.frameworks = ["vllm", "transformers-cb-cache"]
         plots_after = {m.id for m in doc.models if isinstance(m, Plot)}
     finally:
         pn.state.curdoc = None
