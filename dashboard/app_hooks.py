@@ -33,3 +33,44 @@ def on_server_loaded(server_context) -> None:  # noqa: ARG001 -- Bokeh's hook si
         log.exception("dashboard warm-up failed; the first session will retry")
         return
     log.info("dashboard warm-up done in %.2f s", time.perf_counter() - t0)
+
+
+def on_session_destroyed(session_context) -> None:  # noqa: ARG001 -- Bokeh's hook signature
+    """Give closed sessions' memory back to the operating system.
+
+    A session's Bokeh document, Panel views and per-session frames become garbage when Bokeh destroys
+    the session, but CPython's collector only frees their reference cycles on its own schedule, and glibc's
+    allocator keeps freed heap pages mapped. After a burst of sessions the server's resident memory then
+    stays near its peak. Shortly after a session is destroyed (once for a burst of them: the hook runs
+    before Bokeh drops the document), a full collection followed by ``malloc_trim(0)`` (glibc only;
+    skipped elsewhere) returns that memory, so the server comes back near its level before the sessions.
+    """
+    global _trim_pending
+    if _trim_pending:
+        return
+    _trim_pending = True
+    try:
+        from tornado.ioloop import IOLoop
+
+        IOLoop.current().call_later(_TRIM_DELAY_S, _collect_and_trim)
+    except Exception:  # noqa: BLE001 -- no loop (called outside the server): do it now
+        _collect_and_trim()
+
+
+_TRIM_DELAY_S = 2.0
+_trim_pending = False
+
+
+def _collect_and_trim() -> None:
+    import ctypes
+    import ctypes.util
+    import gc
+
+    global _trim_pending
+    _trim_pending = False
+    gc.collect()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        pass

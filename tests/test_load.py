@@ -288,10 +288,11 @@ def test_twenty_concurrent_sessions_render_without_errors(load_run: dict):
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "Known (reported to the lead 2026-11-29): the server's RSS keeps most of its high-water mark after the sessions "
-    "are destroyed (before -> peak -> after: 217 -> 282 -> 277 MiB, 1.28x; repeated bursts of sessions do not grow "
-    "it further, so it looks like retained allocator memory, not a per-session leak). Remove this marker once the "
-    "app releases it (e.g. gc + malloc_trim after sessions are destroyed)."))
+    "Known, open: the server's RSS keeps most of its high-water mark after the sessions are destroyed "
+    "(before -> peak -> after: 217 -> 282 -> 277 MiB, 1.28x; with the gc + malloc_trim hook of "
+    "dashboard/app_hooks.py: 216 -> 269 -> 265 MiB, 1.23x). Repeated bursts do not grow it further "
+    "(226 -> 329 -> 328 -> 331 MiB), so it is retained memory, not a per-session leak. Remove this marker "
+    "once the server gives it back."))
 def test_server_memory_returns_after_sessions_close(load_run: dict):
     s = load_run["summary"]
     assert load_run["rss_after"] <= MAX_RSS_RATIO * load_run["rss_before"], (
