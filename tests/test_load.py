@@ -31,6 +31,7 @@ Figures (baseline / peak / after RSS, time for all 20 to render) are printed and
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import re
@@ -255,7 +256,10 @@ def load_run(artifacts_dir: Path) -> dict:
     server = Server()
     try:
         server.wait_ready()
-        res = asyncio.run(_run_load(server))
+        # Its own thread and event loop: the sync Playwright of the browser tests (same pytest process)
+        # leaves an event loop running in the main thread, where asyncio.run() refuses to start.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            res = pool.submit(asyncio.run, _run_load(server)).result()
         res["log"] = server.log()
     finally:
         server.stop()
