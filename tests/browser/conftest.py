@@ -47,13 +47,19 @@ class Server:
             return ""
 
 
-def start_server(tmp: Path, env_extra: dict[str, str] | None = None, timeout: float = 240.0) -> Server:
-    """Start ``panel serve dashboard`` on a free loopback port; wait until /dashboard answers."""
+def start_server(tmp: Path, env_extra: dict[str, str] | None = None, timeout: float = 240.0,
+                 extra_args: tuple[str, ...] = ()) -> Server:
+    """Start ``panel serve dashboard`` on a free loopback port; wait until /dashboard answers.
+
+    The environment carries no ``BOKEH_*`` setting, so the server loads its resources exactly as the
+    README's plain ``panel serve dashboard`` does (the air-gap assertions hold for that command).
+    """
     port = _free_port()
     log = tmp / f"panel-{port}.log"
-    env = {**os.environ, **(env_extra or {}), "BOKEH_RESOURCES": "server", "PYTHONUNBUFFERED": "1"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOKEH_")}
+    env = {**env, **(env_extra or {}), "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "panel", "serve", "dashboard", "--address", "127.0.0.1", "--port", str(port),
-           "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1"]
+           "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1", *extra_args]
     fh = open(log, "wb")  # noqa: SIM115 -- closed with the process
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/dashboard"

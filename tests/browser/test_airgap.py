@@ -6,48 +6,23 @@ every Panel stylesheet from Panel's CDN.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
-import urllib.request
 
 import pytest
 
-from conftest import ROOT, _free_port  # tests/browser/conftest.py (pytest puts its folder on sys.path)
+from conftest import start_server, stop_server  # tests/browser/conftest.py (its folder is on sys.path)
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
 def short_lived_server(tmp_path_factory):
-    """`panel serve dashboard` as the README runs it (no BOKEH_RESOURCES in the environment), with unused
-    sessions discarded after 1 s so a late websocket meets a discarded session."""
-    port = _free_port()
-    log = tmp_path_factory.mktemp("airgap") / "panel.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BOKEH_")}
-    cmd = [sys.executable, "-m", "panel", "serve", "dashboard", "--address", "127.0.0.1", "--port", str(port),
-           "--allow-websocket-origin", f"127.0.0.1:{port}", "--unused-session-lifetime", "1000",
-           "--check-unused-sessions", "500"]
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.time() + 240
-        while True:
-            assert proc.poll() is None, log.read_text(errors="replace")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5):
-                    break
-            except OSError:
-                assert time.time() < deadline, "panel serve did not start"
-                time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/dashboard", log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    """`panel serve dashboard` as the README runs it, with unused sessions discarded after 1 s so a late
+    websocket meets a discarded session."""
+    srv = start_server(tmp_path_factory.mktemp("airgap"),
+                       extra_args=("--unused-session-lifetime", "1000", "--check-unused-sessions", "500"))
+    yield srv.url, srv.log
+    stop_server(srv)
 
 
 def _outside(urls: list[str], base: str) -> list[str]:
