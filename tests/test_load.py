@@ -288,7 +288,18 @@ def test_twenty_concurrent_sessions_render_without_errors(load_run: dict):
     assert not res["foreign"], f"pages requested other hosts: {res['foreign'][:10]}"
     assert not res["errors"], f"errors in the sessions: {res['errors'][:10]}"
     assert res["live_at_peak"] >= N_SESSIONS, f"server saw only {res['live_at_peak']} live sessions at once"
-    assert "Traceback" not in res["log"], f"server logged an exception:\n{res['log'][-4000:]}"
+    app_log = _without_client_disconnects(res["log"])
+    assert "Traceback" not in app_log, f"server logged an exception:\n{app_log[-4000:]}"
+
+
+def _without_client_disconnects(log: str) -> str:
+    """The server log without tornado's "Task exception was never retrieved" reports of a write to a
+    websocket the browser had already closed (``WebSocketClosedError``: the test closes 20 contexts at
+    once while the server still pushes updates). Any other traceback is kept."""
+    return re.sub(
+        r"Task exception was never retrieved\nfuture: <Task finished [^\n]*WebSocketProtocol13\.write_message"
+        r"[^\n]*\n(?:.*\n)*?tornado\.websocket\.WebSocketClosedError\n?",
+        "", log)
 
 
 @pytest.mark.xfail(strict=False, reason=(
