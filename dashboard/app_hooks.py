@@ -32,6 +32,13 @@ def on_server_loaded(server_context) -> None:  # noqa: ARG001 -- Bokeh's hook si
     except Exception:  # noqa: BLE001 -- never stop the server: sessions report the problem visibly
         log.exception("dashboard warm-up failed; the first session will retry")
         return
+    # The catalog, its grids and the heatmap cells now live for the whole process: move them (and the
+    # imported modules) out of the collector's view, so each full collection -- Panel runs one after a
+    # session closes -- does not walk them again while a user waits for a repaint.
+    import gc
+
+    gc.collect()
+    gc.freeze()
     log.info("dashboard warm-up done in %.2f s", time.perf_counter() - t0)
 
 

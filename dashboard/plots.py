@@ -18,7 +18,8 @@ rendered; the app and the tests do that.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 
 import holoviews as hv
 import numpy as np
@@ -171,12 +172,25 @@ def heatmap_frame(grid: pd.DataFrame, framework: str, models: Sequence[str], tp_
     return out
 
 
-#: Pixel width the side-by-side validity heatmaps may take on a 1920 px wide page (sidebar and details
-#: column excluded); columns shrink to fit it, down to :data:`MIN_COL_PX`.
-HEATMAP_BUDGET_PX = 1120
-#: Narrowest TP column (pixels): two-digit TP labels in 12 pt stay apart; when the heatmaps need more
-#: room than the page has, the heatmap area scrolls sideways instead of squeezing columns.
-MIN_COL_PX = 28
+#: Pixel width of the validity heatmap, model names included, on a 1920 px wide page (sidebar and
+#: details column excluded). The cells share it: their width is the same after most control changes, so
+#: the browser re-lays out nothing but the cells (see :func:`heatmap_geometry`).
+HEATMAP_BUDGET_PX = 1086
+#: Narrowest TP column (pixels): two-digit TP labels in 12 pt stay apart. When the
+#: columns need more room than the budget, the heatmap grows and its area scrolls sideways.
+MIN_COL_PX = 20
+#: Widest TP column (pixels): with few columns the heatmap narrows instead of stretching its cells.
+MAX_COL_PX = 56
+#: Gap between two frameworks' column groups, in TP columns.
+GROUP_PADDING = 0.6
+#: Height of a model row (pixels).
+ROW_PX = 24
+#: Model rows the dashboard's heatmap shows at once (fits a 1080 px screen under the page header); more
+#: rows scroll inside the plot (mouse wheel or drag), and the browser holds only the rows in view plus
+#: :data:`WINDOW_MARGIN_ROWS` above and below (see :func:`window_rows`).
+VISIBLE_ROWS = 25
+#: Rows loaded beyond each edge of the visible ones, so a few wheel steps never show empty rows.
+WINDOW_MARGIN_ROWS = 6
 #: Longest model id drawn in full on the y axis; longer ids keep their start and end around an ellipsis
 #: (the tooltip and the details show the full id).
 MAX_LABEL_CHARS = 34
@@ -193,10 +207,34 @@ def short_label(model_id: str, n: int = MAX_LABEL_CHARS) -> str:
     return s[:head] + "…" + s[len(s) - (n - 1 - head):]
 
 
-#: BokehJS twin of :func:`short_label` (a tick formatter body; ``tick`` is the model id).
-_SHORT_LABEL_JS = (
-    "const n = %(n)d; const s = String(tick); if (s.length <= n) return s;"
+#: BokehJS twin of :func:`short_label` for the y axis (a tick formatter body): ``tick`` is a row centre
+#: ``-(row + 0.5)`` and ``names`` the model ids in row order.
+_ROW_LABEL_JS = (
+    "const i = Math.round(-tick - 0.5); const s = (i >= 0 && i < names.length) ? String(names[i]) : '';"
+    " const n = %(n)d; if (s.length <= n) return s;"
     " const h = Math.floor((n - 1) / 2); return s.slice(0, h) + '\u2026' + s.slice(s.length - (n - 1 - h));"
+)
+
+
+#: Hover formatter body: the full model id of the row centred at ``value`` (``names`` in row order).
+_ROW_NAME_JS = "const i = Math.round(-value - 0.5); return (i >= 0 && i < names.length) ? String(names[i]) : '';"
+
+
+def rows_label(start: float, end: float, n_models: int) -> str:
+    """The y-axis title of a heatmap showing rows ``start`` to ``end`` (data units) of ``n_models``:
+    "models 26–50 of 130", or "" when every row is in view. (BokehJS twin: ``_ROWS_LABEL_JS``.)"""
+    top = max(0, int(round(-float(end))))
+    bottom = min(int(n_models), int(round(-float(start))))
+    if top == 0 and bottom >= n_models:
+        return ""
+    return f"models {top + 1}–{bottom} of {int(n_models)}"
+
+
+#: CustomJS body on the y range's ``start``: refresh the axis title (``ax.tags[0]`` = number of models).
+_ROWS_LABEL_JS = (
+    "const n = ax.tags[0]; const r = cb_obj; const top = Math.max(0, Math.round(-r.end));"
+    " const bottom = Math.min(n, Math.round(-r.start));"
+    " ax.axis_label = (top == 0 && bottom >= n) ? '' : `models ${top + 1}–${bottom} of ${n}`;"
 )
 
 
@@ -206,45 +244,107 @@ def ylabel_px(models: Sequence[str]) -> int:
     return int(_PX_PER_CHAR * max(chars, 8)) + 28
 
 
-def heatmap_geometry(n_models: int, n_tp: int, n_frameworks: int, label_px: int,
-                     budget: int = HEATMAP_BUDGET_PX) -> dict[str, int]:
-    """Cell and figure sizes (pixels) for ``n_frameworks`` heatmaps side by side within ``budget``.
+def heatmap_units(n_groups: int, n_tp: int) -> float:
+    """Width of the heatmap's x axis in TP columns: ``n_groups`` groups of ``n_tp`` columns with
+    :data:`GROUP_PADDING` between groups (Bokeh's synthetic coordinates of the nested factors)."""
+    n_groups, n_tp = max(int(n_groups), 1), max(int(n_tp), 1)
+    return n_groups * n_tp + (n_groups - 1) * GROUP_PADDING
 
-    Only the first heatmap draws the model names (``label_px`` wide); the others share its rows.
-    Returns ``col`` (TP column width), ``row`` (model row height), ``first_width``, ``width`` (the
-    others), ``height`` and ``font`` (cell mark size in pt).
+
+def heatmap_geometry(n_models: int, n_tp: int, n_groups: int, label_px: int,
+                     budget: int = HEATMAP_BUDGET_PX, visible_rows: int | None = VISIBLE_ROWS) -> dict[str, int]:
+    """Sizes (pixels) of the validity heatmap: ``n_groups`` column groups (frameworks) of ``n_tp`` TP
+    columns, ``n_models`` rows, model names ``label_px`` wide.
+
+    The frame takes the ``budget`` left by the names whenever its columns then stay between
+    :data:`MIN_COL_PX` and :data:`MAX_COL_PX` wide, so its width does not change when a framework or TP
+    size is added or removed; otherwise it is as wide as that many columns of the nearest bound. At most
+    ``visible_rows`` rows are shown at once (``None``: every row; a static figure for a notebook).
+    Returns ``col`` (TP column width, float), ``row`` (row height), ``rows`` (rows shown), ``label_px``,
+    ``frame_width``, ``frame_height``, ``width`` and ``height`` (the whole figure, approximately).
     """
-    n_tp, n_fw = max(n_tp, 1), max(n_frameworks, 1)
-    pad, gap = 24, 12
-    col = (budget - label_px - n_fw * pad - (n_fw - 1) * gap) // (n_fw * n_tp)
-    col = int(max(MIN_COL_PX, min(48, col)))
-    row = 24
-    height = row * max(n_models, 1) + 2 * 34 + 46 + 8  # rows + top and bottom TP axes + title
+    units = heatmap_units(n_groups, n_tp)
+    frame_budget = max(int(budget) - int(label_px) - 40, 1)
+    if frame_budget > units * MAX_COL_PX:
+        frame_width = int(round(units * MAX_COL_PX))
+    elif frame_budget < units * MIN_COL_PX:
+        frame_width = int(round(units * MIN_COL_PX))
+    else:
+        frame_width = frame_budget
+    rows = max(n_models, 1) if visible_rows is None else max(1, min(n_models, visible_rows))
     return {
-        "col": col,
-        "row": row,
-        "first_width": label_px + n_tp * col + pad,
-        "width": n_tp * col + pad,
-        "frame_width": n_tp * col,
-        "frame_height": row * max(n_models, 1),
-        "height": height,
-        "font": 11 if col >= 34 else 9,
+        "col": frame_width / units,
+        "row": ROW_PX,
+        "rows": rows,
+        "label_px": int(label_px),
+        "frame_width": frame_width,
+        "frame_height": ROW_PX * rows,
+        "width": int(label_px) + frame_width + 40,
+        "height": ROW_PX * rows + 2 * 58 + 46 + 8,  # rows + top and bottom axes (TP and group) + title
     }
 
 
+def heatmap_factors(groups: Sequence[str], tps: Sequence[str]) -> list[tuple[str, str]]:
+    """The heatmap's nested x factors: ``(group, tp)`` for each group (framework label), then each TP."""
+    return [(str(g), str(t)) for g in groups for t in tps]
+
+
+def tap_column(x: float, groups: Sequence[str], tps: Sequence[str]) -> tuple[int, str] | None:
+    """The column under a tap at synthetic x coordinate ``x``: ``(group index, tp)``, or None between
+    groups or outside. (Bokeh maps nested factor ``k`` of group ``g`` to ``k + 0.5 + g * (len(tps) +
+    GROUP_PADDING)``, with ``range_padding`` and ``factor_padding`` 0.)"""
+    n_tp = len(tps)
+    if not n_tp or not groups:
+        return None
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(x):
+        return None
+    step = n_tp + GROUP_PADDING
+    g = int(math.floor(x / step))
+    k = int(math.floor(x - g * step))
+    if 0 <= g < len(groups) and 0 <= k < n_tp:
+        return g, str(tps[k])
+    return None
+
+
+#: Hover text of a cell. ``@y{model}`` is the model id of the cell's row (a formatter holding the ids, so the
+#: data source need not repeat the id in every cell); Bokeh HTML-escapes every value, formatted or not.
 VALIDITY_TOOLTIP = """
 <div style="max-width:520px;font-size:14px;line-height:1.35">
-<div><b>@model_id</b></div>
-<div>TP = <b>@tp</b></div>
+<div><b>@y{model}</b></div>
+<div>@group &middot; TP = <b>@tp</b></div>
 <div style="white-space:pre-wrap;margin-top:2px">@info</div>
 </div>"""
 
 DISAGREE_TOOLTIP = VALIDITY_TOOLTIP
 
-#: Columns of a heatmap's data source (all the browser gets): the glyphs use ``tp``, ``model_id``,
-#: ``color`` and ``mark``; the hover shows ``model_id``, ``tp`` and ``info`` (every other detail of the
-#: cell as one plain-text column; the full cell frame stays on the server).
-SOURCE_COLUMNS = ("tp", "model_id", "color", "mark", "info")
+#: Mark drawn in a cell of each status (a Bokeh marker; "" draws none), so the status reads without
+#: colour too: ✕ refused, ○ valid with KV heads replicated, + valid with dummy (padding) heads, – unknown.
+STATUS_MARKERS: dict[str, str] = {
+    "valid": "",
+    "valid_replicated": "circle",
+    "valid_padded": "plus",
+    "invalid": "x",
+    "unknown": "dash",
+}
+DISAGREE_MARKERS: dict[str, str] = {
+    "all_valid": "",
+    "disagree": "diamond",
+    "all_invalid": "x",
+    "unknown": "dash",
+}
+MARK_COLOR = "#111111"
+
+#: Columns of the heatmap's data source (all the browser gets): the cells use ``x`` (the nested factor
+#: ``(group, tp)``), ``y`` (the row centre ``-(row + 0.5)``, row 0 on top) and ``color``; the marks use
+#: ``ym`` (``y``, or NaN where the status has no mark) and ``marker``; the hover shows the model id of
+#: row ``y`` (from the hover formatter's list of ids: :data:`VALIDITY_TOOLTIP`), ``group``, ``tp`` and
+#: ``info`` (every other detail of the cell as one plain-text column; the full cell frame stays on the
+#: server). ``row`` (the model's row index) lets the server send a window of rows.
+SOURCE_COLUMNS = ("x", "tp", "group", "y", "row", "ym", "marker", "color", "info")
 
 
 def _num(values: pd.Series) -> np.ndarray:
@@ -255,13 +355,19 @@ def _num(values: pd.Series) -> np.ndarray:
     return out
 
 
-def heatmap_source_data(frame: pd.DataFrame, colors: dict[str, str] = STATUS_COLORS) -> dict[str, np.ndarray]:
+def heatmap_source_data(frame: pd.DataFrame, colors: dict[str, str] = STATUS_COLORS,
+                        markers: dict[str, str] | None = None, group: str = "") -> dict[str, np.ndarray]:
     """The data-source columns (:data:`SOURCE_COLUMNS`) of a :func:`heatmap_frame` or
-    :func:`disagreement_frame`: one row per cell, in the frame's order (tap selection = row index).
+    :func:`disagreement_frame` shown as column group ``group`` (a framework's label): one row per cell,
+    in the frame's order.
 
-    ``info`` is the hover text (plain text, newline-separated; Bokeh HTML-escapes it): the verdict, the
-    per-rank head counts when the frame has them, and every failing rule's message.
+    ``row`` numbers the models in order of first appearance (the heatmap's top row is 0); ``info`` is
+    the hover text (plain text, newline-separated; Bokeh HTML-escapes it): the verdict, the per-rank head
+    counts when the frame has them, and every failing rule's message. ``markers`` defaults to
+    :data:`STATUS_MARKERS` (:data:`DISAGREE_MARKERS` when ``colors`` is :data:`DISAGREE_COLORS`).
     """
+    if markers is None:
+        markers = DISAGREE_MARKERS if colors is DISAGREE_COLORS else STATUS_MARKERS
     n = len(frame)
     verdict = frame["verdict"].astype(object).fillna("").astype(str).to_numpy(dtype=object) if "verdict" in frame \
         else np.full(n, "", dtype=object)
@@ -274,128 +380,251 @@ def heatmap_source_data(frame: pd.DataFrame, colors: dict[str, str] = STATUS_COL
                 for v, a, b, c, m in zip(verdict, q, kv, rep, messages, strict=True)]
     else:  # disagreement cells: "k/n" frameworks accept, one line per framework
         info = [f"{v} ({k} accept)\n{m}" for v, k, m in zip(verdict, mark, messages, strict=True)]
+    row = pd.factorize(frame["model_id"], sort=False)[0].astype("int32")
+    y = -(row.astype("float64") + 0.5)
+    status = frame["status"].astype(object)
+    marker = status.map(markers).fillna("").to_numpy(dtype=object)
+    ym = np.where(marker == "", np.nan, y)
+    marker = np.where(marker == "", "circle", marker).astype(object)  # (not drawn: ym is NaN there)
+    tp = frame["tp"].astype(str).to_numpy(dtype=object)
+    x = tuple_array((str(group), t) for t in tp)
     return {
-        "tp": frame["tp"].to_numpy(dtype=object),
-        "model_id": frame["model_id"].to_numpy(dtype=object),
-        "color": frame["status"].map(colors).fillna(colors.get("unknown", "#BBBBBB")).to_numpy(dtype=object),
-        "mark": mark,
+        "x": x,
+        "tp": tp,
+        "group": np.full(n, str(group), dtype=object),
+        "y": y,
+        "row": row,
+        "ym": ym,
+        "marker": marker,
+        "color": status.map(colors).fillna(colors.get("unknown", "#BBBBBB")).to_numpy(dtype=object),
         "info": np.asarray(info, dtype=object),
     }
 
 
+def window_rows(start: float, end: float, n_rows: int, margin: int = WINDOW_MARGIN_ROWS) -> tuple[int, int]:
+    """Rows ``[r0, r1)`` to load for a y range from ``start`` to ``end`` (data units; row ``r`` spans
+    ``-(r + 1)`` to ``-r``): the rows in view plus ``margin`` rows above and below, clipped to
+    ``[0, n_rows)``."""
+    lo, hi = sorted((float(start), float(end)))
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        lo, hi = -float(VISIBLE_ROWS), 0.0
+    top = int(np.floor(-hi))
+    bottom = int(np.ceil(-lo))
+    r0 = max(0, min(n_rows, top - margin))
+    r1 = max(r0, min(n_rows, bottom + margin))
+    return r0, r1
+
+
+def window_data(source_data: dict, r0: int, r1: int) -> dict[str, np.ndarray]:
+    """The cells of rows ``[r0, r1)`` of :func:`heatmap_source_data` output (what the browser holds)."""
+    row = np.asarray(source_data["row"])
+    keep = (row >= r0) & (row < r1)
+    return {k: v[keep] for k, v in source_data.items()}  # (numpy columns: "x" is an object array of tuples)
+
+
+def tuple_array(items) -> np.ndarray:
+    """A 1-D object array of the tuples in ``items`` (``np.array`` would make a 2-D array of them)."""
+    items = list(items)
+    out = np.empty(len(items), dtype=object)
+    for i, t in enumerate(items):
+        out[i] = tuple(t)
+    return out
+
+
+def concat_source_data(parts: Sequence[dict]) -> dict[str, np.ndarray]:
+    """Column-wise concatenation of :func:`heatmap_source_data` / :func:`window_data` outputs (one per
+    column group, left to right)."""
+    parts = [p for p in parts if p]
+    if not parts:
+        return {c: np.empty(0, dtype=object) for c in SOURCE_COLUMNS}
+    if len(parts) == 1:
+        return dict(parts[0])
+    out = {}
+    for c in parts[0]:
+        if c == "x":
+            out[c] = tuple_array(t for p in parts for t in p[c])
+        else:
+            out[c] = np.concatenate([np.asarray(p[c]) for p in parts])
+    return out
+
+
+def _empty_selection() -> dict[str, list]:
+    return {"x": [], "y": []}
+
+
 def heatmap_figure(
-    frame: pd.DataFrame,
+    frames: Mapping[str, pd.DataFrame] | pd.DataFrame,
     title: str,
     *,
     colors: dict[str, str] = STATUS_COLORS,
     labels: dict[str, str] = STATUS_LABELS,
+    markers: dict[str, str] | None = None,
     tooltip: str = VALIDITY_TOOLTIP,
     geometry: dict[str, int] | None = None,
-    with_yaxis: bool = True,
     y_range=None,
     source_data: dict | None = None,
+    models: Sequence[str] | None = None,
+    tps: Sequence[str] | None = None,
 ):
-    """A Bokeh figure of models x TP sizes coloured by cell status, a mark in each cell, a legend.
+    """One Bokeh figure of models x (framework, TP size): a column group per framework side by side,
+    each cell coloured by its status, with a mark in each cell that is not plainly valid.
 
-    Built directly with Bokeh (one ColumnDataSource for the cells and their marks; no per-cell Python
-    formatting): a 130 x 10 grid renders in a few milliseconds on the server.
+    Built directly with Bokeh (one ColumnDataSource for every cell and its mark; no per-cell Python
+    formatting). The x axis has nested factors ``(group, tp)`` (framework labels above their TP sizes);
+    the model axis is numeric (row ``r`` centred at ``y = -(r + 0.5)``, the first model on top) with the
+    model ids as its tick labels, so the figure can show a window of rows of a long catalog and scroll
+    through it (the dashboard loads only the rows in view; see :func:`window_rows`).
 
     Parameters
     ----------
-    frame : DataFrame
-        :func:`heatmap_frame` or :func:`disagreement_frame` output (``tp`` str, ``model_id``,
-        ``status`` a key of ``colors``, ``verdict``, ``mark``, ``messages``; the head counts optional).
+    frames : mapping of group label to DataFrame, or one DataFrame
+        :func:`heatmap_frame` / :func:`disagreement_frame` outputs, one per column group, left to right
+        (a single frame is one group labelled ``title``). Each has ``tp`` (str), ``model_id``,
+        ``status`` (a key of ``colors``), ``verdict``, ``mark``, ``messages``; the head counts optional.
     title : str
-        Plot title (the framework's label).
+        Plot title.
     geometry : dict, optional
-        :func:`heatmap_geometry` output; default: one heatmap alone.
-    with_yaxis : bool
-        Draw the model names (the first of side-by-side heatmaps); the others share ``y_range``.
-    y_range : bokeh.models.FactorRange, optional
-        Shared model axis of side-by-side heatmaps (scrolling/zooming one moves all).
+        :func:`heatmap_geometry` output; default: every row shown.
+    y_range : bokeh.models.Range1d, optional
+        The model axis (:func:`heatmap_y_range`); default: every row, or ``geometry["rows"]`` from the top.
     source_data : dict, optional
-        :func:`heatmap_source_data` of ``frame`` if already computed (it is cached per process).
+        The cells to put in the data source (:func:`concat_source_data` of each group's
+        :func:`heatmap_source_data`, or of windows of them); default: every cell of ``frames``.
+    models, tps : sequences of str, optional
+        Model ids in row order (the y-axis labels) and TP sizes in column order; default: those of the
+        first frame.
 
     Returns
     -------
-    bokeh.plotting.figure named :data:`HEATMAP_FIGURE_NAME`; the cells' renderer is ``fig.renderers[0]``
-    and its data source holds one row per cell (tap selection = the tapped cell's row index). The figure
-    draws no legend (the page has one shared legend); ``fig.tags`` holds its ``[colour, label]`` pairs for
-    the PNG export. It never shrinks below its fixed size (CSS ``flex: none``).
-    Untrusted strings reach the browser only as data-source values: canvas text and ``@field`` tooltip
-    values, which Bokeh HTML-escapes.
+    bokeh.plotting.figure named :data:`HEATMAP_FIGURE_NAME`. ``fig.renderers[0]`` draws the cells (its
+    data source holds :data:`SOURCE_COLUMNS`), ``fig.renderers[1]`` the marks (same source) and
+    ``fig.renderers[2]`` the outline of the selected cell (a source with ``x`` and ``y``; empty when no
+    cell is selected). The figure draws no legend (the page has one shared legend); ``fig.tags`` holds
+    its ``[colour, label, marker]`` triples for the PNG export. It never shrinks below its fixed size
+    (CSS ``flex: none``). Untrusted strings reach the browser only as data values: canvas text and
+    ``@field`` tooltip values, which Bokeh HTML-escapes.
     """
-    from bokeh.models import (CategoricalAxis, ColumnDataSource, CustomJSTickFormatter, FactorRange, HoverTool,
-                              Rect, TapTool, Text)
-    from bokeh.core.properties import value
+    from bokeh.models import (ColumnDataSource, CustomJS, CustomJSHover, CustomJSTickFormatter, FactorRange,
+                              FixedTicker, HoverTool, PanTool, Rect, Scatter, WheelPanTool)
     from bokeh.plotting import figure
 
-    models = list(dict.fromkeys(frame["model_id"]))
-    tps = list(dict.fromkeys(frame["tp"]))
-    geo = geometry or heatmap_geometry(len(models), len(tps), 1, ylabel_px(models))
-    data = source_data if source_data is not None else heatmap_source_data(frame, colors)
-    source = ColumnDataSource(data=dict(data), name="tp-cells")
+    if markers is None:
+        markers = DISAGREE_MARKERS if colors is DISAGREE_COLORS else STATUS_MARKERS
+    if isinstance(frames, pd.DataFrame):
+        frames = {title: frames}
+    groups = list(frames)
+    first = next(iter(frames.values())) if frames else pd.DataFrame(columns=["model_id", "tp"])
+    models = list(models) if models is not None else list(dict.fromkeys(first["model_id"]))
+    tps = [str(t) for t in tps] if tps is not None else [str(t) for t in dict.fromkeys(first["tp"])]
+    geo = geometry or heatmap_geometry(len(models), len(tps), len(groups), ylabel_px(models), visible_rows=None)
+    if source_data is None:
+        source_data = concat_source_data([heatmap_source_data(f, colors, markers, group=g) for g, f in frames.items()])
+    source = ColumnDataSource(data=dict(source_data), name="tp-cells")
     if y_range is None:
-        # Factors bottom-up: Bokeh draws the first factor at the bottom, so the first model ends on top.
-        y_range = FactorRange(factors=models[::-1])
+        y_range = heatmap_y_range(len(models), geo["rows"])
     fig = figure(
         name=HEATMAP_FIGURE_NAME,
         title=title,
-        x_range=FactorRange(factors=tps),
+        x_range=FactorRange(factors=heatmap_factors(groups, tps), group_padding=GROUP_PADDING,
+                            factor_padding=0, range_padding=0),
         y_range=y_range,
         frame_width=geo["frame_width"],
         frame_height=geo["frame_height"],
         x_axis_location="above",
         tools="save,reset",
         toolbar_location="above",
-        min_border_left=4 if not with_yaxis else 10,
+        min_border_left=max(10, geo.get("label_px", 10)),
         min_border_right=20,
         min_border_bottom=4,
     )
-    rect = Rect(x="tp", y="model_id", width=1, height=1, fill_color="color", line_color="white", line_width=1.5)
-    cells = fig.add_glyph(
-        source, rect,
-        selection_glyph=rect.clone(line_color="#111111", line_width=4),
-        nonselection_glyph=rect.clone(),
-    )
-    text = Text(x="tp", y="model_id", text="mark", text_align="center", text_baseline="middle",
-                text_color="#111111", text_font_size=f"{geo['font']}pt", text_font_style="bold", text_font=value(FONT))
-    fig.add_glyph(source, text, selection_glyph=text.clone(), nonselection_glyph=text.clone())
-    tap = TapTool(renderers=[cells])
-    fig.add_tools(HoverTool(tooltips=tooltip, renderers=[cells], attachment="right"), tap)
+    rect = Rect(x="x", y="y", width=1, height=1, fill_color="color", line_color="white", line_width=1.5)
+    cells = fig.add_glyph(source, rect)
+    mark = Scatter(x="x", y="ym", marker="marker", size=12, fill_color=None, line_color=MARK_COLOR, line_width=2.4)
+    fig.add_glyph(source, mark)
+    sel = Rect(x="x", y="y", width=1, height=1, fill_color=None, line_color=MARK_COLOR, line_width=4)
+    fig.add_glyph(ColumnDataSource(data=_empty_selection(), name="tp-selected"), sel)
+    fig.add_tools(HoverTool(tooltips=tooltip, renderers=[cells], attachment="right",
+                            formatters={"@y": CustomJSHover(args={"names": models}, code=_ROW_NAME_JS)}))
+    # Rows beyond the window scroll (wheel or drag; the y range is bounded to the rows, so this is a no-op
+    # when every row is shown).
+    wheel, pan = WheelPanTool(dimension="height"), PanTool(dimensions="height")
+    fig.add_tools(wheel, pan)
+    fig.toolbar.active_scroll = wheel
+    fig.toolbar.active_drag = pan
+    # The browser need not report back what it computes for the figure (its pixel size) or the factor
+    # range (its extent): each report is a message the server handles while the user waits. The model
+    # axis (y_range) stays synced: scrolling it asks the server for rows.
+    fig.syncable = False
+    fig.x_range.syncable = False
     fig.toolbar.logo = None
-    fig.toolbar.active_tap = tap
     fig.title.text_font_size = TITLE_SIZE
     fig.title.text_font = FONT
     fig.outline_line_color = None
     fig.grid.visible = False
-    fig.add_layout(CategoricalAxis(), "below")
-    for ax in fig.xaxis:
-        ax.axis_label = "TP"
-        ax.axis_label_standoff = 2
-        ax.axis_label_text_font_size = "12pt"
-        ax.axis_label_text_font_style = "normal"
-    fig.xaxis[0].axis_label = "tensor-parallel size (TP)"
+    fig.xaxis.axis_label = None
+    top = fig.xaxis[0]
+    top.group_text_font_size = "15pt"
+    top.group_text_font_style = "bold"
+    top.group_text_color = "#222222"
+    top.group_text_font = FONT
+    top.separator_line_color = None
     for ax in (*fig.xaxis, *fig.yaxis):
         ax.major_label_text_font = FONT
         ax.axis_label_text_font = FONT
         ax.major_label_text_font_size = "11pt" if ax in fig.yaxis else TICK_SIZE
         ax.major_tick_line_color = None
+        ax.minor_tick_line_color = None
         ax.axis_line_color = None
-    if with_yaxis:
-        # Long ids keep their start and end (same cut as short_label). A formatter, not
-        # major_label_overrides: Bokeh sizes the axis from the formatted labels but ignores overrides
-        # when it measures, so overrides left a 50-character-wide gap beside the names.
-        fig.yaxis.formatter = CustomJSTickFormatter(code=_SHORT_LABEL_JS % {"n": MAX_LABEL_CHARS})
-    else:
-        fig.yaxis.visible = False
-    # No legend inside the figure: the page shows one shared legend above the heatmaps, and the PNG
-    # export (dashboard.views.export.PNG_EXPORT_JS) draws these (colour, label) pairs under the image.
-    fig.tags = [[colors[k], labels.get(k, k)] for k in colors]
+    top.axis_label = "tensor-parallel size (TP)"
+    top.axis_label_standoff = 4
+    top.axis_label_text_font_size = "12pt"
+    top.axis_label_text_font_style = "normal"
+    # One tick per row centre, labelled with the model id (long ids keep their start and end, as
+    # short_label). The names go to the browser as data (the formatter's args), never as code.
+    fig.yaxis.ticker = FixedTicker(ticks=(-(np.arange(len(models)) + 0.5)).tolist(), minor_ticks=[])
+    fig.yaxis.formatter = CustomJSTickFormatter(args={"names": models}, code=_ROW_LABEL_JS % {"n": MAX_LABEL_CHARS})
+    # Where the view is in a long list ("models 26–50 of 130"), kept up to date in the browser as it
+    # scrolls (the axis does not report it back).
+    yaxis = fig.yaxis[0]
+    yaxis.syncable = False
+    yaxis.axis_label_text_font = FONT
+    yaxis.axis_label_text_font_size = "12pt"
+    yaxis.axis_label_text_font_style = "normal"
+    yaxis.axis_label_text_color = "#555555"
+    yaxis.axis_label = rows_label(y_range.start, y_range.end, len(models))
+    yaxis.tags = [len(models)]
+    y_range.js_on_change("start", CustomJS(args={"ax": yaxis}, code=_ROWS_LABEL_JS))
+    # No legend inside the figure: the page shows one legend above the heatmap, and the PNG export
+    # (dashboard.views.export.PNG_EXPORT_JS) draws these (colour, label, marker) under the image.
+    fig.tags = legend_items(colors, labels, markers)
     # Never narrower than its frame: in a flex row a figure would otherwise be squeezed to a few px per
     # column on a narrow screen; the heatmap area scrolls sideways instead.
     fig.styles = {"flex": "none"}
     return fig
+
+
+def heatmap_y_range(n_models: int, rows: int):
+    """The model axis of a heatmap of ``n_models`` rows showing ``rows`` at a time, from the top: a
+    ``Range1d`` from ``-rows`` to 0, bounded to ``[-n_models, 0]``."""
+    from bokeh.models import Range1d
+
+    n, rows = max(int(n_models), 1), max(1, min(int(rows), max(int(n_models), 1)))
+    return Range1d(start=-float(rows), end=0.0, bounds=(-float(n), 0.0), reset_start=-float(rows), reset_end=0.0,
+                   min_interval=float(rows), max_interval=float(rows), name="tp-model-rows")
+
+
+def set_y_range(y_range, n_models: int, rows: int, keep_top: bool = False) -> None:
+    """Point a :func:`heatmap_y_range` at ``n_models`` rows, ``rows`` at a time: from the top, or
+    (``keep_top``) from the current top row when it still fits. Sets only what differs."""
+    n, rows = max(int(n_models), 1), max(1, min(int(rows), max(int(n_models), 1)))
+    top = 0.0
+    if keep_top:
+        top = float(np.floor(min(max(0.0, -float(y_range.end)), n - rows)))
+    want = {"bounds": (-float(n), 0.0), "min_interval": float(rows), "max_interval": float(rows),
+            "reset_start": -float(rows), "reset_end": 0.0, "start": -top - rows, "end": -top}
+    changed = {k: v for k, v in want.items() if getattr(y_range, k) != v}
+    if changed:
+        y_range.update(**changed)
 
 
 def update_heatmap(
@@ -403,51 +632,106 @@ def update_heatmap(
     title: str,
     source_data: dict,
     *,
+    groups: Sequence[str],
+    tps: Sequence[str],
+    models: Sequence[str],
+    geometry: dict[str, int],
     colors: dict[str, str] = STATUS_COLORS,
     labels: dict[str, str] = STATUS_LABELS,
+    markers: dict[str, str] | None = None,
     tooltip: str = VALIDITY_TOOLTIP,
-    geometry: dict[str, int],
-    tps: Sequence[str],
 ) -> None:
     """Show new cells in a :func:`heatmap_figure` in place (no new Bokeh models).
 
-    Replaces the data source's ``.data`` with ``source_data`` (:func:`heatmap_source_data`) and sets the
-    title, TP factors, frame size, mark size, tooltip and legend tags only where they differ (Bokeh sends
-    a change only for those). The shared model axis (``fig.y_range``) is the caller's to update. Call it
-    inside one document hold so the browser gets a single patch.
+    Replaces the data source's ``.data`` with ``source_data`` and sets the title, x factors, frame size,
+    y-axis labels, tooltip and legend tags only where they differ (Bokeh sends a change only for those;
+    each layout change costs the browser a re-layout of the page). The model axis range is the caller's
+    to update (:func:`set_y_range`). Call it inside one document hold so the browser gets one patch.
     """
-    from bokeh.models import HoverTool
+    from bokeh.models import FixedTicker, HoverTool
 
+    if markers is None:
+        markers = DISAGREE_MARKERS if colors is DISAGREE_COLORS else STATUS_MARKERS
     if fig.title.text != title:
         fig.title.text = title
-    tps = list(tps)
-    if list(fig.x_range.factors) != tps:
-        fig.x_range.factors = tps
-    if fig.frame_width != geometry["frame_width"]:
-        fig.frame_width = geometry["frame_width"]
-    if fig.frame_height != geometry["frame_height"]:
-        fig.frame_height = geometry["frame_height"]
-    size = f"{geometry['font']}pt"
-    text = fig.renderers[1]
-    for g in (text.glyph, text.selection_glyph, text.nonselection_glyph):
-        if g is not None and g.text_font_size != size:
-            g.text_font_size = size
+    factors = heatmap_factors(groups, tps)
+    if [tuple(f) for f in fig.x_range.factors] != factors:
+        fig.x_range.factors = factors
+    for attr in ("frame_width", "frame_height"):
+        if getattr(fig, attr) != geometry[attr]:
+            setattr(fig, attr, geometry[attr])
+    label_px = max(10, geometry.get("label_px", 10))
+    if fig.min_border_left != label_px:
+        fig.min_border_left = label_px
+    yaxis = fig.yaxis[0]
+    models = list(models)
+    if list(yaxis.formatter.args.get("names", [])) != models:
+        yaxis.ticker = FixedTicker(ticks=(-(np.arange(len(models)) + 0.5)).tolist(), minor_ticks=[])
+        yaxis.formatter.args = {"names": models}
+    label = rows_label(fig.y_range.start, fig.y_range.end, len(models))
+    if yaxis.axis_label != label:
+        yaxis.axis_label = label
+    if yaxis.tags != [len(models)]:
+        yaxis.tags = [len(models)]
     for tool in fig.toolbar.tools:  # (not fig.select: that walks every model of the figure)
-        if isinstance(tool, HoverTool) and tool.tooltips != tooltip:
-            tool.tooltips = tooltip
-    tags = [[colors[k], labels.get(k, k)] for k in colors]
+        if isinstance(tool, HoverTool):
+            if tool.tooltips != tooltip:
+                tool.tooltips = tooltip
+            fmt = tool.formatters.get("@y")
+            if fmt is not None and list(fmt.args.get("names", [])) != models:
+                fmt.args = {"names": models}
+    tags = legend_items(colors, labels, markers)
     if fig.tags != tags:
         fig.tags = tags
     fig.renderers[0].data_source.data = dict(source_data)
 
 
-def legend_html(colors: dict[str, str] = STATUS_COLORS, labels: dict[str, str] = STATUS_LABELS) -> str:
-    """One-line HTML legend of the cell colours (the labels are ours, not untrusted)."""
+def set_selected_cell(fig, x: tuple[str, str] | None = None, row: int | None = None) -> None:
+    """Outline the cell at nested factor ``x`` = ``(group, tp)``, model row ``row`` of a
+    :func:`heatmap_figure`, or none."""
+    src = fig.renderers[2].data_source
+    want = ({"x": [(str(x[0]), str(x[1]))], "y": [-(float(row) + 0.5)]} if x is not None and row is not None
+            else _empty_selection())
+    have = {k: [tuple(v) if isinstance(v, list) else v for v in vals] for k, vals in src.data.items()}
+    if have != want:
+        src.data = want
+
+
+def legend_items(colors: dict[str, str] = STATUS_COLORS, labels: dict[str, str] = STATUS_LABELS,
+                 markers: dict[str, str] | None = None) -> list[list[str]]:
+    """``[colour, label, marker]`` per status (marker "" when the cells have none)."""
+    if markers is None:
+        markers = DISAGREE_MARKERS if colors is DISAGREE_COLORS else STATUS_MARKERS
+    return [[c, labels.get(k, k), markers.get(k, "")] for k, c in colors.items()]
+
+
+#: SVG path (in a 12 x 12 box) of each cell mark, for the HTML legend.
+_MARKER_SVG: dict[str, str] = {
+    "x": '<path d="M2 2L10 10M10 2L2 10"/>',
+    "circle": '<circle cx="6" cy="6" r="4.2"/>',
+    "plus": '<path d="M6 1.5V10.5M1.5 6H10.5"/>',
+    "dash": '<path d="M1.5 6H10.5"/>',
+    "diamond": '<path d="M6 1L11 6L6 11L1 6Z"/>',
+}
+
+
+def marker_svg(marker: str, size: int = 12) -> str:
+    """Inline SVG of a cell mark (empty string for none); ours, not untrusted."""
+    body = _MARKER_SVG.get(marker, "")
+    if not body:
+        return ""
+    return (f'<svg width="{size}" height="{size}" viewBox="0 0 12 12" fill="none" stroke="{MARK_COLOR}" '
+            f'stroke-width="2" style="display:block">{body}</svg>')
+
+
+def legend_html(colors: dict[str, str] = STATUS_COLORS, labels: dict[str, str] = STATUS_LABELS,
+                markers: dict[str, str] | None = None) -> str:
+    """One-line HTML legend of the cell colours and marks (the labels are ours, not untrusted)."""
     items = "".join(
         f'<span style="display:inline-flex;align-items:center;margin-right:18px">'
-        f'<span style="display:inline-block;width:18px;height:18px;background:{c};border-radius:3px;'
-        f'margin-right:6px"></span>{labels.get(k, k)}</span>'
-        for k, c in colors.items()
+        f'<span style="display:inline-flex;align-items:center;justify-content:center;width:20px;height:20px;'
+        f'background:{c};border-radius:3px;margin-right:6px">{marker_svg(m)}</span>{label}</span>'
+        for c, label, m in legend_items(colors, labels, markers)
     )
     return f'<div class="tp-legend" style="font-size:16px;display:flex;flex-wrap:wrap;gap:4px 0">{items}</div>'
 

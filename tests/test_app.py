@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 
 import holoviews as hv
+import numpy as np
 import pandas as pd
 import panel as pn
 import pytest
@@ -75,47 +76,70 @@ def test_served_document_builds_without_error(monkeypatch):
 
 
 def test_app_on_shipped_catalog_draws_heatmaps():
+    """One figure for the selected frameworks side by side: nested (framework, TP) columns, model rows
+    from the top, a window of 25 rows in view and only those rows (plus a margin) in the data source."""
+    from bokeh.models import Range1d
+
+    from dashboard import plots
     from dashboard.app import DashboardApp
 
     app = DashboardApp()
-    assert len(app.data.catalog) >= 100
-    assert set(app.validity.figures) == set(app.validity.frames) == set(app.state.frameworks)
-    fig = app.validity.figures["vllm"]
-    assert fig.title.text == "vLLM"
-    # TP sizes are ordered string categories.
-    assert list(fig.x_range.factors) == [str(t) for t in schema.DEFAULT_TP_SIZES]
-    assert len(fig.y_range.factors) >= 100
-    # Side by side: one shared model axis, names drawn only on the first heatmap, the first model on top.
-    sgl = app.validity.figures["sglang"]
-    assert sgl.y_range is fig.y_range
-    assert fig.yaxis[0].visible and not sgl.yaxis[0].visible
-    assert fig.y_range.factors[-1] == app.data.model_ids[0]
-    # One data source per heatmap: a row per cell, marks drawn from the same rows.
+    v = app.validity
+    n = len(app.data.catalog)
+    assert n >= 100
+    assert list(v.frames) == list(app.state.frameworks) == ["vllm", "sglang"]
+    fig = v.figure
+    assert fig.title.text == "Which TP sizes each framework accepts"
+    tps = [str(t) for t in schema.DEFAULT_TP_SIZES]
+    assert [tuple(f) for f in fig.x_range.factors] == [("vLLM", t) for t in tps] + [("SGLang", t) for t in tps]
+    assert fig.x_range.group_padding == plots.GROUP_PADDING
+    # Model rows: numeric, the first model on top, 25 in view, bounded to the catalog.
+    assert isinstance(fig.y_range, Range1d)
+    assert (fig.y_range.start, fig.y_range.end, tuple(fig.y_range.bounds)) == (-25.0, 0.0, (-float(n), 0.0))
+    names = fig.yaxis[0].formatter.args["names"]
+    assert names == list(app.data.model_ids) and names[0] == app.data.model_ids[0]
+    assert len(fig.yaxis[0].ticker.ticks) == n and fig.yaxis[0].ticker.ticks[0] == -0.5
+    # The data source: the rows in view plus the margin, every column group; marks from the same rows.
     src = fig.renderers[0].data_source
-    assert len(src.data["model_id"]) == len(fig.y_range.factors) * len(fig.x_range.factors)
+    rows = 25 + plots.WINDOW_MARGIN_ROWS
+    assert set(src.data) == set(plots.SOURCE_COLUMNS)
+    assert sorted(set(src.data["row"].tolist())) == list(range(rows))
+    assert len(src.data["x"]) == rows * len(fig.x_range.factors)
     assert fig.renderers[1].data_source is src
+    assert fig.renderers[2].data_source is not src and set(fig.renderers[2].data_source.data) == {"x", "y"}
+
 
 
 def test_side_by_side_heatmaps_fit_a_1920px_page():
-    """Two frameworks x 10 TP sizes with 130 models fit the heatmap budget with readable cells; ids longer
-    than the axis allows keep their start and end."""
+    """Two frameworks x 10 TP sizes with the longest names fit the heatmap budget with readable cells; the
+    frame keeps its width when a framework or TP size is added (no re-layout of the page), and with many
+    columns it grows at the minimum column width (the area then scrolls sideways). Ids longer than the
+    axis allows keep their start and end."""
     from dashboard import plots
 
     models = ["nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4", "Qwen/Qwen3-235B-A22B-Instruct-2507"]
     label = plots.ylabel_px(models)
     geo = plots.heatmap_geometry(130, 10, 2, label)
-    assert geo["first_width"] + geo["width"] + 12 <= plots.HEATMAP_BUDGET_PX
-    assert geo["col"] >= 34 and geo["font"] == 11
+    assert geo["width"] <= plots.HEATMAP_BUDGET_PX and geo["col"] >= 30
+    assert geo["rows"] == plots.VISIBLE_ROWS and geo["frame_height"] == plots.VISIBLE_ROWS * plots.ROW_PX
+    for n_tp, n_fw in ((11, 2), (10, 3), (11, 3), (9, 2)):
+        assert plots.heatmap_geometry(130, n_tp, n_fw, label)["frame_width"] == geo["frame_width"], (n_tp, n_fw)
+    many = plots.heatmap_geometry(130, 17, 6, label)
+    assert many["col"] == pytest.approx(plots.MIN_COL_PX) and many["frame_width"] > geo["frame_width"]
+    few = plots.heatmap_geometry(3, 2, 1, label)
+    assert few["col"] == pytest.approx(plots.MAX_COL_PX) and few["rows"] == 3
+    assert plots.heatmap_geometry(130, 10, 2, label, visible_rows=None)["rows"] == 130
     short = plots.short_label(models[0])
     assert len(short) == plots.MAX_LABEL_CHARS and short.startswith("nvidia/") and short.endswith("NVFP4")
     assert plots.short_label(models[1]) == models[1]
-    # More frameworks: narrower columns, never below the minimum (then the area scrolls sideways).
-    assert plots.heatmap_geometry(130, 10, 6, label)["col"] == plots.MIN_COL_PX
+
 
 
 def test_switching_framework_updates_heatmaps(app):
+    fig = app.validity.figure
     app.state.frameworks = ["transformers-cb-cache"]
-    assert list(app.validity.figures) == ["transformers-cb-cache"]
+    assert list(app.validity.frames) == ["transformers-cb-cache"] and app.validity.figure is fig
+    assert {tuple(f)[0] for f in fig.x_range.factors} == {"transformers (continuous-batching cache)"}
     df = app.validity.frames["transformers-cb-cache"]
     # 8 KV heads at TP 6 is refused by the continuous-batching cache rule.
     cell = df[(df.model_id == "meta-llama/Llama-3.1-8B") & (df.tp == "6")].iloc[0]
@@ -123,52 +147,80 @@ def test_switching_framework_updates_heatmaps(app):
     assert "8" in cell.messages and "6" in cell.messages
 
 
+
 def test_disagreement_mode(app):
+    from dashboard import plots
+
     app.state.param.update(frameworks=["vllm", "transformers-cb-cache"], disagreement=True)
-    assert list(app.validity.figures) == ["disagreement"]
+    assert list(app.validity.frames) == ["disagreement"]
+    fig = app.validity.figure
+    assert fig.title.text == "Where the frameworks disagree"
+    assert {tuple(f)[0] for f in fig.x_range.factors} == {"vLLM vs transformers (continuous-batching cache)"}
+    assert fig.tags == [[c, plots.DISAGREE_LABELS[k], plots.DISAGREE_MARKERS[k]] for k, c in plots.DISAGREE_COLORS.items()]
     df = app.validity.frames["disagreement"]
     cell = df[(df.model_id == "meta-llama/Llama-3.1-8B") & (df.tp == "16")].iloc[0]
     assert cell.status == "disagree"  # vLLM replicates 8 KV heads over 16 ranks; the CB cache needs 8 % 16 == 0
     assert "vLLM: valid" in cell.messages
 
 
+
+def _tap_xy(view, group: int, tp: str, model: str) -> tuple[float, float]:
+    """Synthetic (x, y) data coordinates of the centre of a cell, as Bokeh's Tap event reports them."""
+    from dashboard import plots
+
+    k = view._tps.index(tp)
+    x = 0.5 + k + group * (len(view._tps) + plots.GROUP_PADDING)
+    return x, -(view._models.index(model) + 0.5)
+
+
 def test_tap_selects_cell_and_shows_layout(app):
+    v = app.validity
     app.state.model = "meta-llama/Llama-3.1-8B"  # a previous selection, so every watcher must run again
-    app.validity._on_tap("sglang", "6", "acme/h24-kv3")
+    v._on_tap("sglang", "6", "acme/h24-kv3")
     s = app.state
     assert (s.model, s.framework, s.tp) == ("acme/h24-kv3", "sglang", 6)
-    # The tapped cell is outlined in its own heatmap only; unselected cells keep full colour.
-    figs, frames = app.validity.figures, app.validity.frames
-    sel = list(figs["sglang"].renderers[0].data_source.selected.indices)
-    assert len(sel) == 1 and frames["sglang"].iloc[sel[0]][["model_id", "tp"]].tolist() == ["acme/h24-kv3", "6"]
-    assert list(figs["vllm"].renderers[0].data_source.selected.indices) == []
-    cells = figs["sglang"].renderers[0]
-    assert cells.nonselection_glyph.fill_alpha == cells.glyph.fill_alpha == 1.0
-    assert cells.selection_glyph.line_width > cells.glyph.line_width
-    assert figs["sglang"].renderers[1].nonselection_glyph.text_alpha == 1.0
-    # A tap in the browser arrives as the cell's row in the data source.
-    i = int(((frames["vllm"]["model_id"] == "acme/h30") & (frames["vllm"]["tp"] == "2")).to_numpy().nonzero()[0][0])
-    figs["vllm"].renderers[0].data_source.selected.indices = [i]
+    # The tapped cell (only it) is outlined by the selection glyph; the cells keep full colour.
+    assert v.selected_cell() == ("sglang", "acme/h24-kv3", "6")
+    sel = v.figure.renderers[2].data_source.data
+    assert [tuple(x) for x in sel["x"]] == [("SGLang", "6")] and sel["y"] == [-(v._models.index("acme/h24-kv3") + 0.5)]
+    assert v.figure.renderers[2].glyph.fill_color is None and v.figure.renderers[2].glyph.line_width >= 3
+    # A tap in the browser arrives as a Bokeh Tap event at synthetic (x, y): column group, TP and row.
+    v._on_fig_tap(*_tap_xy(v, 0, "2", "acme/h30"))
     assert (s.model, s.framework, s.tp) == ("acme/h30", "vllm", 2)
-    assert list(figs["sglang"].renderers[0].data_source.selected.indices) == []
-    app.validity._on_tap("sglang", "6", "acme/h24-kv3")
-    html = app.validity._details._html.object
+    assert v.selected_cell() == ("vllm", "acme/h30", "2")
+    # Taps between the groups, outside the rows or with junk coordinates change nothing.
+    x_gap = len(v._tps) + 0.3  # inside the padding between vLLM and SGLang
+    for x, y in ((x_gap, -0.5), (0.5, 0.5), (0.5, -(len(v._models) + 3)), (float("nan"), -0.5), (None, None),
+                 ("junk", -0.5), (1e300, -0.5), (-4.0, -0.5)):
+        v._on_fig_tap(x, y)
+        assert (s.model, s.framework, s.tp) == ("acme/h30", "vllm", 2), (x, y)
+    v._on_fig_tap(*_tap_xy(v, 1, "6", "acme/h24-kv3"))
+    html = v._details._html.object
     assert "acme/h24-kv3" in html and "TP = 6" in html
     # The layout view follows the selection (or says clearly why it cannot).
     assert "acme/h24-kv3" in app.layout._header.object
     if app.layout._plot.object is not None:
         frame = app.layout._plot.object.get(0).dframe()
         assert set(frame["rank"]) == {f"rank {r}" for r in range(6)}
+    # A selection whose framework or TP is not shown clears the outline.
+    app.state.framework = "tensorrt-llm"
+    assert v.selected_cell() is None
+
 
 
 def test_name_filter(app, small_catalog):
     app.state.search = "acme"
     assert filter_models(app.state, app.data) == ["acme/h24-kv3", "acme/h30"]
     assert set(app.validity.frames["vllm"]["model_id"]) == {"acme/h24-kv3", "acme/h30"}
-    assert list(app.validity.figures["vllm"].y_range.factors) == ["acme/h30", "acme/h24-kv3"]  # first on top
+    fig = app.validity.figure
+    assert fig.yaxis[0].formatter.args["names"] == ["acme/h24-kv3", "acme/h30"]  # row 0 (on top) first
+    assert (fig.y_range.start, fig.y_range.end) == (-2.0, 0.0)
     app.state.search = "no-such-model"
-    assert app.validity.figures == {} and app.validity.frames == {}
+    assert app.validity.frames == {} and not app.validity._scroll.visible
     assert "No models match" in app.validity._summary.object
+    app.state.search = ""
+    assert app.validity._scroll.visible and app.validity.figure is fig
+
 
 
 def test_url_round_trip_with_slash_model_ids(small_catalog):
@@ -314,42 +366,47 @@ def test_layout_plot_legend_outside_and_short_title():
 
 
 def test_heatmaps_carry_no_legend_of_their_own(app):
-    """One legend on the page (HTML, above the heatmaps); each figure only tags its colours for the PNG
-    export, which draws them under the image."""
+    """One legend on the page (HTML, above the heatmap, with each status's mark); the figure only tags its
+    colours, labels and marks for the PNG export, which draws them under the image."""
     from bokeh.models import Legend
 
     from dashboard import plots
 
-    assert "valid, KV replicated" in app.validity._legend.object
-    for fig in app.validity.figures.values():
-        assert not [x for x in (*fig.below, *fig.above, *fig.right, *fig.center) if isinstance(x, Legend)]
-        assert fig.tags == [[c, plots.STATUS_LABELS[k]] for k, c in plots.STATUS_COLORS.items()]
-        assert fig.styles.get("flex") == "none"  # never squeezed below its size on a narrow screen
+    legend = app.validity._legend.object
+    assert "valid, KV replicated" in legend and legend.count("<svg") == 4  # every status but plain valid
+    fig = app.validity.figure
+    assert not [x for x in (*fig.below, *fig.above, *fig.right, *fig.center) if isinstance(x, Legend)]
+    assert fig.tags == [[c, plots.STATUS_LABELS[k], plots.STATUS_MARKERS[k]] for k, c in plots.STATUS_COLORS.items()]
+    assert fig.styles.get("flex") == "none"  # never squeezed below its size on a narrow screen
+
 
 
 def test_heatmap_names_are_shortened_by_a_formatter_that_bokeh_measures(app):
     """major_label_overrides are drawn but not measured by Bokeh (the axis kept the full ids' width):
-    the y axis uses a tick formatter with the same cut as short_label."""
+    the y axis uses a tick formatter with the same cut as short_label; the ids are its data, not code."""
     from bokeh.models import CustomJSTickFormatter
 
     from dashboard import plots
 
-    fig = next(iter(app.validity.figures.values()))
+    fig = app.validity.figure
     assert isinstance(fig.yaxis[0].formatter, CustomJSTickFormatter)
     assert not fig.yaxis[0].major_label_overrides
     assert f"const n = {plots.MAX_LABEL_CHARS};" in fig.yaxis[0].formatter.code
+    assert HOSTILE in fig.yaxis[0].formatter.args["names"] and HOSTILE not in fig.yaxis[0].formatter.code
+
 
 
 def test_validity_row_wraps_the_details_below_when_the_heatmaps_need_the_room(app):
-    """The heatmaps' column asks for their whole width (flex-basis); the row may wrap."""
+    """The heatmap's column asks for its whole width (flex-basis); the row may wrap."""
     row = app.validity.__panel__()
     assert row.styles.get("flex-wrap") == "wrap"
     basis = app.validity._main.styles["flex"]
-    figs = list(app.validity.figures.values())
-    assert basis.startswith("1 1 ") and int(basis.split()[2].rstrip("px")) >= sum(f.frame_width for f in figs)
+    fig = app.validity.figure
+    assert basis.startswith("1 1 ") and int(basis.split()[2].rstrip("px")) >= fig.frame_width + fig.min_border_left
     from dashboard import plots
 
-    assert plots.MIN_COL_PX >= 28
+    assert plots.MIN_COL_PX >= 20
+
 
 
 def test_catalog_table_shows_missing_values_the_same_way_in_every_column(small_catalog):
@@ -432,50 +489,42 @@ def test_warm_up_with_a_missing_catalog_logs_one_line(monkeypatch, caplog, tmp_p
 
 
 def test_control_changes_update_the_heatmaps_in_place(app):
-    """A control change keeps each slot's Bokeh figure, data source and ranges and replaces only the
-    source's data (and the factors); figures are added / removed only when the number of slots changes.
-    The browser gets only the columns the glyphs and the one-column hover use."""
+    """Every control change keeps the one Bokeh figure, its data source and ranges, and replaces only the
+    source's data, the factors and the names. The browser gets only the columns the glyphs and the
+    one-column hover use."""
     from dashboard import plots
 
     v = app.validity
     app.state.frameworks = ["vllm", "sglang"]
-    first, second = (v.figures[k] for k in ("vllm", "sglang"))
-    src, y_range, x_range = first.renderers[0].data_source, first.y_range, first.x_range
+    fig = v.figure
+    src, y_range, x_range = fig.renderers[0].data_source, fig.y_range, fig.x_range
     assert set(src.data) == set(plots.SOURCE_COLUMNS)
-    app.state.search = "acme"  # a filter change: same figures, the shared model axis updated in place
-    assert v.figures["vllm"] is first and first.renderers[0].data_source is src and first.x_range is x_range
-    assert first.y_range is y_range and set(y_range.factors) == {"acme/h24-kv3", "acme/h30"}
+    app.state.search = "acme"  # a filter change: same figure, the model axis updated in place
+    assert v.figure is fig and fig.renderers[0].data_source is src and fig.x_range is x_range and fig.y_range is y_range
+    assert fig.yaxis[0].formatter.args["names"] == ["acme/h24-kv3", "acme/h30"]
     assert len(src.data["tp"]) == 2 * len(x_range.factors)
-    # A TP-size change builds new figures (BokehJS repaints those faster than re-mapped old ones).
     app.state.param.update(search="", tp_sizes=[1, 2, 4, 8, 24])
-    first, second = (v.figures[k] for k in ("vllm", "sglang"))
-    src, y_range = first.renderers[0].data_source, first.y_range
-    assert list(first.x_range.factors) == ["1", "2", "4", "8", "24"] and len(v._plots.objects) == 2
-    assert len(src.data["tp"]) == len(y_range.factors) * 5
-    # Swapping a framework reuses the slot: same figure, new title, data and classes.
+    assert v.figure is fig and fig.renderers[0].data_source is src
+    assert [tuple(f) for f in x_range.factors] == [(g, t) for g in ("vLLM", "SGLang") for t in ("1", "2", "4", "8", "24")]
+    assert len(src.data["tp"]) == len(v._models) * 10
     app.state.frameworks = ["vllm", "transformers-cb-cache"]
-    assert v.figures["transformers-cb-cache"] is second
-    assert second.title.text == "transformers (continuous-batching cache)"
-    assert "tp-heatmap-transformers-cb-cache" in second.css_classes and "tp-heatmap" in second.css_classes
-    cell = dict(zip(second.renderers[0].data_source.data["model_id"], second.renderers[0].data_source.data["info"]))
-    assert cell  # hover text is one column: verdict, heads per rank and the failing messages
-    i = [j for j, (m, t) in enumerate(zip(second.renderers[0].data_source.data["model_id"],
-                                          second.renderers[0].data_source.data["tp"]))
-         if m == "meta-llama/Llama-3.1-8B" and t == "24"][0]
-    info = second.renderers[0].data_source.data["info"][i]
-    assert info.startswith("invalid (refused)\nquery heads / rank:") and "24" in info
-    app.state.search = "acme"
-    assert first.y_range is y_range and set(y_range.factors) == {"acme/h24-kv3", "acme/h30"}
-    # Only a change in the number of slots adds or removes figures.
-    app.state.frameworks = ["vllm", "transformers-cb-cache", "sglang"]
-    assert v.figures["vllm"] is first and v.figures["transformers-cb-cache"] is second
-    assert len(v._plots.objects) == 3 and v.figures["sglang"].y_range is y_range
+    assert v.figure is fig and list(v.frames) == ["vllm", "transformers-cb-cache"]
+    data = src.data
+    row = v._models.index("meta-llama/Llama-3.1-8B")
+    i = [j for j in range(len(data["tp"])) if data["group"][j] == "transformers (continuous-batching cache)"
+         and data["tp"][j] == "24" and data["row"][j] == row][0]
+    # hover text is one column: verdict, heads per rank and the failing messages
+    assert data["info"][i].startswith("invalid (refused)\nquery heads / rank:") and "24" in data["info"][i]
+    assert data["marker"][i] == "x" and data["ym"][i] == data["y"][i] == -(row + 0.5)
+    ok = [j for j in range(len(data["tp"])) if data["color"][j] == plots.STATUS_COLORS["valid"]]
+    assert ok and all(np.isnan(data["ym"][j]) for j in ok)  # plain valid cells carry no mark
     app.state.param.update(frameworks=["vllm", "sglang"], disagreement=True)
-    assert list(v.figures) == ["disagreement"] and v.figures["disagreement"] is first
-    assert first.tags == [[c, plots.DISAGREE_LABELS[k]] for k, c in plots.DISAGREE_COLORS.items()]
-    assert len(v._plots.objects) == 1
+    assert v.figure is fig and list(v.frames) == ["disagreement"]
+    assert fig.tags == [[c, plots.DISAGREE_LABELS[k], plots.DISAGREE_MARKERS[k]] for k, c in plots.DISAGREE_COLORS.items()]
     app.state.disagreement = False
-    assert v.figures["vllm"] is first and first.title.text == "vLLM" and len(v._plots.objects) == 2
+    assert v.figure is fig and fig.title.text == "Which TP sizes each framework accepts"
+    assert len(v._plots.objects) == 1
+
 
 
 def test_a_control_change_in_a_served_document_creates_no_figure():
@@ -524,3 +573,77 @@ def test_wide_layout_plot_keeps_fixed_cells_in_a_sideways_scrolling_container():
     view = app.layout
     assert view._scroll.css_classes == ["tp-layout-scroll"] and view._scroll.styles["overflow-x"] == "auto"
     assert view._plot in view._scroll.objects and view._plot.styles.get("flex") == "none"
+
+
+def test_scrolling_the_heatmap_loads_the_rows_in_view():
+    """The browser holds only the rows in view plus a margin; moving the model axis (a wheel or drag in
+    the browser) makes the server send the rows now in view, and nothing while they are already there."""
+    from dashboard import plots
+    from dashboard.app import DashboardApp
+
+    app = DashboardApp()
+    v = app.validity
+    src, y = v.figure.renderers[0].data_source, v.figure.y_range
+    n = len(v._models)
+    assert set(src.data["row"].tolist()) == set(range(25 + plots.WINDOW_MARGIN_ROWS))
+    before = src.data
+    y.update(start=-27.0, end=-2.0)  # two rows down: still inside the margin, nothing sent
+    assert src.data is before
+    y.update(start=-85.0, end=-60.0)
+    rows = set(src.data["row"].tolist())
+    assert set(range(60, 85)) <= rows and rows == set(range(60 - plots.WINDOW_MARGIN_ROWS, 85 + plots.WINDOW_MARGIN_ROWS))
+    assert len(src.data["x"]) == len(rows) * len(v.figure.x_range.factors)
+    y.update(start=-float(n), end=-float(n - 25))  # the bottom
+    assert max(src.data["row"].tolist()) == n - 1
+    # A control change keeps the scroll position when the models are the same, and goes back to the
+    # top when they change.
+    app.state.tp_sizes = [1, 2, 4, 8]
+    assert (y.start, y.end) == (-float(n), -float(n - 25)) and max(src.data["row"].tolist()) == n - 1
+    app.state.search = "qwen"
+    assert (y.start, y.end)[1] == 0.0 and min(src.data["row"].tolist()) == 0
+
+
+def test_window_and_tap_geometry():
+    from dashboard import plots
+
+    assert plots.window_rows(-25, 0, 130, margin=6) == (0, 31)
+    assert plots.window_rows(-85.5, -60.5, 130, margin=6) == (54, 92)
+    assert plots.window_rows(-130, -105, 130, margin=6) == (99, 130)
+    assert plots.window_rows(float("nan"), 0, 130, margin=0) == (0, plots.VISIBLE_ROWS)
+    assert plots.window_rows(-25, 0, 3, margin=6) == (0, 3)
+    groups, tps = ["vLLM", "SGLang"], ["1", "2", "4"]
+    assert plots.heatmap_factors(groups, tps)[3] == ("SGLang", "1")
+    assert plots.heatmap_units(2, 3) == pytest.approx(6.6)
+    # Bokeh's synthetic x of nested factor k of group g: k + 0.5 + g * (n_tp + GROUP_PADDING).
+    for g in range(2):
+        for k, t in enumerate(tps):
+            x = k + 0.5 + g * (3 + plots.GROUP_PADDING)
+            assert plots.tap_column(x, groups, tps) == (g, t)
+            assert plots.tap_column(x - 0.49, groups, tps) == (g, t) and plots.tap_column(x + 0.49, groups, tps) == (g, t)
+    assert plots.tap_column(3.3, groups, tps) is None  # the gap between the groups
+    for bad in (-0.1, 6.7, float("nan"), float("inf"), None, "x"):
+        assert plots.tap_column(bad, groups, tps) is None
+    both = plots.concat_source_data([{"x": plots.tuple_array([("a", "1")]), "row": np.array([0])},
+                                     {"x": plots.tuple_array([("b", "1")]), "row": np.array([0])}])
+    assert list(both["x"]) == [("a", "1"), ("b", "1")] and both["row"].tolist() == [0, 0]
+
+
+def test_a_control_change_relays_out_the_page_at_most_once():
+    """Each property that changes the figure's layout costs the browser a re-layout of the whole page
+    (scripts/bench_ui.py): a framework or TP-size change within the frame's width budget changes the x
+    factors and the data, not the figure's size, and the figure reports nothing back."""
+    from dashboard.app import DashboardApp
+
+    app = DashboardApp()
+    fig = app.validity.figure
+    seen = []
+    for model, attrs in ((fig, ("frame_width", "frame_height", "min_border_left", "visible")), (fig.x_range, ("factors",)),
+                         (fig.renderers[0].data_source, ("data",))):
+        for a in attrs:
+            model.on_change(a, lambda attr, old, new, _m=type(model).__name__: seen.append((_m, attr)))
+    for change in ({"frameworks": ["vllm", "sglang", "tensorrt-llm"]}, {"tp_sizes": [1, 2, 4, 8, 16, 24, 32, 64]},
+                   {"frameworks": ["vllm", "sglang"]}):
+        seen.clear()
+        app.state.param.update(**change)
+        assert sorted(seen) == [("ColumnDataSource", "data"), ("FactorRange", "factors")], (change, seen)
+    assert fig.syncable is False and fig.x_range.syncable is False and fig.y_range.syncable is True

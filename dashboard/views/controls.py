@@ -10,6 +10,27 @@ from dashboard.state import KV_DTYPES, TP_CHOICES, WEIGHT_DTYPES, AppData, Plann
 from dashboard.views.common import bind_two_way, esc
 
 
+class _Immediate:
+    """Mixin for a Panel widget whose change reaches the server at once. Panel delays a widget's change by
+    50 ms (``Syncable._debounce``) to merge a burst of them, e.g. keystrokes; a click on a checkbox or a
+    pick in a list is one change, and the delay was a third of the time from a click to the repainted
+    heatmap (scripts/bench_ui.py). Panel's own Tabulator uses the same hook (``_priority_changes``)."""
+
+    _priority_changes = ["active", "value"]
+
+
+class CheckBoxGroup(_Immediate, pn.widgets.CheckBoxGroup):
+    """A CheckBoxGroup whose clicks reach the server without Panel's 50 ms delay."""
+
+
+class Checkbox(_Immediate, pn.widgets.Checkbox):
+    """A Checkbox whose clicks reach the server without Panel's 50 ms delay."""
+
+
+class Select(_Immediate, pn.widgets.Select):
+    """A Select whose picks reach the server without Panel's 50 ms delay."""
+
+
 def gpu_names() -> list[str]:
     """GPU ids from :func:`dashboard.memory.load_gpus` (``gpu`` column), or ``[]`` when unavailable."""
     try:
@@ -58,19 +79,19 @@ class Controls(pn.viewable.Viewer):
         self._picks_changed()
 
         fw_opts = {schema.FRAMEWORK_LABELS[f]: f for f in schema.FRAMEWORKS}
-        self.frameworks = pn.widgets.CheckBoxGroup(name="Frameworks", options=fw_opts, css_classes=["tp-frameworks"])
+        self.frameworks = CheckBoxGroup(name="Frameworks", options=fw_opts, css_classes=["tp-frameworks"])
         bind_two_way(self.frameworks, s, "frameworks", to_widget=list, to_param=lambda v: [f for f in schema.FRAMEWORKS if f in v])
-        self.disagreement = pn.widgets.Checkbox(name="Show only where frameworks disagree", css_classes=["tp-disagree"])
+        self.disagreement = Checkbox(name="Show only where frameworks disagree", css_classes=["tp-disagree"])
         bind_two_way(self.disagreement, s, "disagreement")
-        self.cell_fw = pn.widgets.Select(name="Framework of the selected cell", options=fw_opts)
+        self.cell_fw = Select(name="Framework of the selected cell", options=fw_opts)
         bind_two_way(self.cell_fw, s, "framework")
-        self.tp_sizes = pn.widgets.CheckBoxGroup(
+        self.tp_sizes = CheckBoxGroup(
             name="TP sizes", options={str(t): t for t in TP_CHOICES}, inline=True,
             css_classes=["tp-tp-sizes"], sizing_mode="stretch_width",
             stylesheets=[":host .bk-input-group { flex-wrap: wrap; gap: 2px 10px; }"],
         )
         bind_two_way(self.tp_sizes, s, "tp_sizes", to_widget=list, to_param=lambda v: sorted(int(x) for x in v))
-        self.tp = pn.widgets.Select(name="TP of the selected cell", options=list(TP_CHOICES))
+        self.tp = Select(name="TP of the selected cell", options=list(TP_CHOICES))
         bind_two_way(self.tp, s, "tp", to_param=int,
                      to_widget=lambda v: v)
         s.param.watch(self._tp_options, "tp")
@@ -80,14 +101,14 @@ class Controls(pn.viewable.Viewer):
         self.ep = pn.widgets.IntInput(name="EP", start=1, end=1024, width=80)
         for w, p in ((self.pp, "pp"), (self.dp, "dp"), (self.ep, "ep")):
             bind_two_way(w, s, p)
-        self.dp_attention = pn.widgets.Checkbox(name="DP-attention (SGLang: attn_tp = TP / DP)")
+        self.dp_attention = Checkbox(name="DP-attention (SGLang: attn_tp = TP / DP)")
         bind_two_way(self.dp_attention, s, "dp_attention")
-        self.weight_dtype = pn.widgets.Select(name="Weight dtype", options=list(WEIGHT_DTYPES), width=130)
+        self.weight_dtype = Select(name="Weight dtype", options=list(WEIGHT_DTYPES), width=130)
         bind_two_way(self.weight_dtype, s, "weight_dtype")
-        self.kv_dtype = pn.widgets.Select(name="KV-cache dtype", options=list(KV_DTYPES), width=130)
+        self.kv_dtype = Select(name="KV-cache dtype", options=list(KV_DTYPES), width=130)
         bind_two_way(self.kv_dtype, s, "kv_dtype")
         gpus = gpu_names()
-        self.gpu = pn.widgets.Select(name="GPU", options=gpus or ["(GPU table unavailable)"], disabled=not gpus, width=170)
+        self.gpu = Select(name="GPU", options=gpus or ["(GPU table unavailable)"], disabled=not gpus, width=170)
         if gpus:
             bind_two_way(self.gpu, s, "gpu", to_widget=lambda v: resolve_gpu(v, gpus))
         self.gpu_count = pn.widgets.IntInput(name="GPUs", start=1, end=4096, width=90)

@@ -16,7 +16,7 @@ from dashboard.views.common import esc
 
 #: Browser-side PNG export of every validity heatmap on the page (Bokeh renders its canvas to a PNG blob;
 #: nothing leaves the browser). One file per heatmap, named after its title, with the heatmap's legend
-#: (the ``[colour, label]`` pairs in the figure's ``tags``) drawn under the image: the page shows one
+#: (the ``[colour, label, marker]`` triples in the figure's ``tags``) drawn under the image: the page shows one
 #: shared legend, so the figures themselves carry none.
 PNG_EXPORT_JS = """
 const views = [];
@@ -26,6 +26,21 @@ const walk = (v) => {
   for (const c of (v.child_views || [])) walk(c);
 };
 for (const r of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(r);
+// The cell mark of a legend entry (the figure's Scatter markers: x, circle, plus, dash, diamond).
+const mark = (ctx, marker, cx, cy, r, lw) => {
+  if (!marker) return;
+  ctx.save();
+  ctx.strokeStyle = "#111111";
+  ctx.lineWidth = lw;
+  ctx.beginPath();
+  if (marker === "x") { ctx.moveTo(cx - r, cy - r); ctx.lineTo(cx + r, cy + r); ctx.moveTo(cx + r, cy - r); ctx.lineTo(cx - r, cy + r); }
+  else if (marker === "circle") { ctx.arc(cx, cy, r, 0, 2 * Math.PI); }
+  else if (marker === "plus") { ctx.moveTo(cx - r, cy); ctx.lineTo(cx + r, cy); ctx.moveTo(cx, cy - r); ctx.lineTo(cx, cy + r); }
+  else if (marker === "dash") { ctx.moveTo(cx - r, cy); ctx.lineTo(cx + r, cy); }
+  else if (marker === "diamond") { ctx.moveTo(cx, cy - r); ctx.lineTo(cx + r, cy); ctx.lineTo(cx, cy + r); ctx.lineTo(cx - r, cy); ctx.closePath(); }
+  ctx.stroke();
+  ctx.restore();
+};
 const withLegend = async (blob, items, cssWidth) => {
   const img = await createImageBitmap(blob);
   const s = cssWidth > 0 ? img.width / cssWidth : (window.devicePixelRatio || 1);
@@ -36,10 +51,10 @@ const withLegend = async (blob, items, cssWidth) => {
   const width = Math.max(img.width, Math.round(260 * s));
   const spots = [];
   let x = pad, y = pad;
-  for (const [color, label] of items) {
+  for (const [color, label, marker] of items) {
     const w = sw + Math.round(6 * s) + probe.measureText(String(label)).width;
     if (x > pad && x + w > width - pad) { x = pad; y += lh; }
-    spots.push([x, y, color, String(label)]);
+    spots.push([x, y, color, String(label), String(marker || "")]);
     x += w + gap;
   }
   const extra = items.length ? y + lh + pad : 0;
@@ -52,10 +67,11 @@ const withLegend = async (blob, items, cssWidth) => {
   ctx.drawImage(img, 0, 0);
   ctx.font = font;
   ctx.textBaseline = "middle";
-  for (const [lx, ly, color, label] of spots) {
+  for (const [lx, ly, color, label, marker] of spots) {
     const top = img.height + ly;
     ctx.fillStyle = color;
     ctx.fillRect(lx, top + (lh - sw) / 2, sw, sw);
+    mark(ctx, marker, lx + sw / 2, top + lh / 2, sw * 0.36, Math.max(1, 2 * s));
     ctx.fillStyle = "#222222";
     ctx.fillText(label, lx + sw + Math.round(6 * s), top + lh / 2);
   }
@@ -64,7 +80,7 @@ const withLegend = async (blob, items, cssWidth) => {
 for (const v of views) {
   const title = (v.model.title && v.model.title.text) || "heatmap";
   const fname = "tp-heatmap-" + title.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") + ".png";
-  const items = (v.model.tags || []).filter((t) => Array.isArray(t) && t.length === 2);
+  const items = (v.model.tags || []).filter((t) => Array.isArray(t) && t.length >= 2);
   const cssWidth = v.canvas_view.el.getBoundingClientRect().width;
   v.export("png").to_blob().then((blob) => withLegend(blob, items, cssWidth)).then((blob) => {
     const a = document.createElement("a");

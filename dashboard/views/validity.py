@@ -2,15 +2,23 @@
 
 The heatmaps are plain Bokeh figures (:func:`dashboard.plots.heatmap_figure`) sized so the selected
 frameworks fit side by side on a 1920 px screen; only the first draws the model names and all share
-one model axis. On a narrower screen (1280-1900 px projectors and laptops) the figures keep their size
+one model axis. They show :data:`dashboard.plots.VISIBLE_ROWS` model rows at a time and scroll through
+the rest inside the plot (mouse wheel or drag; the rows of every heatmap move together). The browser
+holds only the cells of the rows in view plus a margin: when the view scrolls past them, the server
+sends the next window of rows (:func:`dashboard.plots.window_rows`). So a control change costs the same
+on a 500-model catalog as on a 30-model one. On a narrower screen (1280-1900 px projectors and laptops) the figures keep their size
 (never fewer than :data:`dashboard.plots.MIN_COL_PX` pixels per TP column): the "Selected cell" column
 wraps below the heatmaps when both do not fit side by side, and the heatmap area scrolls sideways when
-the heatmaps alone are wider than the page. A tap selects the cell's row in the figure's data source; the session state then
-outlines the selected cell (and only it) in whichever heatmap shows it.
+the heatmaps alone are wider than the page. A tap on a cell (a Bokeh ``Tap`` event: the TP column and model row under the pointer) selects it; the
+session state then outlines the selected cell (and only it) in whichever heatmap shows it.
 """
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+import pandas as pd
 import panel as pn
 import param
 
@@ -27,33 +35,88 @@ DETAILS_PX = 380
 _WATCHED = ["search", "models", "frameworks", "disagreement", "tp_sizes", "pp", "dp", "ep", "dp_attention"]
 
 
-def cell_frame(data: AppData, state: PlannerState, key: str, models: list[str], tps: list[int]):
-    """The (process-wide cached, read-only) cell frame of one heatmap: a framework id or "disagreement"."""
-    gkey = (state.pp, state.dp, state.ep, bool(state.dp_attention))
-    fws = tuple(state.frameworks)
-    mkey = ("heatmap", key, fws if key == "disagreement" else (), gkey, tuple(models), tuple(tps))
+def _grid_key(state: PlannerState) -> tuple:
+    return (state.pp, state.dp, state.ep, bool(state.dp_attention))
+
+
+def group_label(key: str, frameworks: tuple[str, ...] = ()) -> str:
+    """The column-group label of heatmap ``key``: the framework's label, or for "disagreement" the
+    frameworks compared ("vLLM vs SGLang"; "4 frameworks" beyond three)."""
+    if key != "disagreement":
+        return plots.framework_label(key)
+    names = [plots.framework_label(f) for f in frameworks]
+    return " vs ".join(names) if len(names) <= 3 else f"{len(names)} frameworks"
+
+
+def heatmap_cube(data: AppData, state: PlannerState, key: str) -> tuple:
+    """Every cell of one heatmap over the whole catalog x :data:`dashboard.state.TP_CHOICES`, computed once
+    per process (read-only): ``(frame, source, model_pos, tp_pos)`` where ``frame`` is the
+    :func:`dashboard.plots.heatmap_frame` (or :func:`dashboard.plots.disagreement_frame` for
+    ``key == "disagreement"``) in model-major order, ``source`` its
+    :func:`dashboard.plots.heatmap_source_data`, and ``model_pos`` / ``tp_pos`` map a model id / TP size
+    to its position. Any selection of models and TP sizes is then an index into these arrays
+    (:func:`cell_frame`, :func:`cell_source`), so a control change never re-runs the pandas work."""
+    from dashboard.state import TP_CHOICES
+
+    gkey = _grid_key(state)
+    fws = tuple(state.frameworks) if key == "disagreement" else ()
 
     def build():
         grid = data.grid(pp=gkey[0], dp=gkey[1], ep=gkey[2], dp_attention=gkey[3])
+        models, tps = list(data.model_ids), [int(t) for t in TP_CHOICES]
         if key == "disagreement":
-            return plots.disagreement_frame(grid, fws, models, tps)
-        return plots.heatmap_frame(grid, key, models, tps)
+            frame, colors = plots.disagreement_frame(grid, fws, models, tps), plots.DISAGREE_COLORS
+        else:
+            frame, colors = plots.heatmap_frame(grid, key, models, tps), plots.STATUS_COLORS
+        # Model-major, in catalog x TP_CHOICES order (both builders produce it; reindex if ever not).
+        want_m = np.repeat(np.asarray(models, dtype=object), len(tps))
+        want_t = np.tile(np.asarray([str(t) for t in tps], dtype=object), len(models))
+        if len(frame) != len(want_m) or not (np.array_equal(frame["model_id"].to_numpy(dtype=object), want_m)
+                                             and np.array_equal(frame["tp"].to_numpy(dtype=object), want_t)):
+            idx = pd.MultiIndex.from_arrays([want_m, want_t], names=["model_id", "tp"])
+            frame = frame.drop_duplicates(["model_id", "tp"]).set_index(["model_id", "tp"]).reindex(idx).reset_index()
+        frame = frame.reset_index(drop=True)
+        source = plots.heatmap_source_data(frame, colors, group=group_label(key, fws))
+        return frame, source, {m: i for i, m in enumerate(models)}, {t: i for i, t in enumerate(tps)}
 
-    return data.memo(mkey, build)
+    return data.memo(("heatmap-cube", key, fws, gkey), build)
+
+
+def _cells(data: AppData, state: PlannerState, key: str, models: list[str], tps: list[int]) -> tuple:
+    """``(frame, source)`` of the cells (``models`` x ``tps``, model-major) of one heatmap (cached)."""
+    gkey = _grid_key(state)
+    fws = tuple(state.frameworks) if key == "disagreement" else ()
+
+    def build():
+        frame, source, mpos, tpos = heatmap_cube(data, state, key)
+        mi = np.fromiter((mpos[m] for m in models), dtype=np.int64, count=len(models))
+        ti = np.fromiter((tpos[int(t)] for t in tps), dtype=np.int64, count=len(tps))
+        idx = (mi[:, None] * len(tpos) + ti[None, :]).ravel()
+        sub = frame.iloc[idx].reset_index(drop=True)
+        src = {k: v[idx] for k, v in source.items()}
+        row = np.repeat(np.arange(len(models), dtype=np.int32), len(tps))
+        src["row"] = row
+        src["y"] = -(row.astype("float64") + 0.5)
+        src["ym"] = np.where(np.isnan(src["ym"]), np.nan, src["y"])
+        return sub, src
+
+    return data.memo(("heatmap-cells", key, fws, gkey, tuple(models), tuple(int(t) for t in tps)), build)
+
+
+def cell_frame(data: AppData, state: PlannerState, key: str, models: list[str], tps: list[int]):
+    """The (process-wide cached, read-only) cell frame of one heatmap: a framework id or "disagreement"."""
+    return _cells(data, state, key, models, tps)[0]
 
 
 def cell_source(data: AppData, state: PlannerState, key: str, models: list[str], tps: list[int]) -> dict:
-    """The (process-wide cached, read-only) data-source columns of one heatmap
-    (:func:`dashboard.plots.heatmap_source_data` of :func:`cell_frame`)."""
-    gkey = (state.pp, state.dp, state.ep, bool(state.dp_attention))
-    fws = tuple(state.frameworks)
-    mkey = ("heatmap-source", key, fws if key == "disagreement" else (), gkey, tuple(models), tuple(tps))
-    colors = plots.DISAGREE_COLORS if key == "disagreement" else plots.STATUS_COLORS
-    return data.memo(mkey, lambda: plots.heatmap_source_data(cell_frame(data, state, key, models, tps), colors))
+    """The (process-wide cached, read-only) data-source columns of every cell of one heatmap
+    (:func:`dashboard.plots.heatmap_source_data` of :func:`cell_frame`); the figures get windows of it."""
+    return _cells(data, state, key, models, tps)[1]
 
 
 class ValidityView(pn.viewable.Viewer):
-    """One heatmap per selected framework side by side (or one disagreement heatmap) + cell details."""
+    """The validity heatmap (a column group per selected framework, or one disagreement group) + cell
+    details."""
 
     state = param.ClassSelector(class_=PlannerState, doc="Session state.")
     data = param.ClassSelector(class_=AppData, doc="Process-wide catalog and grid (read-only).")
@@ -61,59 +124,68 @@ class ValidityView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         # width 0 / min-width 100%: the text fills the column but does not widen it (the column's
-        # flex-basis is its content's width, which must be the heatmaps' width alone).
+        # flex-basis is its content's width, which must be the heatmap's width alone).
         _fill = {"width": "0", "min-width": "calc(100% - 20px)"}
         self._summary = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-summary"], styles=_fill)
         self._legend = pn.pane.HTML(sizing_mode="stretch_width", margin=(0, 10), styles=_fill)
         self._plots = pn.Row(css_classes=["tp-heatmaps"], styles={"gap": "12px"})
         self._scroll = pn.Column(
             self._plots, sizing_mode="stretch_width", css_classes=["tp-heatmap-scroll"],
-            styles={"max-height": "calc(100vh - 200px)", "overflow": "auto", "max-width": "100%"},
+            styles={"overflow-x": "auto", "overflow-y": "hidden", "max-width": "100%"},
         )
         self._details = CellDetails(state=self.state, data=self.data)
-        # The heatmaps' column asks for the heatmaps' full width (flex-basis, set in _refresh); the row
-        # wraps the details column below it when the page is narrower than heatmaps + details.
+        # The heatmap's column asks for the heatmap's full width (flex-basis, set in _update); the row
+        # wraps the details column below it when the page is narrower than heatmap + details.
         self._main = pn.Column(self._summary, self._legend, self._scroll, sizing_mode="stretch_width",
                                css_classes=["tp-heatmap-col"])
-        #: Cell frames currently shown, by framework id (or "disagreement"); for export and tests.
+        #: Cell frames currently shown, by framework id (or "disagreement"), left to right; for export
+        #: and tests.
         self.frames: dict = {}
-        #: The Bokeh figures currently shown, by the same keys.
-        self.figures: dict = {}
+        #: The Bokeh figure (None when nothing is shown). Kept across changes: only its data, factors
+        #: and sizes change.
+        self.figure = None
+        self._pane = None
+        self._keys: list[str] = []
+        self._groups: list[str] = []
+        self._tps: list[str] = []
         self._models: list[str] = []
-        #: One figure (and pane) per heatmap slot, reused across changes; the key each slot shows.
-        self._figs: list = []
-        self._panes: list = []
-        self._slot_keys: list[str] = []
+        self._row_of: dict[str, int] = {}
         self._y_range = None
-        self._syncing = False
+        self._scrolling = False
+        #: Full data-source columns of each column group (process-wide cache, read-only) and the rows
+        #: ``[r0, r1)`` the browser holds now.
+        self._sources: dict = {}
+        self._window = (0, 0)
+        self._rows = plots.VISIBLE_ROWS
         self.state.param.watch(self._refresh, _WATCHED)
         self.state.param.watch(self._show_selection, ["model", "tp", "framework"])
         self._refresh()
 
     # -------------------------------------------------------------------------------------------
     def _refresh(self, *_):
-        """Show the state's heatmaps: one document hold, so the browser gets one patch per change."""
+        """Show the state's heatmap: one document hold, so the browser gets one patch per change."""
         with pn.io.hold():
             self._update()
 
     def _clear(self, summary: str) -> None:
-        self.frames, self.figures = {}, {}
-        self._figs, self._panes, self._slot_keys = [], [], []
+        self.frames, self._sources, self._keys, self._groups = {}, {}, [], []
         self._summary.object = summary
         self._legend.object = ""
-        self._plots.objects = []
+        if self._scroll.visible:
+            self._scroll.visible = False
 
     def _update(self) -> None:
-        """Update the heatmaps in place: one figure per slot (framework, or the one disagreement map)
-        keeps its Bokeh models; only its data source's ``.data``, and the shared model / TP factor
-        ranges when they change, are replaced. Figures are added or removed only when the number of
-        slots changes."""
+        """Update the heatmap in place: the figure keeps its Bokeh models; its data source's ``.data``
+        (the cells of the rows in the window), and its factors, sizes and model names when they change,
+        are replaced."""
         s, d = self.state, self.data
         models = filter_models(s, d)
         truncated = len(models) > MAX_ROWS
         models = models[:MAX_ROWS]
         tps = sorted(s.tp_sizes)
+        same_models = models == self._models
         self._models = models
+        self._row_of = {m: i for i, m in enumerate(models)}
         if not models or not tps or not s.frameworks:
             what = "models match the filter" if not models else ("TP sizes are selected" if not tps else "frameworks are selected")
             self._clear(notice_html(f"No {what}: widen the filter or pick some.", "warning"))
@@ -128,30 +200,38 @@ class ValidityView(pn.viewable.Viewer):
         except Exception as exc:  # noqa: BLE001 -- a broken rules engine must not blank the page
             self._clear(notice_html(f"The rules engine failed: {exc}", "error"))
             return
-        self.frames = frames
+        self.frames, self._sources, self._keys = frames, sources, keys
+        self._groups = [group_label(k, tuple(s.frameworks)) for k in keys]
+        self._tps = [str(t) for t in tps]
         geo = plots.heatmap_geometry(len(models), len(tps), len(keys), plots.ylabel_px(models))
-        factors = models[::-1]  # Bokeh draws the first factor at the bottom: the first model on top
         if self._y_range is None:
-            from bokeh.models import FactorRange
-
-            self._y_range = FactorRange(factors=factors)  # shared by every heatmap
-        elif list(self._y_range.factors) != factors:
-            self._y_range.factors = factors
-        tp_factors = [str(t) for t in tps]
+            self._y_range = plots.heatmap_y_range(len(models), geo["rows"])
+            self._y_range.on_change("start", self._on_scroll)
+            self._y_range.on_change("end", self._on_scroll)
+        else:
+            self._scrolling = True  # (our own range change: the window is set just below)
+            try:
+                plots.set_y_range(self._y_range, len(models), geo["rows"], keep_top=same_models)
+            finally:
+                self._scrolling = False
+        self._rows = geo["rows"]
+        self._window = plots.window_rows(self._y_range.start, self._y_range.end, len(models))
         if disagreement:
             names = ", ".join(plots.framework_label(f) for f in s.frameworks)
-            style = {"colors": plots.DISAGREE_COLORS, "labels": plots.DISAGREE_LABELS, "tooltip": plots.DISAGREE_TOOLTIP}
-            titles = ["Where the frameworks disagree"]
+            style = {"colors": plots.DISAGREE_COLORS, "labels": plots.DISAGREE_LABELS,
+                     "markers": plots.DISAGREE_MARKERS, "tooltip": plots.DISAGREE_TOOLTIP}
+            title = "Where the frameworks disagree"
             frame = frames["disagreement"]
             n_dis = int((frame["status"] == "disagree").sum())
             summary = (
                 f"<b>{len(models)}</b> models &times; <b>{len(tps)}</b> TP sizes: {esc(names)} disagree on "
-                f"<b>{n_dis}</b> of {len(frame)} cells. Numbers in cells: how many frameworks accept."
+                f"<b>{n_dis}</b> of {len(frame)} cells."
             )
-            legend = plots.legend_html(plots.DISAGREE_COLORS, plots.DISAGREE_LABELS)
+            legend = plots.legend_html(plots.DISAGREE_COLORS, plots.DISAGREE_LABELS, plots.DISAGREE_MARKERS)
         else:
-            style = {"colors": plots.STATUS_COLORS, "labels": plots.STATUS_LABELS, "tooltip": plots.VALIDITY_TOOLTIP}
-            titles = [plots.framework_label(fw) for fw in keys]
+            style = {"colors": plots.STATUS_COLORS, "labels": plots.STATUS_LABELS,
+                     "markers": plots.STATUS_MARKERS, "tooltip": plots.VALIDITY_TOOLTIP}
+            title = "Which TP sizes each framework accepts"
             parts = []
             for fw in keys:
                 frame = frames[fw]
@@ -161,63 +241,84 @@ class ValidityView(pn.viewable.Viewer):
             if s.disagreement:
                 summary += " (Pick two or more frameworks for the disagreement view.)"
             legend = plots.legend_html()
-        if self._figs and list(self._figs[0].x_range.factors) != tp_factors:
-            # Measured (scripts/bench_ui.py, 500 models): BokehJS repaints an existing figure whose TP
-            # factors, frame width and data all change more slowly (p50 ~3.0 s) than it builds a new one
-            # (~1.5 s), so a TP-size change rebuilds the figures; every other change updates them in place.
-            self._figs, self._panes = [], []
-        n_before = len(self._figs)
-        for i, (key, title) in enumerate(zip(keys, titles, strict=True)):
-            if i < len(self._figs):
-                fig = self._figs[i]
-                plots.update_heatmap(fig, title, sources[key], geometry=geo, tps=tp_factors, **style)
-            else:
-                fig = plots.heatmap_figure(frames[key], title, geometry=geo, with_yaxis=i == 0,
-                                           y_range=self._y_range, source_data=sources[key], **style)
-                self._figs.append(fig)
-                self._panes.append(self._pane(fig, i))
-            # The Bokeh pane hands the figure itself to the page: the classes go on the figure.
-            classes = ["tp-heatmap", f"tp-heatmap-{key}"]
-            if list(fig.css_classes) != classes:
-                fig.css_classes = classes
-        del self._figs[len(keys):], self._panes[len(keys):]
-        self._slot_keys = keys
-        self.figures = dict(zip(keys, self._figs, strict=True))
+        window = self._window_data()
+        if self.figure is None:
+            self.figure = plots.heatmap_figure(
+                {g: frames[k] for g, k in zip(self._groups, keys, strict=True)}, title, geometry=geo,
+                y_range=self._y_range, source_data=window, models=models, tps=self._tps, **style)
+            self.figure.css_classes = ["tp-heatmap"]
+            self._pane = self._make_pane(self.figure)
+            self._plots.objects = [self._pane]
+        else:
+            plots.update_heatmap(self.figure, title, window, groups=self._groups, tps=self._tps, models=models,
+                                 geometry=geo, **style)
+        if not self._scroll.visible:
+            self._scroll.visible = True
         if truncated:
             summary += f" Showing the first {MAX_ROWS} models: narrow the filter to see the rest."
-        summary += " Hover a cell for every failing rule's message; tap it for details and the per-rank layout."
-        self._summary.object = f'<div style="font-size:16px">{summary}</div>'
-        self._legend.object = legend
+        if len(models) > geo["rows"]:
+            summary += (f" {geo['rows']} rows are shown at a time: scroll the heatmap with the mouse wheel or "
+                        "drag it up and down.")
+        summary += (" Hover a cell for each framework's verdict" if disagreement else
+                    " Hover a cell for every failing rule's message")
+        summary += "; tap it for details and the per-rank layout."
+        summary = f'<div style="font-size:16px">{summary}</div>'
+        if self._summary.object != summary:
+            self._summary.object = summary
+        if self._legend.object != legend:
+            self._legend.object = legend
         self._show_selection()
-        if (len(self._figs) != n_before or len(self._plots.objects) != len(self._panes)
-                or any(a is not b for a, b in zip(self._plots.objects, self._panes))):
-            self._plots.objects = list(self._panes)
-        n = len(keys)
-        needed = geo["first_width"] + (n - 1) * geo["width"] + (n - 1) * 12 + n * 10 + 24
+        needed = geo["width"] + 34
         styles = {"flex": f"1 1 {needed}px", "min-width": "0"}
         if self._main.styles != styles:
             self._main.styles = styles
 
-    def _pane(self, fig, slot: int) -> pn.pane.Bokeh:
-        source = fig.renderers[0].data_source
-        source.selected.on_change("indices", lambda _attr, _old, new, _slot=slot: self._on_slot_select(_slot, new))
+    def _window_data(self) -> dict:
+        r0, r1 = self._window
+        return plots.concat_source_data([plots.window_data(self._sources[k], r0, r1) for k in self._keys])
+
+    def _on_scroll(self, attr, _old, new) -> None:
+        """The model axis moved (the user scrolled): send the window of rows around the new view if the
+        rows in view are not all loaded yet. The view's height in rows is fixed (the range's interval), so
+        the changed end alone places it (a move arrives as a change of ``start`` then of ``end``)."""
+        if self._scrolling or self._y_range is None or self.figure is None or not self._keys:
+            return
+        n, rows = len(self._models), self._rows
+        try:
+            new = float(new)
+        except (TypeError, ValueError):
+            return
+        lo, hi = (new, new + rows) if attr == "start" else (new - rows, new)
+        top, bottom = plots.window_rows(lo, hi, n, margin=0)
+        r0, r1 = self._window
+        if r0 <= top and bottom <= r1:
+            return
+        self._window = plots.window_rows(lo, hi, n)
+        with pn.io.hold():
+            self.figure.renderers[0].data_source.data = self._window_data()
+
+    def _make_pane(self, fig) -> pn.pane.Bokeh:
+        from bokeh.events import Tap
+
+        fig.on_event(Tap, lambda event: self._on_fig_tap(event.x, event.y))
         return pn.pane.Bokeh(fig, styles={"flex": "none"})
 
-    def _on_slot_select(self, slot: int, indices) -> None:
-        if 0 <= slot < len(self._slot_keys):
-            self._on_select(self._slot_keys[slot], indices)
-
-    def _on_select(self, key: str, indices) -> None:
-        if self._syncing or not indices:
+    def _on_fig_tap(self, x, y) -> None:
+        """A tap at data coordinates: ``x`` synthetic on the nested factor axis
+        (:func:`dashboard.plots.tap_column`), ``y`` in rows (row ``r`` spans ``(-(r + 1), -r]``)."""
+        hit = plots.tap_column(x, self._groups, self._tps)
+        if hit is None or y is None:
             return
-        frame = self.frames.get(key)
-        i = int(indices[-1])
-        if frame is None or not 0 <= i < len(frame):
+        try:
+            row = int(math.floor(-float(y)))
+        except (TypeError, ValueError, OverflowError):
             return
-        self._on_tap(key, frame["tp"].iat[i], frame["model_id"].iat[i])
+        g, tp = hit
+        if 0 <= row < len(self._models) and 0 <= g < len(self._keys):
+            self._on_tap(self._keys[g], tp, self._models[row])
 
     def _on_tap(self, key: str, x, y) -> None:
-        """Select the cell (TP ``x``, model ``y``) of heatmap ``key`` (a framework id or "disagreement")."""
+        """Select the cell (TP ``x``, model ``y``) of column group ``key`` (a framework id or "disagreement")."""
         if x is None or y is None:
             return
         try:
@@ -233,21 +334,29 @@ class ValidityView(pn.viewable.Viewer):
         self._show_selection()
 
     def _show_selection(self, *_):
-        """Outline the selected cell in the heatmap that shows it; clear every other selection."""
+        """Outline the selected cell in the column group that shows it (if any)."""
+        if self.figure is None:
+            return
         s = self.state
-        self._syncing = True
-        try:
-            for key, fig in self.figures.items():
-                frame = self.frames[key]
-                want: list[int] = []
-                if s.model and (key == s.framework or key == "disagreement"):
-                    hit = (frame["model_id"] == s.model) & (frame["tp"] == str(s.tp))
-                    want = [int(i) for i in hit.to_numpy().nonzero()[0][:1]]
-                sel = fig.renderers[0].data_source.selected
-                if list(sel.indices) != want:
-                    sel.indices = want
-        finally:
-            self._syncing = False
+        row = self._row_of.get(s.model) if s.model else None
+        cell = None
+        if row is not None and str(s.tp) in self._tps and self._keys:
+            if self._keys == ["disagreement"]:
+                cell = (self._groups[0], str(s.tp))
+            elif s.framework in self._keys:
+                cell = (self._groups[self._keys.index(s.framework)], str(s.tp))
+        plots.set_selected_cell(self.figure, cell, row if cell is not None else None)
+
+    def selected_cell(self) -> tuple[str, str, str] | None:
+        """The outlined cell: ``(key, model_id, tp)`` (key: framework id or "disagreement"), or None."""
+        if self.figure is None:
+            return None
+        src = self.figure.renderers[2].data_source.data
+        if not len(src["x"]):
+            return None
+        group, tp = src["x"][0]
+        row = int(math.floor(-float(src["y"][0])))
+        return self._keys[self._groups.index(group)], self._models[row], str(tp)
 
     def __panel__(self):
         return pn.Row(

@@ -1,17 +1,21 @@
 """The dashboard in a real browser (Debian Chromium via Playwright) against `panel serve dashboard`.
 
 Proves: the page loads with no console errors and requests nothing from any host but the server; the
-heatmap is there; switching framework updates the heatmaps; tapping a cell shows that model's details
-and per-rank layout; a URL with state round-trips; a model id ``<img src=x onerror=alert(1)>`` renders
-as text and runs nothing; each export produces a file; a screenshot of every view is saved in
+heatmap (one figure, a column group per framework) is there, fits beside the details and scrolls
+through a long catalog, the server sending the rows that come into view; switching framework updates
+its column groups; tapping a cell outlines it and shows that model's details and per-rank layout; a URL
+with state round-trips; a model id ``<img src=x onerror=alert(1)>`` renders as text (axis, tooltip,
+details, catalog) and runs nothing; each export produces a file; a screenshot of every view is saved in
 tests/artifacts/.
 """
 
 from __future__ import annotations
 
+import time
 import urllib.parse
 
 import pytest
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
@@ -19,7 +23,41 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 HEATMAP_CANVAS = ".tp-heatmap canvas"
 LOAD_TIMEOUT = 120_000
 
-FRAMES_JS = """() => {
+#: The validity heatmap (one Bokeh figure for every selected framework) as the browser holds it: the
+#: plot frame in page coordinates, the nested x factors ``[group, tp]`` and the synthetic x extent, the
+#: model axis (``start`` at the bottom, ``end`` at the top; row ``r`` centred at ``-(r + 0.5)``), every
+#: model id in row order (the y-axis formatter's names), the y tick labels drawn now, the rows whose
+#: cells the browser holds, the outline of the selected cell and the number of in-figure legends.
+HEATMAP_JS = """() => {
+  let v = null;
+  const walk = (view) => {
+    if (!view || v) return;
+    if (view.frame && view.canvas_view && view.model.name === 'tp-validity-heatmap') { v = view; return; }
+    for (const c of (view.child_views || [])) walk(c);
+  };
+  for (const root of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(root);
+  if (!v) return null;
+  const m = v.model, r = v.canvas_view.el.getBoundingClientRect(), b = v.frame.bbox;
+  const axis = [...m.left, ...m.right].find((a) => a.formatter && a.formatter.args);
+  const args = axis.formatter.args;
+  const names = args instanceof Map ? args.get('names') : args.names;
+  const av = v.renderer_views.get(axis);
+  const ticks = Array.from(av.tick_coords.major[av.dimension]);
+  const cells = m.renderers[0].data_source, sel = m.renderers[2].data_source.data;
+  const legends = [...m.below, ...m.above, ...m.left, ...m.right, ...m.center]
+    .filter((x) => x.type === 'Legend' || String(x).startsWith('Legend')).length;
+  return {title: m.title.text, x: r.x + b.left, y: r.y + b.top, w: b.width, h: b.height,
+          canvas: {left: r.left, right: r.right, top: r.top},
+          xf: m.x_range.factors, x0: m.x_range.start, x1: m.x_range.end, gp: m.x_range.group_padding,
+          start: m.y_range.start, end: m.y_range.end, names: Array.from(names),
+          labels: av.compute_labels(ticks).items.map((t) => t.text),
+          rows: [...new Set(Array.from(cells.data.row))].sort((p, q) => p - q),
+          tapped: Array.from(cells.selected.indices),
+          selected: {x: Array.from(sel.x), y: Array.from(sel.y)}, legends};
+}"""
+
+#: Every other plot with a title (the per-rank layout plots), with its frame and categorical factors.
+PLOTS_JS = """() => {
   const out = [];
   const walk = (view) => {
     if (!view) return;
@@ -52,15 +90,12 @@ def _wait_url(page, fragment: str, timeout: float = 30_000) -> None:
     page.wait_for_function("(f) => decodeURIComponent(location.search).includes(f)", arg=fragment, timeout=timeout)
 
 
-def _frames(page) -> list[dict]:
-    return page.evaluate(FRAMES_JS)
-
-
-def _frame(page, title: str) -> dict:
-    for f in _frames(page):
+def _plot(page, title: str) -> dict:
+    plots = page.evaluate(PLOTS_JS)
+    for f in plots:
         if f["title"] == title:
             return f
-    raise AssertionError(f"no plot titled {title!r}: {[f['title'] for f in _frames(page)]}")
+    raise AssertionError(f"no plot titled {title!r}: {[f['title'] for f in plots]}")
 
 
 def _wait_title(page, title: str, present: bool = True, timeout: float = 60_000) -> None:
@@ -68,6 +103,72 @@ def _wait_title(page, title: str, present: bool = True, timeout: float = 60_000)
         "([t, want]) => { const out = []; const walk = (v) => { if (!v) return; if (v.model && v.model.title && v.model.title.text === t && v.frame) out.push(v); for (const c of (v.child_views || [])) walk(c); }; for (const r of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(r); return (out.length > 0) === want; }",
         arg=[title, present], timeout=timeout,
     )
+
+
+def _heatmap(page) -> dict:
+    hm = page.evaluate(HEATMAP_JS)
+    assert hm is not None, "no validity heatmap on the page"
+    return hm
+
+
+def _brief(hm: dict | None) -> dict | None:
+    """The heatmap state without its long lists (for assertion messages)."""
+    if hm is None:
+        return None
+    return {**{k: v for k, v in hm.items() if k not in ("names", "labels", "xf", "rows")},
+            "groups": _groups(hm), "rows": hm["rows"][:1] + hm["rows"][-1:], "labels": hm["labels"][:2]}
+
+
+def _wait_heatmap(page, pred, what: str, timeout: float = 60_000) -> dict:
+    """Poll the heatmap until ``pred(heatmap)`` holds; fail after ``timeout`` ms."""
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        hm = page.evaluate(HEATMAP_JS)
+        if hm is not None and pred(hm):
+            return hm
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}: {_brief(hm)}")
+        page.wait_for_timeout(100)
+
+
+def _groups(hm: dict) -> list[str]:
+    """Column groups (framework labels) left to right."""
+    return list(dict.fromkeys(g for g, _ in hm["xf"]))
+
+
+def _tps(hm: dict, group: str) -> list[str]:
+    return [t for g, t in hm["xf"] if g == group]
+
+
+def _units(hm: dict) -> float:
+    """Width of the x axis in TP columns (nested factors, ``group_padding`` between groups)."""
+    groups = _groups(hm)
+    return len(groups) * len(_tps(hm, groups[0])) + (len(groups) - 1) * hm["gp"]
+
+
+def _visible_rows(hm: dict) -> list[int]:
+    """Rows whose centre ``-(r + 0.5)`` lies in the model axis's range."""
+    return [r for r in range(len(hm["names"])) if hm["start"] <= -(r + 0.5) <= hm["end"]]
+
+
+def _cell_point(hm: dict, group: str, tp: str, model: str) -> tuple[float, float]:
+    """Page coordinates of the centre of the cell (``group``, ``tp``, ``model``); its row must be in view."""
+    groups, tps = _groups(hm), _tps(hm, group)
+    units = _units(hm)
+    assert hm["x0"] == 0 and abs(hm["x1"] - units) < 1e-9, _brief(hm)  # no range/factor padding
+    cx = 0.5 + tps.index(tp) + groups.index(group) * (len(tps) + hm["gp"])
+    cy = -(hm["names"].index(model) + 0.5)
+    assert hm["start"] < cy < hm["end"], f"{model!r} is not in view: {_brief(hm)}"
+    return (hm["x"] + cx / units * hm["w"],
+            hm["y"] + (hm["end"] - cy) / (hm["end"] - hm["start"]) * hm["h"])  # y grows upwards
+
+
+def _tap_cell(page, group: str, model: str, tp: str) -> dict:
+    """Click the cell; wait until the server outlines it (and only it). Returns the heatmap then."""
+    hm = _heatmap(page)
+    page.mouse.click(*_cell_point(hm, group, tp, model))
+    want = {"x": [[group, tp]], "y": [-(hm["names"].index(model) + 0.5)]}
+    return _wait_heatmap(page, lambda h: h["selected"] == want, f"the outline of {group} / {model} / TP {tp}", 30_000)
 
 
 def _assert_clean(rec, server_url: str) -> None:
@@ -79,82 +180,115 @@ def _assert_clean(rec, server_url: str) -> None:
     assert not rec.dialogs, rec.dialogs
 
 
-def _tap_cell(page, title: str, model: str, tp: str) -> None:
-    f = _frame(page, title)
-    xi, yi = f["xf"].index(tp), f["yf"].index(model)
-    nx, ny = len(f["xf"]), len(f["yf"])
-    x = f["x"] + (xi + 0.5) * f["w"] / nx
-    y = f["y"] + (ny - 1 - yi + 0.5) * f["h"] / ny  # Bokeh draws the first y factor at the bottom
-    page.mouse.click(x, y)
-
-
 def test_page_loads_clean_with_heatmap(server, rpage, artifacts_dir):
-    import time
-
     t0 = time.perf_counter()
     page = _open(rpage, server.url)
     # Not asserted (shared, noisy machine): printed for the record; includes _open's 0.8 s settle time.
     print(f"\nnavigation -> heatmap canvas + 0.8 s: {time.perf_counter() - t0:.2f} s")
-    titles = [f["title"] for f in _frames(page)]
-    assert "vLLM" in titles and "SGLang" in titles
-    f = _frame(page, "vLLM")
-    assert f["xf"] == ["1", "2", "3", "4", "6", "8", "12", "16", "32", "64"]
-    assert len(f["yf"]) >= 100
+    hm = _heatmap(page)
+    assert hm["title"] == "Which TP sizes each framework accepts"
+    assert _groups(hm) == ["vLLM", "SGLang"]
+    tps = ["1", "2", "3", "4", "6", "8", "12", "16", "32", "64"]
+    assert _tps(hm, "vLLM") == _tps(hm, "SGLang") == tps
+    assert len(hm["names"]) >= 100
     assert page.get_by_text("Selected cell").count() >= 1
+    # One page legend: a colour swatch per status, with the cell's mark drawn in SVG where it has one.
+    assert page.locator(".tp-legend").count() == 1
+    assert page.locator(".tp-legend svg").count() == 4  # x, circle, plus, dash (plain valid has none)
     page.screenshot(path=str(artifacts_dir / "screenshot-validity.png"))
     _assert_clean(rpage, server.url)
 
 
-def test_two_heatmaps_fit_the_1920px_page_beside_the_details(server, rpage):
-    """Default view (vLLM and SGLang, 130 models, 10 TP sizes) at 1920 x 1080: both heatmaps lie inside the
-    viewport and left of the details column; only the first draws model names; the figures share rows."""
+def test_heatmap_fits_the_1920px_page_beside_the_details(server, rpage):
+    """Default view (vLLM and SGLang, 130 models, 10 TP sizes) at 1920 x 1080: the heatmap lies inside
+    the viewport and left of the details column, each TP column keeps at least MIN_COL_PX pixels, and
+    it shows VISIBLE_ROWS model rows at a time, so the page does not grow past the screen."""
+    from dashboard import plots
+
     page = _open(rpage, server.url)
-    vllm, sgl = _frame(page, "vLLM"), _frame(page, "SGLang")
+    hm = _heatmap(page)
     details = page.locator(".tp-details-col").bounding_box()
-    for f in (vllm, sgl):
-        assert f["x"] >= 0 and f["x"] + f["w"] <= 1920, f
-        assert f["x"] + f["w"] <= details["x"], (f, details)
-        assert f["w"] / len(f["xf"]) >= 26  # readable cells
-    assert vllm["x"] + vllm["w"] < sgl["x"]
-    assert vllm["yf"] == sgl["yf"] and vllm["y"] == sgl["y"] and vllm["h"] == sgl["h"]
-    # The heatmaps scroll inside their own area, so the page itself does not grow past the screen.
+    assert hm["x"] >= 0 and hm["x"] + hm["w"] <= 1920, _brief(hm)
+    assert hm["x"] + hm["w"] <= details["x"], (_brief(hm), details)
+    assert hm["w"] / _units(hm) >= plots.MIN_COL_PX, _brief(hm)  # readable cells
+    assert hm["end"] - hm["start"] == plots.VISIBLE_ROWS and hm["h"] == plots.VISIBLE_ROWS * plots.ROW_PX
+    assert len(hm["labels"]) == plots.VISIBLE_ROWS  # one model name per row in view
+    # The heatmap scrolls inside its own area, so the page itself does not grow past the screen.
     box = page.locator(".tp-heatmap-scroll").first.bounding_box()
     assert box["y"] + box["height"] <= 1080
 
 
+def test_heatmap_scrolls_and_loads_the_rows_in_view(server, rpage, artifacts_dir):
+    """Shipped catalog (130 models): the heatmap shows VISIBLE_ROWS rows and the browser holds only those
+    plus a margin; the mouse wheel scrolls the rows, the server sends the rows that come into view, the
+    model names follow, and a tap on a scrolled-in row selects that row's model."""
+    from dashboard import plots
+
+    page = _open(rpage, server.url)
+    hm = _heatmap(page)
+    names, rows = hm["names"], plots.VISIBLE_ROWS
+    assert len(names) > rows
+    assert (hm["start"], hm["end"]) == (-rows, 0)
+    assert _visible_rows(hm) == list(range(rows))
+    assert hm["labels"] == [plots.short_label(m) for m in names[:rows]]
+    assert set(range(rows)) <= set(hm["rows"]) and max(hm["rows"]) < rows + plots.WINDOW_MARGIN_ROWS, _brief(hm)
+    before = hm["labels"]
+
+    page.mouse.move(hm["x"] + hm["w"] / 2, hm["y"] + hm["h"] / 2)
+    page.mouse.wheel(0, 600)
+
+    def scrolled_and_loaded(h):
+        return h["end"] <= -1 and set(_visible_rows(h)) <= set(h["rows"]) and h["labels"] != before
+
+    hm = _wait_heatmap(page, scrolled_and_loaded, "the rows scrolled into view", 30_000)
+    page.mouse.move(0, 0)  # (the tooltip off the screenshot)
+    assert hm["end"] - hm["start"] == rows and hm["start"] >= -len(names), _brief(hm)
+    assert hm["labels"] == [plots.short_label(names[r]) for r in _visible_rows(hm)]
+    page.screenshot(path=str(artifacts_dir / "screenshot-validity-scrolled.png"))
+    # The server maps a tap to the row under the pointer, wherever the view has scrolled.
+    row = _visible_rows(hm)[-1]
+    assert row >= rows, _brief(hm)
+    _tap_cell(page, "SGLang", names[row], "2")
+    expect(page.locator(".tp-details-model")).to_have_text(names[row], timeout=30_000)
+    _assert_clean(rpage, server.url)
+
+
 def test_tap_outlines_the_cell_without_dimming_the_others(server, rpage):
     page = _open(rpage, server.url + "?search=Llama-3.1-8B,Qwen2.5-7B&frameworks=vllm,sglang")
-    f = _frame(page, "vLLM")
-    model = next(m for m in f["yf"] if "Llama-3.1-8B" in m)
-    _tap_cell(page, "vLLM", model, "4")
+    hm = _heatmap(page)
+    assert hm["selected"] == {"x": [], "y": []}  # nothing selected yet
+    model = next(m for m in hm["names"] if "Llama-3.1-8B" in m)
+    hm = _tap_cell(page, "vLLM", model, "4")  # waits for exactly that one outline: vLLM, TP 4, the model's row
     page.locator(".tp-details-model").wait_for(timeout=30_000)
-    state = page.evaluate("""() => { const out = {}; const walk = (v) => { if (!v) return;
-        if (v.model && v.model.name === 'tp-validity-heatmap') { const r = v.model.renderers[0];
-          out[v.model.title.text] = {sel: r.data_source.selected.indices, alpha: r.nonselection_glyph.fill_alpha.value,
-                                     width: r.selection_glyph.line_width.value}; }
-        for (const c of (v.child_views || [])) walk(c); };
-      for (const r of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(r); return out; }""")
-    assert len(state["vLLM"]["sel"]) == 1 and state["SGLang"]["sel"] == []
-    assert state["vLLM"]["alpha"] == 1 and state["vLLM"]["width"] >= 3
+    assert page.locator(".tp-details-model").inner_text().strip() == model
+    assert hm["tapped"] == []  # no Bokeh selection on the cells: none of them is dimmed
     _assert_clean(rpage, server.url)
 
 
 def test_switching_framework_updates_heatmap(server, rpage):
     page = _open(rpage, server.url + "?search=llama")
+    assert _groups(_heatmap(page)) == ["vLLM", "SGLang"]
+    cb = "transformers (continuous-batching cache)"
     page.locator(".tp-frameworks label", has_text="continuous-batching").click()
-    _wait_title(page, "transformers (continuous-batching cache)")
+    _wait_heatmap(page, lambda h: cb in _groups(h), f"a {cb!r} column group")
     page.locator(".tp-frameworks label", has_text="SGLang").click()
-    _wait_title(page, "SGLang", present=False)
-    titles = [f["title"] for f in _frames(page)]
-    assert "vLLM" in titles and "transformers (continuous-batching cache)" in titles and "SGLang" not in titles
+    hm = _wait_heatmap(page, lambda h: "SGLang" not in _groups(h), "the SGLang column group to go")
+    assert _groups(hm) == ["vLLM", cb]
+    assert _tps(hm, cb) == _tps(hm, "vLLM")
+    assert hm["title"] == "Which TP sizes each framework accepts"
     _wait_url(page, "frameworks=vllm,transformers-cb-cache")
+    page.locator(".tp-frameworks label", has_text="TensorRT-LLM").click()
+    _wait_heatmap(page, lambda h: _groups(h) == ["vLLM", cb, "TensorRT-LLM"], "a TensorRT-LLM column group")
+    page.locator(".tp-frameworks label", has_text="TensorRT-LLM").click()
+    _wait_heatmap(page, lambda h: _groups(h) == ["vLLM", cb], "the TensorRT-LLM column group to go")
     _assert_clean(rpage, server.url)
 
 
 def test_tap_cell_shows_details_and_layout(server, rpage, artifacts_dir):
     page = _open(rpage, server.url + "?search=Llama-3.1-8B,Qwen2.5-7B&frameworks=sglang")
-    f = _frame(page, "SGLang")
-    model = next(m for m in f["yf"] if "Llama-3.1-8B" in m)
+    hm = _heatmap(page)
+    assert _groups(hm) == ["SGLang"]
+    model = next(m for m in hm["names"] if "Llama-3.1-8B" in m)
     _tap_cell(page, "SGLang", model, "8")
     details = page.locator(".tp-details-model")
     details.wait_for(timeout=30_000)
@@ -169,7 +303,7 @@ def test_tap_cell_shows_details_and_layout(server, rpage, artifacts_dir):
     title.wait_for(timeout=30_000)
     assert model in title.inner_text() and "TP = 8" in title.inner_text()
     _wait_title(page, "SGLang, TP = 8")  # short title: the model id is in the heading above
-    lay = _frame(page, "SGLang, TP = 8")
+    lay = _plot(page, "SGLang, TP = 8")
     assert sorted(lay["yf"], key=lambda r: int(r.split()[1])) == [f"rank {r}" for r in range(8)]
     page.wait_for_timeout(500)
     page.screenshot(path=str(artifacts_dir / "screenshot-layout.png"))
@@ -197,9 +331,12 @@ def test_url_state_round_trips(server, rpage, browser):
         _tab(other, "Validity")
         other.wait_for_selector(HEATMAP_CANVAS, timeout=LOAD_TIMEOUT)
         other.wait_for_timeout(800)
-        titles = [f["title"] for f in _frames(other)]
-        assert "SGLang" in titles and "TensorRT-LLM" in titles and "vLLM" not in titles
-        assert _frame(other, "SGLang")["xf"] == ["1", "2", "4", "8"]
+        hm = _heatmap(other)
+        assert _groups(hm) == ["SGLang", "TensorRT-LLM"]
+        assert _tps(hm, "SGLang") == _tps(hm, "TensorRT-LLM") == ["1", "2", "4", "8"]
+        # The selected cell of the link is outlined: TensorRT-LLM, TP 4, the 70B's row.
+        row = hm["names"].index("meta-llama/Meta-Llama-3.1-70B")
+        assert hm["selected"] == {"x": [["TensorRT-LLM", "4"]], "y": [-(row + 0.5)]}, _brief(hm)
         assert other.locator(".tp-search input").input_value() == "llama"
         other.wait_for_function("() => !location.search.includes('tab=')", timeout=30_000)  # default tab omitted
         state = lambda u: {k: v for k, v in urllib.parse.parse_qsl(urllib.parse.urlsplit(u).query) if k != "tab"}  # noqa: E731
@@ -215,8 +352,7 @@ def test_hostile_query_string_falls_back_with_notice(server, rpage):
     notice.wait_for(timeout=30_000)
     text = notice.inner_text()
     assert "not understood" in text and "<script>" in text  # rendered as text
-    titles = [f["title"] for f in _frames(page)]
-    assert titles[:2] == ["vLLM", "SGLang"]  # default frameworks
+    assert _groups(_heatmap(page))[:2] == ["vLLM", "SGLang"]  # default frameworks
     _assert_clean(rpage, server.url)
 
 
@@ -243,8 +379,21 @@ def hostile_server(tmp_path_factory):
 def test_hostile_model_id_renders_as_text(hostile_server, rpage, artifacts_dir):
     url = hostile_server.url + "?" + urllib.parse.urlencode({"model": HOSTILE, "tp": "2"})
     page = _open(rpage, url)
-    assert HOSTILE in _frame(page, "vLLM")["yf"]
+    hm = _heatmap(page)
+    assert HOSTILE in hm["names"]
+    row = hm["names"].index(HOSTILE)
+    assert HOSTILE in hm["labels"]  # the y-axis label is the literal id (canvas text)
+    assert hm["selected"] == {"x": [["vLLM", "2"]], "y": [-(row + 0.5)]}, _brief(hm)
     assert page.locator(".tp-details-model").inner_text().strip() == HOSTILE
+    # Hovering a cell of that row: the tooltip shows the id as text and creates no element from it.
+    page.mouse.move(*_cell_point(hm, "SGLang", "2", HOSTILE))
+    tip = page.locator(".bk-Tooltip .bk-tooltip-content", has_text=HOSTILE).first  # (in the tooltip's shadow root)
+    tip.wait_for(state="visible", timeout=30_000)
+    text = tip.inner_text()
+    assert HOSTILE in text and "SGLang · TP = 2" in text, text
+    assert page.locator('img[src="x"]').count() == 0
+    page.screenshot(path=str(artifacts_dir / "screenshot-hostile-tooltip.png"))
+    page.mouse.move(0, 0)
     _tab(page, "Catalog")
     page.locator(".tp-catalog-table").wait_for(timeout=30_000)
     page.locator(".tabulator-cell", has_text=HOSTILE).first.wait_for(timeout=30_000)
@@ -277,7 +426,7 @@ def test_exports_produce_files(server, rpage, artifacts_dir):
     d.value.save_as(rep)
     html = rep.read_text()
     assert "TP planner report" in html and "meta-llama/Meta-Llama-3.1-8B" in html
-    # Heatmap PNG: rendered in the browser from the Bokeh canvas (one file per heatmap).
+    # Heatmap PNG: rendered in the browser from the Bokeh canvas (the one heatmap, every framework in it).
     with page.expect_download(timeout=60_000) as d:
         page.locator(".tp-export-png button").click()
     assert d.value.suggested_filename.startswith("tp-heatmap-") and d.value.suggested_filename.endswith(".png")
@@ -298,65 +447,45 @@ def test_screenshots_of_every_view(server, rpage, artifacts_dir):
     _tab(page, "Validity")
     page.locator(".tp-frameworks label", has_text="continuous-batching").click()
     page.locator(".tp-disagree input").click()
-    _wait_title(page, "Where the frameworks disagree")
-    page.get_by_text("vLLM, SGLang, transformers (continuous-batching cache) disagree on").wait_for(timeout=30_000)
+    names = "vLLM, SGLang, transformers (continuous-batching cache)"
+    hm = _wait_heatmap(page, lambda h: h["title"] == "Where the frameworks disagree", "the disagreement heatmap")
+    _wait_heatmap(page, lambda h: _groups(h) == [names.replace(", ", " vs ")], "one disagreement column group")
+    assert _tps(hm, _groups(hm)[0]) == ["1", "2", "3", "4", "6", "8", "12", "16", "32", "64"]
+    page.get_by_text(f"{names} disagree on").wait_for(timeout=30_000)
     page.wait_for_timeout(800)
     page.screenshot(path=str(artifacts_dir / "screenshot-disagreement.png"))
     _assert_clean(rpage, server.url)
 
 
-CANVASES_JS = """() => {
-  const out = [];
-  const walk = (view) => {
-    if (!view) return;
-    if (view.frame && view.canvas_view && view.model.name === 'tp-validity-heatmap') {
-      const r = view.canvas_view.el.getBoundingClientRect();
-      out.push({title: view.model.title.text, left: r.left, right: r.right, top: r.top, w: view.frame.bbox.width,
-                n: view.model.x_range.factors.length, legends: view.model.below.concat(view.model.above,
-                view.model.right, view.model.center).filter((m) => m.type === 'Legend' || String(m).startsWith('Legend')).length});
-    }
-    for (const c of (view.child_views || [])) walk(c);
-  };
-  for (const root of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(root);
-  return out;
-}"""
-
-
 @pytest.mark.parametrize("width, height", [(1280, 720), (1536, 864)])
-def test_heatmaps_readable_on_projector_and_laptop_widths(server, rpage, artifacts_dir, width, height):
+def test_heatmap_readable_on_projector_and_laptop_widths(server, rpage, artifacts_dir, width, height):
     """Meeting-room projectors (1280 x 720) and laptops (1536 x 864): every TP column keeps at least
-    MIN_COL_PX pixels (two-digit TP labels stay apart), the heatmaps do not overlap (nor their titles,
-    drawn inside each canvas), the area scrolls sideways when they are wider than the page, and the
-    figures carry no legend of their own (one legend on the page)."""
+    MIN_COL_PX pixels (two-digit TP labels stay apart), the heatmap area scrolls sideways when the
+    heatmap is wider than the page, and the figure carries no legend of its own (one legend on the page)."""
     from dashboard import plots
 
     page = rpage.page
     page.set_viewport_size({"width": width, "height": height})
     page = _open(rpage, server.url)
-    figs = sorted(page.evaluate(CANVASES_JS), key=lambda f: f["left"])
-    assert [f["title"] for f in figs] == ["vLLM", "SGLang"]
-    for f in figs:
-        assert f["w"] / f["n"] >= plots.MIN_COL_PX, f
-        assert f["legends"] == 0, f
-    for a, b in zip(figs, figs[1:]):
-        assert a["right"] <= b["left"], (a, b)  # canvases (and the titles in them) apart
-        assert a["top"] == b["top"]
+    hm = _heatmap(page)
+    assert _groups(hm) == ["vLLM", "SGLang"]
+    assert hm["w"] / _units(hm) >= plots.MIN_COL_PX, _brief(hm)
+    assert hm["legends"] == 0, _brief(hm)
     scroll = page.locator(".tp-heatmap-scroll").first
     box = scroll.bounding_box()
     assert box["x"] + box["width"] <= width
     sw, cw = scroll.evaluate("(el) => [el.scrollWidth, el.clientWidth]")
-    if figs[-1]["right"] > box["x"] + box["width"]:
+    if hm["canvas"]["right"] > box["x"] + box["width"]:
         assert sw > cw  # the rest is reachable by scrolling sideways
-    # The page legend is there once, above the heatmaps.
+    # The page legend is there once, above the heatmap.
     assert page.locator(".tp-legend").count() == 1
     page.screenshot(path=str(artifacts_dir / f"screenshot-validity-{width}x{height}.png"))
     _assert_clean(rpage, server.url)
 
 
-def test_hostile_catalog_heatmaps_draw_one_legend(hostile_server, rpage, artifacts_dir):
+def test_hostile_catalog_heatmap_draws_one_legend(hostile_server, rpage, artifacts_dir):
     page = _open(rpage, hostile_server.url)
-    figs = page.evaluate(CANVASES_JS)
-    assert figs and all(f["legends"] == 0 for f in figs)
+    assert _heatmap(page)["legends"] == 0
     assert page.locator(".tp-legend").count() == 1
     page.screenshot(path=str(artifacts_dir / "screenshot-hostile-validity.png"))
     _assert_clean(rpage, hostile_server.url)
@@ -373,7 +502,7 @@ def test_wide_per_rank_layout_scrolls_instead_of_widening_the_page(server, rpage
                  ".tp-layout-plot canvas")
     _wait_title(page, "vLLM, TP = 1")
     page.wait_for_timeout(500)
-    lay = _frame(page, "vLLM, TP = 1")
+    lay = _plot(page, "vLLM, TP = 1")
     assert len(lay["xf"]) > 40 and lay["w"] / len(lay["xf"]) >= 26  # fixed, readable cells
     doc_w = page.evaluate("() => document.documentElement.scrollWidth")
     assert doc_w <= width, doc_w
