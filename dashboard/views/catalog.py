@@ -87,26 +87,26 @@ class CatalogView(pn.viewable.Viewer):
         orgs = sorted({str(x) for x in cat["org"].dropna().tolist() if str(x)}, key=str.lower)
         types = sorted({str(x) for x in pd.concat([cat["model_type"], cat["text_model_type"]]).dropna().tolist() if str(x)}, key=str.lower)
         quants = sorted({str(x) for x in cat["quant_method"].dropna().tolist() if str(x)}, key=str.lower)
-        self.org = pn.widgets.Select(name="Organisation", options=["", *orgs], width=190)
+        self.org = pn.widgets.Select(label="Organisation", options=["", *orgs], width=190)
         bind_two_way(self.org, s, "org", to_widget=lambda v: v if v in orgs else "")
-        self.model_type = pn.widgets.Select(name="model_type", options=["", *types], width=190)
+        self.model_type = pn.widgets.Select(label="model_type", options=["", *types], width=190)
         bind_two_way(self.model_type, s, "model_type", to_widget=lambda v: v if v in types else "")
-        self.quant = pn.widgets.Select(name="Quantization", options=["", "none", *quants], width=150)
+        self.quant = pn.widgets.Select(label="Quantization", options=["", "none", *quants], width=150)
         bind_two_way(self.quant, s, "quant", to_widget=lambda v: v if v in ("none", *quants) else "")
-        self.min_p = pn.widgets.FloatInput(name="Params ≥ (B)", start=0, width=110)
+        self.min_p = pn.widgets.FloatInput(label="Params ≥ (B)", start=0, width=110)
         bind_two_way(self.min_p, s, "min_params_b", to_param=lambda v: float(v or 0))
-        self.max_p = pn.widgets.FloatInput(name="Params ≤ (B, 0 = any)", start=0, width=150)
+        self.max_p = pn.widgets.FloatInput(label="Params ≤ (B, 0 = any)", start=0, width=150)
         bind_two_way(self.max_p, s, "max_params_b", to_param=lambda v: float(v or 0))
-        self.heads = pn.widgets.IntInput(name="Heads (0 = any)", start=0, width=120)
+        self.heads = pn.widgets.IntInput(label="Heads (0 = any)", start=0, width=120)
         bind_two_way(self.heads, s, "heads", to_param=lambda v: int(v or 0))
-        self.kv_heads = pn.widgets.IntInput(name="KV heads (0 = any)", start=0, width=130)
+        self.kv_heads = pn.widgets.IntInput(label="KV heads (0 = any)", start=0, width=130)
         bind_two_way(self.kv_heads, s, "kv_heads", to_param=lambda v: int(v or 0))
         self.flags = {}
         for p, label in (("moe", "MoE"), ("mla", "MLA"), ("linear", "Linear attention"), ("vision", "Vision")):
-            w = pn.widgets.RadioButtonGroup(name=label, options=list(TRISTATE), button_type="light", width=170)
+            w = pn.widgets.RadioButtonGroup(label=label, options=list(TRISTATE), color="light", width=170)
             bind_two_way(w, s, p)
             self.flags[p] = w
-        self.use = pn.widgets.Button(name="Show selected rows on the heatmaps", button_type="primary",
+        self.use = pn.widgets.Button(label="Show selected rows on the heatmaps", color="primary",
                                      css_classes=["tp-use-selection"])
         self.use.on_click(self._use_selection)
         self.count = pn.pane.HTML()
@@ -153,7 +153,7 @@ class CatalogView(pn.viewable.Viewer):
     def __panel__(self):
         return pn.Column(
             pn.Row(self.org, self.model_type, self.quant, self.min_p, self.max_p, self.heads, self.kv_heads),
-            pn.Row(*[pn.Column(pn.pane.HTML(f"<b>{w.name}</b>"), w) for w in self.flags.values()], self.use),
+            pn.Row(*[pn.Column(pn.pane.HTML(f"<b>{w.label}</b>"), w) for w in self.flags.values()], self.use),
             self.count,
             self.table,
             sizing_mode="stretch_width",

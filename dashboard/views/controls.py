@@ -63,57 +63,57 @@ class Controls(pn.viewable.Viewer):
         super().__init__(**params)
         s = self.state
         self.search = pn.widgets.TextInput(
-            name="Filter models by name", placeholder="e.g. llama qwen deepseek", css_classes=["tp-search"]
+            label="Filter models by name", placeholder="e.g. llama qwen deepseek", css_classes=["tp-search"]
         )
         bind_two_way(self.search, s, "search")
         self.model = pn.widgets.AutocompleteInput(
-            name="Selected model", options=list(self.data.model_ids), case_sensitive=False,
+            label="Selected model", options=list(self.data.model_ids), case_sensitive=False,
             search_strategy="includes", min_characters=1, restrict=True, placeholder="type part of a model id",
             css_classes=["tp-model-picker"],
         )
         bind_two_way(self.model, s, "model")
         self.picked = pn.pane.HTML(sizing_mode="stretch_width")
-        self.clear_picks = pn.widgets.Button(name="Show all models", button_type="light", visible=False)
+        self.clear_picks = pn.widgets.Button(label="Show all models", color="light", visible=False)
         self.clear_picks.on_click(lambda _e: setattr(s, "models", []))
         s.param.watch(self._picks_changed, "models")
         self._picks_changed()
 
         fw_opts = {schema.FRAMEWORK_LABELS[f]: f for f in schema.FRAMEWORKS}
-        self.frameworks = CheckBoxGroup(name="Frameworks", options=fw_opts, css_classes=["tp-frameworks"])
+        self.frameworks = CheckBoxGroup(label="Frameworks", options=fw_opts, css_classes=["tp-frameworks"])
         bind_two_way(self.frameworks, s, "frameworks", to_widget=list, to_param=lambda v: [f for f in schema.FRAMEWORKS if f in v])
-        self.disagreement = Checkbox(name="Show only where frameworks disagree", css_classes=["tp-disagree"])
+        self.disagreement = Checkbox(label="Show only where frameworks disagree", css_classes=["tp-disagree"])
         bind_two_way(self.disagreement, s, "disagreement")
-        self.cell_fw = Select(name="Framework of the selected cell", options=fw_opts)
+        self.cell_fw = Select(label="Framework of the selected cell", options=fw_opts)
         bind_two_way(self.cell_fw, s, "framework")
         self.tp_sizes = CheckBoxGroup(
-            name="TP sizes", options={str(t): t for t in TP_CHOICES}, inline=True,
+            label="TP sizes", options={str(t): t for t in TP_CHOICES}, inline=True,
             css_classes=["tp-tp-sizes"], sizing_mode="stretch_width",
             stylesheets=[":host .bk-input-group { flex-wrap: wrap; gap: 2px 10px; }"],
         )
         bind_two_way(self.tp_sizes, s, "tp_sizes", to_widget=list, to_param=lambda v: sorted(int(x) for x in v))
-        self.tp = Select(name="TP of the selected cell", options=list(TP_CHOICES))
+        self.tp = Select(label="TP of the selected cell", options=list(TP_CHOICES))
         bind_two_way(self.tp, s, "tp", to_param=int,
                      to_widget=lambda v: v)
         s.param.watch(self._tp_options, "tp")
         self._tp_options()
-        self.pp = pn.widgets.IntInput(name="PP", start=1, end=128, width=80)
-        self.dp = pn.widgets.IntInput(name="DP", start=1, end=128, width=80)
-        self.ep = pn.widgets.IntInput(name="EP", start=1, end=1024, width=80)
+        self.pp = pn.widgets.IntInput(label="PP", start=1, end=128, width=80)
+        self.dp = pn.widgets.IntInput(label="DP", start=1, end=128, width=80)
+        self.ep = pn.widgets.IntInput(label="EP", start=1, end=1024, width=80)
         for w, p in ((self.pp, "pp"), (self.dp, "dp"), (self.ep, "ep")):
             bind_two_way(w, s, p)
-        self.dp_attention = Checkbox(name="DP-attention (SGLang: attn_tp = TP / DP)")
+        self.dp_attention = Checkbox(label="DP-attention (SGLang: attn_tp = TP / DP)")
         bind_two_way(self.dp_attention, s, "dp_attention")
-        self.weight_dtype = Select(name="Weight dtype", options=list(WEIGHT_DTYPES), width=130)
+        self.weight_dtype = Select(label="Weight dtype", options=list(WEIGHT_DTYPES), width=130)
         bind_two_way(self.weight_dtype, s, "weight_dtype")
-        self.kv_dtype = Select(name="KV-cache dtype", options=list(KV_DTYPES), width=130)
+        self.kv_dtype = Select(label="KV-cache dtype", options=list(KV_DTYPES), width=130)
         bind_two_way(self.kv_dtype, s, "kv_dtype")
         gpus = gpu_names()
-        self.gpu = Select(name="GPU", options=gpus or ["(GPU table unavailable)"], disabled=not gpus, width=170)
+        self.gpu = Select(label="GPU", options=gpus or ["(GPU table unavailable)"], disabled=not gpus, width=170)
         if gpus:
             bind_two_way(self.gpu, s, "gpu", to_widget=lambda v: resolve_gpu(v, gpus))
-        self.gpu_count = pn.widgets.IntInput(name="GPUs", start=1, end=4096, width=90)
+        self.gpu_count = pn.widgets.IntInput(label="GPUs", start=1, end=4096, width=90)
         bind_two_way(self.gpu_count, s, "gpu_count")
-        self.context_len = pn.widgets.IntInput(name="Context length (tokens)", start=1, end=10_000_000, step=1024)
+        self.context_len = pn.widgets.IntInput(label="Context length (tokens)", start=1, end=10_000_000, step=1024)
         bind_two_way(self.context_len, s, "context_len")
 
     def _picks_changed(self, *_):

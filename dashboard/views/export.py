@@ -192,18 +192,18 @@ class ExportPanel(pn.viewable.Viewer):
         super().__init__(**params)
         self.csv = pn.widgets.FileDownload(
             callback=lambda: grid_csv(self.state, self.data), filename="tp-grid.csv", label="Grid CSV",
-            button_type="primary", button_style="outline", css_classes=["tp-export-csv"], embed=False, width=150,
+            color="primary", variant="outline", css_classes=["tp-export-csv"], embed=False, width=150,
         )
         self.report = pn.widgets.FileDownload(
             callback=lambda: io.StringIO(report_html(self.state, self.data, self.link)), filename="tp-report.html",
-            label="Report (HTML)", button_type="primary", button_style="outline", css_classes=["tp-export-report"],
+            label="Report (HTML)", color="primary", variant="outline", css_classes=["tp-export-report"],
             embed=False, width=150,
         )
-        self.png = pn.widgets.Button(name="Heatmap PNG", button_type="primary", button_style="outline",
+        self.png = pn.widgets.Button(label="Heatmap PNG", color="primary", variant="outline",
                                      css_classes=["tp-export-png"], width=150)
         self.png.js_on_click(args={"name": plots.HEATMAP_FIGURE_NAME}, code=PNG_EXPORT_JS)
-        self.hint = pn.pane.HTML('<div style="font-size:13px;color:#555">PNG: one file per heatmap on the Validity '
-                                 "tab (also the save icon above each heatmap).</div>")
+        self.hint = pn.pane.HTML('<div style="font-size:13px;color:#555">PNG: the heatmap on the Validity tab, rows in '
+                                 "view, with its legend (also the save icon above the heatmap).</div>")
 
     def __panel__(self):
         return pn.Column(pn.Row(self.png, self.csv), pn.Row(self.report), self.hint, sizing_mode="stretch_width")

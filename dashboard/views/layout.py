@@ -81,8 +81,8 @@ class LayoutView(pn.viewable.Viewer):
             styles={"overflow-x": "auto", "overflow-y": "hidden", "max-width": "100%", "min-width": "0"},
         )
         self.csv = pn.widgets.FileDownload(
-            callback=self._csv, filename="tp-layout.csv", label="Layout CSV (every head)", button_type="primary",
-            button_style="outline", css_classes=["tp-export-layout"], embed=False, width=220,
+            callback=self._csv, filename="tp-layout.csv", label="Layout CSV (every head)", color="primary",
+            variant="outline", css_classes=["tp-export-layout"], embed=False, width=220,
         )
         self.state.param.watch(self._refresh, ["model", "framework", "tp", "dp", "dp_attention"])
         self._refresh()
