@@ -73,7 +73,8 @@ class DashboardApp(pn.viewable.Viewer):
         state = params.pop("state", None) or PlannerState()
         notices: list[str] = []
         if query:
-            notices = state.apply_query(query, known_models=frozenset(data.model_ids))
+            notices = state.apply_query(query, known_models=frozenset(data.model_ids),
+                                        known_values=_known_values(data))
         super().__init__(state=state, data=data, notices=notices, **params)
         self.controls = Controls(state=state, data=data)
         self.export = ExportPanel(state=state, data=data)
@@ -186,6 +187,20 @@ class DashboardApp(pn.viewable.Viewer):
             busy_indicator=None,
         )
         return tmpl
+
+
+def _known_values(data: AppData) -> dict[str, list[str]]:
+    """Accepted spellings of the link's free-text settings: the catalog's organisations, model types and
+    quantization methods, and the GPU table's ids (omitted when the table cannot be read, so a link's GPU
+    is then kept as given and the memory view falls back to its default GPU)."""
+    from dashboard.state import catalog_choices
+    from dashboard.views.controls import gpu_names
+
+    known: dict[str, list[str]] = dict(data.memo(("catalog_choices",), lambda: catalog_choices(data.catalog)))
+    gpus = gpu_names()
+    if gpus:
+        known["gpu"] = gpus
+    return known
 
 
 def error_page(message: str) -> pn.Column:

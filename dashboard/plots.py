@@ -95,6 +95,19 @@ def framework_label(fw: str) -> str:
     return schema.FRAMEWORK_LABELS.get(fw, fw)
 
 
+#: Column-group labels of the validity heatmap where the full label is longer than a group of narrow
+#: TP columns (the legend, summary, hover and details keep the full labels).
+SHORT_FRAMEWORK_LABELS: dict[str, str] = {
+    "transformers-native-tp": "transformers TP",
+    "transformers-cb-cache": "transformers CB cache",
+}
+
+
+def short_framework_label(fw: str) -> str:
+    """Label of a framework id above its column group in the validity heatmap."""
+    return SHORT_FRAMEWORK_LABELS.get(fw, framework_label(fw))
+
+
 # ------------------------------------------------------------------------------------------------
 # Validity heatmaps
 # ------------------------------------------------------------------------------------------------
@@ -284,6 +297,21 @@ def heatmap_geometry(n_models: int, n_tp: int, n_groups: int, label_px: int,
     }
 
 
+def axis_fonts(groups: Sequence[str], n_tp: int, col: float) -> dict[str, str]:
+    """Font sizes of the heatmap's x axis for column groups ``groups`` of ``n_tp`` columns ``col`` px
+    wide: ``tick`` (TP sizes: 12 pt, 10 pt below 26 px columns) and ``group`` (15 pt bold, smaller when the
+    longest label would overrun its group: about 0.75 px per pt per character)."""
+    tick = TICK_SIZE if col >= 26 else "10pt"
+    width = max(int(n_tp), 1) * float(col)
+    longest = max((len(str(g)) for g in groups), default=1)
+    group = "15pt"
+    for pt in (15, 13, 11, 10):
+        group = f"{pt}pt"
+        if longest * 0.75 * pt <= width - 8:
+            break
+    return {"tick": tick, "group": group}
+
+
 def heatmap_factors(groups: Sequence[str], tps: Sequence[str]) -> list[tuple[str, str]]:
     """The heatmap's nested x factors: ``(group, tp)`` for each group (framework label), then each TP."""
     return [(str(g), str(t)) for g in groups for t in tps]
@@ -376,8 +404,10 @@ def heatmap_source_data(frame: pd.DataFrame, colors: dict[str, str] = STATUS_COL
     mark = frame["mark"].astype(object).fillna("").astype(str).to_numpy(dtype=object)
     if "q_heads_per_rank" in frame:
         q, kv, rep = (_num(frame[c]) for c in ("q_heads_per_rank", "kv_heads_per_rank", "kv_replicas"))
-        info = [f"{v}\nquery heads / rank: {a} · KV heads / rank: {b} · KV replicas: {c}\n{m}"
-                for v, a, b, c, m in zip(verdict, q, kv, rep, messages, strict=True)]
+        refused = (frame["status"].astype(object) == "invalid").to_numpy()
+        # A refused layout has no per-rank head counts (40 heads over TP 3 is not "13 per rank").
+        info = [f"{v}\n{m}" if r else f"{v}\nquery heads / rank: {a} · KV heads / rank: {b} · KV replicas: {c}\n{m}"
+                for v, a, b, c, m, r in zip(verdict, q, kv, rep, messages, refused, strict=True)]
     else:  # disagreement cells: "k/n" frameworks accept, one line per framework
         info = [f"{v} ({k} accept)\n{m}" for v, k, m in zip(verdict, mark, messages, strict=True)]
     row = pd.factorize(frame["model_id"], sort=False)[0].astype("int32")
@@ -563,7 +593,8 @@ def heatmap_figure(
     fig.grid.visible = False
     fig.xaxis.axis_label = None
     top = fig.xaxis[0]
-    top.group_text_font_size = "15pt"
+    fonts = axis_fonts(groups, len(tps), geo["col"])
+    top.group_text_font_size = fonts["group"]
     top.group_text_font_style = "bold"
     top.group_text_color = "#222222"
     top.group_text_font = FONT
@@ -571,7 +602,7 @@ def heatmap_figure(
     for ax in (*fig.xaxis, *fig.yaxis):
         ax.major_label_text_font = FONT
         ax.axis_label_text_font = FONT
-        ax.major_label_text_font_size = "11pt" if ax in fig.yaxis else TICK_SIZE
+        ax.major_label_text_font_size = "11pt" if ax in fig.yaxis else fonts["tick"]
         ax.major_tick_line_color = None
         ax.minor_tick_line_color = None
         ax.axis_line_color = None
@@ -660,6 +691,12 @@ def update_heatmap(
     for attr in ("frame_width", "frame_height"):
         if getattr(fig, attr) != geometry[attr]:
             setattr(fig, attr, geometry[attr])
+    fonts = axis_fonts(groups, len(tps), geometry["col"])
+    top = fig.xaxis[0]
+    if top.group_text_font_size != fonts["group"]:
+        top.group_text_font_size = fonts["group"]
+    if top.major_label_text_font_size != fonts["tick"]:
+        top.major_label_text_font_size = fonts["tick"]
     label_px = max(10, geometry.get("label_px", 10))
     if fig.min_border_left != label_px:
         fig.min_border_left = label_px
@@ -883,7 +920,8 @@ def layout_plot(frame: pd.DataFrame, title: str, max_width: int | None = None) -
     cell = LAYOUT_CELL_PX if n_slots <= 40 else 26
     if max_width:
         cell = max(8, min(40, (max_width - 110) // max(n_slots, 1)))
-        size = {"width": min(max_width, cell * n_slots + 90), "height": max(150, 26 * n_ranks + 80)}
+        # (the full width: a narrower plot clipped its title, "TP = 16" read as "TP = 1")
+        size = {"width": max_width, "height": max(150, 26 * n_ranks + 80)}
     else:
         # Fixed cells (never squeezed, never stretched): the figure is as wide as its heads need, plus the
         # rank axis and the legend right of the plot; the view puts it in a container that scrolls
@@ -993,7 +1031,7 @@ def memory_bars(frame: pd.DataFrame, gpu_gib: float, title: str) -> hv.Overlay:
     d = pd.DataFrame(rows, columns=["setup", "part", "GiB"])
     d["setup"] = d["setup"].astype(object)
     d["part"] = d["part"].astype(object)
-    bars = hv.Bars(d, [hv.Dimension("setup", label="layout (✗ = does not fit)"), "part"],
+    bars = hv.Bars(d, [hv.Dimension("setup", label="layout (✗ = does not fit, or refused)"), "part"],
                    hv.Dimension("GiB", label="memory per GPU (GiB)")).opts(
         stacked=True,
         cmap=MEMORY_COLORS,

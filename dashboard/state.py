@@ -280,7 +280,8 @@ class PlannerState(param.Parameterized):
         q = self.to_query()
         return ("?" + urllib.parse.urlencode(q, safe="/,")) if q else ""
 
-    def apply_query(self, query: str | Mapping[str, Any], *, known_models: frozenset[str] | None = None) -> list[str]:
+    def apply_query(self, query: str | Mapping[str, Any], *, known_models: frozenset[str] | None = None,
+                    known_values: Mapping[str, Any] | None = None) -> list[str]:
         """Set parameters from a URL query; return notices for every value that was refused.
 
         Parameters
@@ -289,6 +290,12 @@ class PlannerState(param.Parameterized):
             The raw ``search`` string (``?a=b``) or a mapping key -> str / list of str / bytes.
         known_models : frozenset of str, optional
             Catalog model ids; unknown ids in ``models`` / ``model`` are dropped with a notice.
+        known_values : mapping of str to iterable of str, optional
+            Accepted values of free-text settings, e.g. ``{"org": [...], "model_type": [...], "quant":
+            [...], "gpu": [...]}`` (see :func:`catalog_choices`). A value of one of these keys is matched
+            case-insensitively, ignoring surrounding spaces, and replaced by the listed spelling (``qwen``
+            -> ``Qwen``); a value not listed is refused with a notice. An empty value is always accepted
+            (the setting's default).
 
         Returns
         -------
@@ -320,6 +327,8 @@ class PlannerState(param.Parameterized):
                 continue
             try:
                 value = self._parse(key, raw, known_models, notices)
+                if known_values is not None and key in known_values and isinstance(value, str):
+                    value = _canonical_choice(key, value, known_values[key])
             except (ValueError, TypeError, OverflowError) as exc:
                 notices.append(f"Ignored link parameter {key}={_short(raw)!r}: {exc}")
                 continue
@@ -400,6 +409,48 @@ class PlannerState(param.Parameterized):
     def search_terms(self) -> list[str]:
         """Lower-cased non-empty terms of :attr:`search`."""
         return [t for t in re.split(r"[\s,]+", self.search.lower()) if t]
+
+
+#: How a refused free-text value is named in its notice.
+_CHOICE_LABELS: dict[str, str] = {
+    "org": "organisation in the catalog",
+    "model_type": "model_type in the catalog",
+    "quant": "quantization method in the catalog",
+    "gpu": "GPU in the GPU table",
+}
+
+
+def _canonical_choice(key: str, value: str, choices: Any) -> str:
+    """``value`` spelled as in ``choices`` (case-insensitive, surrounding spaces ignored); ``""`` stays
+    ``""``. Raises ValueError naming the accepted values when ``value`` is not one of them."""
+    v = value.strip()
+    if not v:
+        return ""
+    options = [str(c) for c in choices if str(c)]
+    by_lower = {}
+    for c in options:
+        by_lower.setdefault(c.strip().lower(), c)
+    hit = by_lower.get(v.lower())
+    if hit is None:
+        listed = ", ".join(options[:12]) + (", ..." if len(options) > 12 else "")
+        raise ValueError(f"not a known {_CHOICE_LABELS.get(key, key + ' value')} (known: {listed}); "
+                         "the default is used")
+    return hit
+
+
+def catalog_choices(catalog: pd.DataFrame) -> dict[str, list[str]]:
+    """Values the catalog filters accept: ``org``, ``model_type`` (``model_type`` or ``text_model_type``)
+    and ``quant`` (``none`` plus every ``quant_method``), each sorted case-insensitively."""
+
+    def values(*cols: str) -> list[str]:
+        out = set()
+        for c in cols:
+            if c in catalog.columns:
+                out |= {str(x) for x in catalog[c].dropna().tolist() if str(x)}
+        return sorted(out, key=str.lower)
+
+    return {"org": values("org"), "model_type": values("model_type", "text_model_type"),
+            "quant": ["none", *values("quant_method")]}
 
 
 class _Skip:

@@ -89,7 +89,7 @@ def test_app_on_shipped_catalog_draws_heatmaps():
     assert n >= 100
     assert list(v.frames) == list(app.state.frameworks) == ["vllm", "sglang"]
     fig = v.figure
-    assert fig.title.text == "Which TP sizes each framework accepts"
+    assert fig.title.text == "Valid TP sizes"
     tps = [str(t) for t in schema.DEFAULT_TP_SIZES]
     assert [tuple(f) for f in fig.x_range.factors] == [("vLLM", t) for t in tps] + [("SGLang", t) for t in tps]
     assert fig.x_range.group_padding == plots.GROUP_PADDING
@@ -139,7 +139,7 @@ def test_switching_framework_updates_heatmaps(app):
     fig = app.validity.figure
     app.state.frameworks = ["transformers-cb-cache"]
     assert list(app.validity.frames) == ["transformers-cb-cache"] and app.validity.figure is fig
-    assert {tuple(f)[0] for f in fig.x_range.factors} == {"transformers (continuous-batching cache)"}
+    assert {tuple(f)[0] for f in fig.x_range.factors} == {"transformers CB cache"}
     df = app.validity.frames["transformers-cb-cache"]
     # 8 KV heads at TP 6 is refused by the continuous-batching cache rule.
     cell = df[(df.model_id == "meta-llama/Llama-3.1-8B") & (df.tp == "6")].iloc[0]
@@ -154,8 +154,8 @@ def test_disagreement_mode(app):
     app.state.param.update(frameworks=["vllm", "transformers-cb-cache"], disagreement=True)
     assert list(app.validity.frames) == ["disagreement"]
     fig = app.validity.figure
-    assert fig.title.text == "Where the frameworks disagree"
-    assert {tuple(f)[0] for f in fig.x_range.factors} == {"vLLM vs transformers (continuous-batching cache)"}
+    assert fig.title.text == "Where frameworks disagree"
+    assert {tuple(f)[0] for f in fig.x_range.factors} == {"vLLM vs transformers CB cache"}
     assert fig.tags == [[c, plots.DISAGREE_LABELS[k], plots.DISAGREE_MARKERS[k]] for k, c in plots.DISAGREE_COLORS.items()]
     df = app.validity.frames["disagreement"]
     cell = df[(df.model_id == "meta-llama/Llama-3.1-8B") & (df.tp == "16")].iloc[0]
@@ -511,10 +511,14 @@ def test_control_changes_update_the_heatmaps_in_place(app):
     assert v.figure is fig and list(v.frames) == ["vllm", "transformers-cb-cache"]
     data = src.data
     row = v._models.index("meta-llama/Llama-3.1-8B")
-    i = [j for j in range(len(data["tp"])) if data["group"][j] == "transformers (continuous-batching cache)"
+    i = [j for j in range(len(data["tp"])) if data["group"][j] == "transformers CB cache"
          and data["tp"][j] == "24" and data["row"][j] == row][0]
     # hover text is one column: verdict, heads per rank and the failing messages
-    assert data["info"][i].startswith("invalid (refused)\nquery heads / rank:") and "24" in data["info"][i]
+    # refused: the verdict and the failing messages, no made-up per-rank head counts
+    assert data["info"][i].startswith("invalid (refused)\n") and "24" in data["info"][i]
+    assert "heads / rank" not in data["info"][i]
+    ok = [j for j in range(len(data["tp"])) if data["color"][j] == plots.STATUS_COLORS["valid"]]
+    assert "query heads / rank:" in data["info"][ok[0]]
     assert data["marker"][i] == "x" and data["ym"][i] == data["y"][i] == -(row + 0.5)
     ok = [j for j in range(len(data["tp"])) if data["color"][j] == plots.STATUS_COLORS["valid"]]
     assert ok and all(np.isnan(data["ym"][j]) for j in ok)  # plain valid cells carry no mark
@@ -522,7 +526,7 @@ def test_control_changes_update_the_heatmaps_in_place(app):
     assert v.figure is fig and list(v.frames) == ["disagreement"]
     assert fig.tags == [[c, plots.DISAGREE_LABELS[k], plots.DISAGREE_MARKERS[k]] for k, c in plots.DISAGREE_COLORS.items()]
     app.state.disagreement = False
-    assert v.figure is fig and fig.title.text == "Which TP sizes each framework accepts"
+    assert v.figure is fig and fig.title.text == "Valid TP sizes"
     assert len(v._plots.objects) == 1
 
 
@@ -647,3 +651,39 @@ def test_a_control_change_relays_out_the_page_at_most_once():
         app.state.param.update(**change)
         assert sorted(seen) == [("ColumnDataSource", "data"), ("FactorRange", "factors")], (change, seen)
     assert fig.syncable is False and fig.x_range.syncable is False and fig.y_range.syncable is True
+
+
+def test_all_six_frameworks_keep_their_axis_labels_apart():
+    """Six frameworks x 10 TP sizes: narrow columns get smaller TP labels, and every group label fits its
+    group of columns (short labels for the two transformers checks)."""
+    from dashboard import plots
+    from dashboard.app import DashboardApp
+
+    app = DashboardApp()
+    app.state.frameworks = list(schema.FRAMEWORKS)
+    fig, v = app.validity.figure, app.validity
+    geo = plots.heatmap_geometry(len(v._models), len(v._tps), 6, plots.ylabel_px(v._models))
+    assert geo["col"] < 26 and fig.xaxis[0].major_label_text_font_size == "10pt"
+    pt = int(fig.xaxis[0].group_text_font_size.rstrip("pt"))
+    assert all(len(g) * 0.75 * pt <= len(v._tps) * geo["col"] for g in v._groups), (v._groups, pt)
+    assert "transformers TP" in v._groups and "transformers CB cache" in v._groups
+    app.state.frameworks = ["vllm", "sglang"]
+    assert fig.xaxis[0].major_label_text_font_size == plots.TICK_SIZE and fig.xaxis[0].group_text_font_size == "15pt"
+
+
+def test_selected_model_is_scrolled_into_view():
+    """Picking a model (or opening a link with model=) scrolls the heatmap to its row and loads it."""
+    from dashboard.app import DashboardApp
+
+    app = DashboardApp()
+    v, y = app.validity, app.validity.figure.y_range
+    model = v._models[100]
+    app.state.model = model
+    top = int(round(-y.end))
+    assert top <= 100 < top + v._rows and 100 in set(v.figure.renderers[0].data_source.data["row"].tolist())
+    app.state.model = v._models[top + 1]  # already in view: no scroll
+    assert int(round(-y.end)) == top
+    linked = DashboardApp(query=f"?model={model}&framework=vllm&tp=8")
+    ly = linked.validity.figure.y_range
+    assert int(round(-ly.end)) <= 100 < int(round(-ly.end)) + linked.validity._rows
+    assert linked.validity.selected_cell() == ("vllm", model, "8")

@@ -6,8 +6,8 @@ import pandas as pd
 import panel as pn
 import param
 
-from dashboard.state import TRISTATE, AppData, PlannerState, filter_catalog
-from dashboard.views.common import bind_two_way
+from dashboard.state import TRISTATE, AppData, PlannerState, catalog_choices, filter_catalog
+from dashboard.views.common import bind_two_way, when_shown
 
 #: Columns shown (catalog column -> header).
 TABLE_COLUMNS: dict[str, str] = {
@@ -75,6 +75,15 @@ def table_frame(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+def _spelled_as(options: list[str]):
+    """Widget converter: a state value shown as the option it equals case-insensitively, else ``""`` (the
+    catalog filters compare case-insensitively, so ``qwen`` filters as ``Qwen``)."""
+    by_lower = {}
+    for o in options:
+        by_lower.setdefault(o.lower(), o)
+    return lambda v: by_lower.get(str(v).strip().lower(), "") if v else ""
+
+
 class CatalogView(pn.viewable.Viewer):
     """Tabulator of the catalog with search and filters; selected rows become the heatmaps' models."""
 
@@ -84,15 +93,15 @@ class CatalogView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         s, cat = self.state, self.data.catalog
-        orgs = sorted({str(x) for x in cat["org"].dropna().tolist() if str(x)}, key=str.lower)
-        types = sorted({str(x) for x in pd.concat([cat["model_type"], cat["text_model_type"]]).dropna().tolist() if str(x)}, key=str.lower)
-        quants = sorted({str(x) for x in cat["quant_method"].dropna().tolist() if str(x)}, key=str.lower)
+        choices = catalog_choices(cat)
+        orgs, types = choices["org"], choices["model_type"]
+        quants = [q for q in choices["quant"] if q != "none"]
         self.org = pn.widgets.Select(label="Organisation", options=["", *orgs], width=190)
-        bind_two_way(self.org, s, "org", to_widget=lambda v: v if v in orgs else "")
+        bind_two_way(self.org, s, "org", to_widget=_spelled_as(orgs))
         self.model_type = pn.widgets.Select(label="model_type", options=["", *types], width=190)
-        bind_two_way(self.model_type, s, "model_type", to_widget=lambda v: v if v in types else "")
+        bind_two_way(self.model_type, s, "model_type", to_widget=_spelled_as(types))
         self.quant = pn.widgets.Select(label="Quantization", options=["", "none", *quants], width=150)
-        bind_two_way(self.quant, s, "quant", to_widget=lambda v: v if v in ("none", *quants) else "")
+        bind_two_way(self.quant, s, "quant", to_widget=_spelled_as(["none", *quants]))
         self.min_p = pn.widgets.FloatInput(label="Params ≥ (B)", start=0, width=110)
         bind_two_way(self.min_p, s, "min_params_b", to_param=lambda v: float(v or 0))
         self.max_p = pn.widgets.FloatInput(label="Params ≤ (B, 0 = any)", start=0, width=150)
@@ -127,7 +136,7 @@ class CatalogView(pn.viewable.Viewer):
             stylesheets=[":host .tabulator {font-size: 15px;}"],
         )
         self.table.on_click(self._on_click)
-        s.param.watch(self._refresh, ["search", "org", "model_type", "min_params_b", "max_params_b", "heads",
+        s.param.watch(when_shown(self, "catalog", self._refresh), ["search", "org", "model_type", "min_params_b", "max_params_b", "heads",
                                       "kv_heads", "moe", "mla", "linear", "vision", "quant"])
         self._refresh()
 
@@ -141,8 +150,22 @@ class CatalogView(pn.viewable.Viewer):
                              "Tick rows and press the button to show just those on the heatmaps; click a row to select "
                              "that model for details, layout and memory.</div>")
 
+    def visible_selection(self) -> list[int]:
+        """Selected row positions that are in the table's current view (its header filters applied), in
+        selection order. The header's select-all box selects every row, filtered out or not."""
+        sel = [i for i in self.table.selection if 0 <= i < len(self._ids)]
+        try:
+            view = self.table.current_view
+        except Exception:  # noqa: BLE001 -- no view to narrow by: keep the whole selection
+            return sel
+        if view is None:
+            return sel
+        value = self.table.value
+        shown = {int(p) for p in value.index.get_indexer(view.index) if p >= 0}
+        return [i for i in sel if i in shown]
+
     def _use_selection(self, *_):
-        ids = [self._ids[i] for i in self.table.selection if 0 <= i < len(self._ids)]
+        ids = [self._ids[i] for i in self.visible_selection()]
         self.state.param.update(models=ids, **({"model": ids[0]} if ids and self.state.model not in ids else {}))
 
     def _on_click(self, event):

@@ -63,3 +63,35 @@ def bind_two_way(widget: pn.widgets.Widget, obj: param.Parameterized, pname: str
     widget.value = to_widget(getattr(obj, pname))
     widget.param.watch(w2p, "value")
     obj.param.watch(p2w, pname)
+
+
+def _served() -> bool:
+    doc = pn.state.curdoc
+    return doc is not None and doc.session_context is not None
+
+
+def when_shown(view, tab: str, refresh: Callable[..., Any]) -> Callable[..., Any]:
+    """A state watcher that runs ``refresh`` only while ``tab`` is the page's active tab (in a served
+    session), and once when the tab is shown again if a change was missed meanwhile.
+
+    Why: the tabs are dynamic, so a hidden tab's Bokeh models are detached from the document, and Panel
+    1.9 rebuilds an updated pane's stylesheets from its CDN when the pane has no document -- on a page
+    whose other models share those stylesheet objects, that pointed the page at cdn.holoviz.org (seen in
+    the browser tests: memory view updated while the validity tab was shown). It also saves the server and
+    the browser the work of redrawing what nobody sees. Outside a served session (notebooks, tests) every
+    change refreshes at once."""
+    stale = {"on": False}
+
+    def on_change(*events):
+        if _served() and getattr(view.state, "tab", tab) != tab:
+            stale["on"] = True
+            return
+        refresh(*events)
+
+    def on_tab(event):
+        if event.new == tab and stale["on"]:
+            stale["on"] = False
+            refresh()
+
+    view.state.param.watch(on_tab, "tab")
+    return on_change

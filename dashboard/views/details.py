@@ -7,7 +7,7 @@ import param
 
 from dashboard import plots
 from dashboard.state import AppData, PlannerState
-from dashboard.views.common import esc, notice_html, safe_url
+from dashboard.views.common import esc, notice_html, safe_url, when_shown
 from dashboard.views.layout import layout_object
 
 
@@ -48,8 +48,13 @@ def verdict_html(state: PlannerState, data: AppData) -> str:
         f'color:#111;font-size:17px;font-weight:600">{esc(plots.STATUS_LABELS.get(status, status))}</div>'
     )
     facts = []
-    for label, attr in (("query heads / rank", "q_heads_per_rank"), ("KV heads / rank", "kv_heads_per_rank"),
-                        ("KV replicas", "kv_replicas"), ("attention TP", "attn_tp")):
+    # A refused layout has no per-rank head counts (40 heads over TP 3 is not "13 per rank"): only the
+    # attention TP it was checked at.
+    per_rank = ("attention TP", "attn_tp"),
+    if status != "invalid":
+        per_rank = (("query heads / rank", "q_heads_per_rank"), ("KV heads / rank", "kv_heads_per_rank"),
+                    ("KV replicas", "kv_replicas"), ("attention TP", "attn_tp"))
+    for label, attr in per_rank:
         val = getattr(v, attr, None)
         if val is not None:
             facts.append(f"<li>{label}: <b>{esc(val)}</b></li>")
@@ -88,7 +93,7 @@ class CellDetails(pn.viewable.Viewer):
         self._html = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-details"])
         self._layout = pn.pane.HoloViews(None)
         self._layout_note = pn.pane.HTML(visible=False, sizing_mode="stretch_width")
-        self.state.param.watch(self._refresh, ["model", "framework", "tp", "pp", "dp", "ep", "dp_attention"])
+        self.state.param.watch(when_shown(self, "validity", self._refresh), ["model", "framework", "tp", "pp", "dp", "ep", "dp_attention"])
         self._refresh()
 
     def _refresh(self, *_):

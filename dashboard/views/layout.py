@@ -7,7 +7,7 @@ import param
 
 from dashboard import plots
 from dashboard.state import AppData, PlannerState
-from dashboard.views.common import esc, notice_html
+from dashboard.views.common import esc, notice_html, when_shown
 
 
 def layout_table(state: PlannerState, data: AppData):
@@ -59,7 +59,7 @@ def layout_object(state: PlannerState, data: AppData, *, compact: bool = False):
     # Short titles: the model id is in the heading above the plot (and in the details column).
     title = f"{plots.framework_label(state.framework)}, TP = {state.tp}"
     if compact:
-        return plots.layout_plot(frame, f"Heads per rank, TP = {state.tp}", max_width=360), note
+        return plots.layout_plot(frame, f"TP = {state.tp}: heads per rank", max_width=360), note
     return plots.layout_plot(frame, title), note
 
 
@@ -84,7 +84,7 @@ class LayoutView(pn.viewable.Viewer):
             callback=self._csv, filename="tp-layout.csv", label="Layout CSV (every head)", color="primary",
             variant="outline", css_classes=["tp-export-layout"], embed=False, width=220,
         )
-        self.state.param.watch(self._refresh, ["model", "framework", "tp", "dp", "dp_attention"])
+        self.state.param.watch(when_shown(self, "layout", self._refresh), ["model", "framework", "tp", "dp", "dp_attention"])
         self._refresh()
 
     def _refresh(self, *_):

@@ -10,7 +10,7 @@ import param
 
 from dashboard import plots
 from dashboard.state import AppData, PlannerState
-from dashboard.views.common import esc, notice_html
+from dashboard.views.common import esc, notice_html, when_shown
 from dashboard.views.controls import gpu_names, resolve_gpu
 
 GIB = float(1 << 30)
@@ -27,38 +27,101 @@ def _pick(d: dict, *names: str, default=float("nan")):
     return default
 
 
+#: GPU memory assumed for the per-rank curves: the KV bytes per token and the weight bytes per rank do not
+#: depend on the card, only the budget does (which the curves do not show).
+_NOMINAL_GPU_BYTES = 80 << 30
+
+
+def refusals(state: PlannerState, data: AppData, model: str, frameworks, tp_sizes) -> dict[tuple[str, int], str]:
+    """``{(framework, tp): first failing rule's message}`` for the layouts :mod:`dashboard.rules` refuses
+    for ``model`` under the state's PP / DP / EP / DP-attention (the validity heatmaps' grid); accepted
+    layouts are absent. Empty when the rules engine is unavailable."""
+    fws, tps = list(frameworks), [int(t) for t in tp_sizes]
+    out: dict[tuple[str, int], str] = {}
+    try:
+        g = data.grid(pp=state.pp, dp=state.dp, ep=state.ep, dp_attention=bool(state.dp_attention))
+        sub = g.loc[g["model_id"] == model]
+        seen = set()
+        for fw, tp, valid, msg in zip(sub["framework"].astype(str), sub["tp"].astype(int), sub["valid"],
+                                      sub["message"].astype(str)):
+            if fw in fws and tp in tps:
+                seen.add((fw, tp))
+                if not bool(valid):
+                    out[(fw, tp)] = msg or "refused"
+        missing = [(fw, tp) for fw in fws for tp in tps if (fw, tp) not in seen]
+    except Exception:  # noqa: BLE001 -- fall back to one check per cell
+        missing = [(fw, tp) for fw in fws for tp in tps]
+    if missing:
+        rec = data.record(model)
+        if rec is None:
+            return out
+        try:
+            from dashboard import rules
+        except ImportError:
+            return out
+        for fw, tp in missing:
+            try:
+                v = rules.check(rec, fw, tp, pp=state.pp, dp=state.dp, ep=state.ep, dp_attention=state.dp_attention)
+            except Exception:  # noqa: BLE001 -- unknown: not marked refused
+                continue
+            if not v.valid:
+                out[(fw, tp)] = v.failures[0].message if v.failures else "refused"
+    return out
+
+
 def per_rank_frame(state: PlannerState, data: AppData, record: dict) -> pd.DataFrame:
     """KV bytes per token per rank and weight bytes per rank for each selected framework x TP size.
 
     Columns: framework, tp, kv_bytes_per_token (bytes, per token, per rank), weight_bytes (bytes per
-    rank). NaN where :mod:`dashboard.memory` refuses the combination.
+    rank), refused (the first failing rule's message when the framework refuses that TP size, else "").
+    Both values are :func:`dashboard.memory.capacity`'s own (``kv_bytes_per_token_per_rank``,
+    ``weight_bytes_per_gpu``) for the state's PP, EP, DP, DP-attention, dtypes and context length: a rank
+    of a PP-stage holds only that stage's layers. NaN where :mod:`dashboard.memory` refuses the
+    combination or the framework refuses the TP size.
     """
     from dashboard import memory
 
+    refused = refusals(state, data, str(record.get("model_id") or state.model), state.frameworks, state.tp_sizes)
     rows = []
     for fw in state.frameworks:
         for tp in sorted(state.tp_sizes):
             try:
-                kv = float(memory.kv_cache_bytes_per_token_per_rank(record, fw, tp, kv_dtype=state.kv_dtype))
+                c = memory.capacity(record, fw, _NOMINAL_GPU_BYTES, tp, pp=state.pp, ep=state.ep,
+                                    kv_dtype=state.kv_dtype, weight_dtype=_weight_dtype(state),
+                                    context_len=state.context_len, dp=state.dp, dp_attention=state.dp_attention)
+                kv = float(_pick(c, "kv_bytes_per_token_per_rank"))
+                w = float(_pick(c, "weight_bytes_per_gpu"))
             except Exception:  # noqa: BLE001 -- shown as a gap in the line
-                kv = float("nan")
-            try:
-                w = float(memory.weight_bytes_per_rank(record, fw, tp, pp=state.pp, ep=state.ep,
-                                                       weight_dtype=_weight_dtype(state)))
-            except Exception:  # noqa: BLE001
-                w = float("nan")
-            rows.append({"framework": fw, "tp": int(tp), "kv_bytes_per_token": kv, "weight_bytes": w})
-    return pd.DataFrame(rows, columns=["framework", "tp", "kv_bytes_per_token", "weight_bytes"])
+                kv = w = float("nan")
+            why = refused.get((fw, int(tp)), "")
+            if why:  # a layout the framework refuses has no per-rank size: a gap in the line
+                kv = w = float("nan")
+            rows.append({"framework": fw, "tp": int(tp), "kv_bytes_per_token": kv, "weight_bytes": w, "refused": why})
+    return pd.DataFrame(rows, columns=["framework", "tp", "kv_bytes_per_token", "weight_bytes", "refused"])
+
+
+def _whole(x) -> int | None:
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return int(f) if math.isfinite(f) else None
 
 
 def capacity_frame(state: PlannerState, data: AppData, record: dict, gpu: str) -> pd.DataFrame:
     """:func:`dashboard.memory.capacity` for the selected framework at each selected TP size.
 
-    Columns: tp, fits, weights_gib, kv_gib, reserve_gib, tokens_per_gpu, seqs_per_replica, replicas
-    (``gpu_count // (tp * pp)``), seqs_total, error (reason when the memory model refused).
+    Columns: tp, fits (the framework accepts the layout and its memory fits), mem_fits (memory alone),
+    refused (first failing rule's message when the framework refuses the TP size, else ""), gpus_needed
+    (``tp * pp``, one replica), enough_gpus (``gpus_needed <= gpu_count``), status (``fits``, ``refused``,
+    ``does not fit``, ``needs N GPUs (have M)``, ``no estimate``), weights_gib, kv_gib, reserve_gib,
+    tokens_per_gpu, seqs_per_replica (whole numbers, ``None`` when unknown), replicas (``gpu_count //
+    (tp * pp)``; ``None`` when fewer GPUs than one replica needs), seqs_total (``None`` unless the row
+    fits with at least one replica), error (reason when the memory model refused).
     """
     from dashboard import memory
 
+    refused = refusals(state, data, str(record.get("model_id") or state.model), [state.framework], state.tp_sizes)
     rows = []
     for tp in sorted(state.tp_sizes):
         row = {"tp": int(tp), "error": ""}
@@ -69,16 +132,32 @@ def capacity_frame(state: PlannerState, data: AppData, record: dict, gpu: str) -
         except Exception as exc:  # noqa: BLE001
             c = {}
             row["error"] = str(exc)
-        row["fits"] = bool(_pick(c, "fits", default=False))
+        row["mem_fits"] = bool(_pick(c, "fits", default=False))
+        row["refused"] = refused.get((state.framework, int(tp)), "")
+        row["fits"] = row["mem_fits"] and not row["refused"]
+        row["gpus_needed"] = int(tp) * state.pp
+        row["enough_gpus"] = row["gpus_needed"] <= state.gpu_count
         row["weights_gib"] = float(_pick(c, "weight_bytes_per_gpu", "weights_bytes_per_gpu", "weight_bytes")) / GIB
         row["kv_gib"] = max(0.0, float(_pick(c, "kv_budget_bytes_per_gpu", "kv_cache_bytes_per_gpu"))) / GIB
         row["reserve_gib"] = float(_pick(c, "reserve_bytes_per_gpu")) / GIB
         row["budget_rule"] = str(c.get("budget_rule", ""))
-        row["tokens_per_gpu"] = float(_pick(c, "tokens_per_gpu", "kv_tokens_per_gpu"))
-        row["seqs_per_replica"] = float(_pick(c, "concurrent_sequences", "sequences", "concurrent_seqs"))
-        replicas = state.gpu_count // max(1, tp * state.pp)
-        row["replicas"] = replicas
-        row["seqs_total"] = row["seqs_per_replica"] * replicas if replicas else 0.0
+        row["tokens_per_gpu"] = _whole(_pick(c, "tokens_per_gpu", "kv_tokens_per_gpu"))
+        row["seqs_per_replica"] = _whole(_pick(c, "concurrent_sequences", "sequences", "concurrent_seqs"))
+        replicas = state.gpu_count // max(1, row["gpus_needed"])
+        row["replicas"] = replicas if replicas >= 1 else None
+        row["seqs_total"] = (row["seqs_per_replica"] * replicas
+                             if row["fits"] and replicas >= 1 and row["seqs_per_replica"] is not None else None)
+        if row["error"] and not c:
+            status = "no estimate"
+        elif row["refused"]:
+            status = "refused"
+        elif not row["mem_fits"]:
+            status = "does not fit"
+        elif not row["enough_gpus"]:
+            status = f"needs {row['gpus_needed']} GPUs (have {state.gpu_count})"
+        else:
+            status = "fits"
+        row["status"] = status
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -89,6 +168,30 @@ def _fmt(x: float, unit: str = "") -> str:
     if abs(x) >= 100:
         return f"{x:,.0f}{unit}"
     return f"{x:,.1f}{unit}"
+
+
+def _fmt_int(x) -> str:
+    """A whole number with thousands separators, or "–" when unknown."""
+    n = _whole(x)
+    return "–" if n is None else f"{n:,}"
+
+
+#: Colour of each capacity status in the table (green only for a layout that works as chosen).
+_STATUS_STYLE = {"fits": "color:#0a6b4f", "refused": "color:#a33a00", "does not fit": "color:#a33a00",
+                 "no estimate": "color:#555"}
+_NEEDS_STYLE = "color:#8a5a00"
+
+
+def capacity_note(row, framework: str, gpu_count: int) -> str:
+    """Plain-text note of one capacity row: why the framework refuses it, GPUs it lacks, model errors."""
+    notes = []
+    if row.get("refused"):
+        notes.append(f"refused by {plots.framework_label(framework)}: {row['refused']}")
+    if not row.get("enough_gpus", True) and not str(row.get("status", "")).startswith("needs "):
+        notes.append(f"needs {row['gpus_needed']} GPUs per replica (have {gpu_count})")
+    if row.get("error"):
+        notes.append(str(row["error"]))
+    return "; ".join(notes)
 
 
 class MemoryView(pn.viewable.Viewer):
@@ -104,8 +207,9 @@ class MemoryView(pn.viewable.Viewer):
         self._kv = pn.pane.HoloViews(None, css_classes=["tp-mem-kv"])
         self._w = pn.pane.HoloViews(None, css_classes=["tp-mem-weights"])
         self._bars = pn.pane.HoloViews(None, css_classes=["tp-mem-bars"])
+        self._chart_note = pn.pane.HTML(sizing_mode="stretch_width", visible=False)
         self._table = pn.pane.HTML(sizing_mode="stretch_width")
-        self.state.param.watch(self._refresh, ["model", "framework", "frameworks", "tp_sizes", "pp", "ep", "kv_dtype",
+        self.state.param.watch(when_shown(self, "memory", self._refresh), ["model", "framework", "frameworks", "tp_sizes", "pp", "ep", "kv_dtype",
                                                "weight_dtype", "gpu", "gpu_count", "context_len", "dp",
                                                "dp_attention"])
         self._refresh()
@@ -119,6 +223,8 @@ class MemoryView(pn.viewable.Viewer):
             for p in (self._kv, self._w, self._bars):
                 p.object = None
             self._table.object = ""
+            self._chart_note.object = ""
+            self._chart_note.visible = False
 
     def _refresh(self, *_):
         s = self.state
@@ -135,10 +241,20 @@ class MemoryView(pn.viewable.Viewer):
         except ImportError:
             return self._show(notice_html("The memory model is not available: dashboard.memory is not installed yet.", "warning"))
         per_rank = per_rank_frame(s, self.data, rec)
+        layout = f"PP = {s.pp}" + (f", DP = {s.dp}" if s.dp > 1 else "") + (", DP-attention" if s.dp_attention else "")
         self._kv.object = plots.per_rank_curves(per_rank, "kv_bytes_per_token", "KV cache per token per rank (KiB)",
-                                                "KV cache per token, per rank", scale=1024.0)
+                                                f"KV cache per token, per rank ({layout})", scale=1024.0)
         self._w.object = plots.per_rank_curves(per_rank, "weight_bytes", "weights per rank (GiB)",
-                                               "Weights per rank", scale=GIB)
+                                               f"Weights per rank ({layout})", scale=GIB)
+        gaps = per_rank.loc[per_rank["refused"] != ""]
+        if len(gaps):
+            by_fw = [f"{plots.framework_label(fw)} TP {', '.join(str(int(t)) for t in sub['tp'])}"
+                     for fw, sub in gaps.groupby("framework", sort=False)]
+            self._chart_note.object = ('<div class="tp-mem-refused" style="font-size:14px;color:#555">Not drawn '
+                                       f"(the framework refuses these TP sizes): {esc('; '.join(by_fw))}.</div>")
+        else:
+            self._chart_note.object = ""
+        self._chart_note.visible = bool(len(gaps))
         gpus = gpu_names()
         gpu = resolve_gpu(s.gpu, gpus)
         if not gpu:
@@ -158,16 +274,18 @@ class MemoryView(pn.viewable.Viewer):
         self._show(None)
         body = []
         for _, r in cap.iterrows():
-            fit = '<span style="color:#0a6b4f;font-weight:600">fits</span>' if r["fits"] else '<span style="color:#a33a00;font-weight:600">does not fit</span>'
-            gpus_needed = int(r["tp"]) * s.pp
-            enough = "" if gpus_needed <= s.gpu_count else f" (needs {gpus_needed} GPUs)"
+            status = str(r["status"])
+            style = _STATUS_STYLE.get(status, _NEEDS_STYLE)
+            fit = f'<span style="{style};font-weight:600">{esc(status)}</span>'
             body.append(
-                f"<tr><td>TP {int(r['tp'])}</td><td>{fit}{esc(enough)}</td><td>{_fmt(r['weights_gib'])}</td>"
-                f"<td>{_fmt(r['kv_gib'])}</td><td>{_fmt(r['tokens_per_gpu'])}</td><td>{_fmt(r['seqs_per_replica'])}</td>"
-                f"<td>{int(r['replicas'])}</td><td>{_fmt(r['seqs_total'])}</td><td>{esc(r['error'])}</td></tr>"
+                f"<tr><td>TP {int(r['tp'])}</td><td>{fit}</td><td>{_fmt(r['weights_gib'])}</td>"
+                f"<td>{_fmt(r['kv_gib'])}</td><td>{_fmt_int(r['tokens_per_gpu'])}</td>"
+                f"<td>{_fmt_int(r['seqs_per_replica'])}</td><td>{_fmt_int(r['replicas'])}</td>"
+                f"<td>{_fmt_int(r['seqs_total'])}</td><td>{esc(capacity_note(r, s.framework, s.gpu_count))}</td></tr>"
             )
         self._table.object = (
-            f'<h3>Capacity on {s.gpu_count} × {esc(gpu)} at {s.context_len:,} tokens of context</h3>'
+            f'<h3>Capacity on {s.gpu_count} × {esc(gpu)} at {s.context_len:,} tokens of context, '
+            f'{esc(plots.framework_label(s.framework))}</h3>'
             '<table class="tp-capacity" style="font-size:15px;border-collapse:collapse" cellpadding="6">'
             "<tr><th>layout</th><th>fits?</th><th>weights / GPU (GiB)</th><th>KV cache / GPU (GiB)</th>"
             "<th>KV tokens / GPU</th><th>sequences / replica</th><th>replicas</th><th>sequences total</th><th>note</th></tr>"
@@ -175,5 +293,5 @@ class MemoryView(pn.viewable.Viewer):
         )
 
     def __panel__(self):
-        return pn.Column(self._title, self._notice, pn.Row(self._kv, self._w), self._bars, self._table,
+        return pn.Column(self._title, self._notice, pn.Row(self._kv, self._w), self._chart_note, self._bars, self._table,
                          sizing_mode="stretch_width")

@@ -24,7 +24,7 @@ import param
 
 from dashboard import plots
 from dashboard.state import AppData, PlannerState, filter_models
-from dashboard.views.common import esc, notice_html
+from dashboard.views.common import esc, notice_html, when_shown
 from dashboard.views.details import CellDetails
 
 #: Most models drawn at once; beyond that the user narrows with the filter.
@@ -40,11 +40,11 @@ def _grid_key(state: PlannerState) -> tuple:
 
 
 def group_label(key: str, frameworks: tuple[str, ...] = ()) -> str:
-    """The column-group label of heatmap ``key``: the framework's label, or for "disagreement" the
+    """The column-group label of heatmap ``key``: the framework's (short) label, or for "disagreement" the
     frameworks compared ("vLLM vs SGLang"; "4 frameworks" beyond three)."""
     if key != "disagreement":
-        return plots.framework_label(key)
-    names = [plots.framework_label(f) for f in frameworks]
+        return plots.short_framework_label(key)
+    names = [plots.short_framework_label(f) for f in frameworks]
     return " vs ".join(names) if len(names) <= 3 else f"{len(names)} frameworks"
 
 
@@ -157,9 +157,11 @@ class ValidityView(pn.viewable.Viewer):
         self._sources: dict = {}
         self._window = (0, 0)
         self._rows = plots.VISIBLE_ROWS
-        self.state.param.watch(self._refresh, _WATCHED)
+        self.state.param.watch(when_shown(self, "validity", self._refresh), _WATCHED)
         self.state.param.watch(self._show_selection, ["model", "tp", "framework"])
+        self.state.param.watch(lambda *_: self._reveal_model(), ["model"])
         self._refresh()
+        self._reveal_model()
 
     # -------------------------------------------------------------------------------------------
     def _refresh(self, *_):
@@ -187,8 +189,10 @@ class ValidityView(pn.viewable.Viewer):
         self._models = models
         self._row_of = {m: i for i, m in enumerate(models)}
         if not models or not tps or not s.frameworks:
-            what = "models match the filter" if not models else ("TP sizes are selected" if not tps else "frameworks are selected")
-            self._clear(notice_html(f"No {what}: widen the filter or pick some.", "warning"))
+            what = ("No models match the filter: widen it." if not models else
+                    "No TP sizes are selected: tick some under TP SIZES." if not tps else
+                    "No frameworks are selected: tick some under FRAMEWORKS.")
+            self._clear(notice_html(what, "warning"))
             return
         disagreement = s.disagreement and len(s.frameworks) >= 2
         keys = ["disagreement"] if disagreement else list(s.frameworks)
@@ -220,7 +224,7 @@ class ValidityView(pn.viewable.Viewer):
             names = ", ".join(plots.framework_label(f) for f in s.frameworks)
             style = {"colors": plots.DISAGREE_COLORS, "labels": plots.DISAGREE_LABELS,
                      "markers": plots.DISAGREE_MARKERS, "tooltip": plots.DISAGREE_TOOLTIP}
-            title = "Where the frameworks disagree"
+            title = "Where frameworks disagree"
             frame = frames["disagreement"]
             n_dis = int((frame["status"] == "disagree").sum())
             summary = (
@@ -231,7 +235,7 @@ class ValidityView(pn.viewable.Viewer):
         else:
             style = {"colors": plots.STATUS_COLORS, "labels": plots.STATUS_LABELS,
                      "markers": plots.STATUS_MARKERS, "tooltip": plots.VALIDITY_TOOLTIP}
-            title = "Which TP sizes each framework accepts"
+            title = "Valid TP sizes"
             parts = []
             for fw in keys:
                 frame = frames[fw]
@@ -268,10 +272,28 @@ class ValidityView(pn.viewable.Viewer):
         if self._legend.object != legend:
             self._legend.object = legend
         self._show_selection()
+        if not same_models:
+            self._reveal_model()
         needed = geo["width"] + 34
         styles = {"flex": f"1 1 {needed}px", "min-width": "0"}
         if self._main.styles != styles:
             self._main.styles = styles
+
+    def _reveal_model(self) -> None:
+        """Scroll the heatmap so the selected model's row is in view (a pick in the model box, a link
+        with ``model=``); nothing when it is already in view or not shown."""
+        row = self._row_of.get(self.state.model) if self.state.model else None
+        if row is None or self._y_range is None or self.figure is None:
+            return
+        rows, n = self._rows, len(self._models)
+        top = int(round(-float(self._y_range.end)))
+        if top <= row < top + rows:
+            return
+        new_top = max(0, min(n - rows, row - rows // 3))
+        with pn.io.hold():
+            self._y_range.update(start=-float(new_top + rows), end=-float(new_top))
+            # (the browser updates this title itself when the user scrolls; this move is the server's)
+            self.figure.yaxis[0].axis_label = plots.rows_label(self._y_range.start, self._y_range.end, n)
 
     def _window_data(self) -> dict:
         r0, r1 = self._window

@@ -186,7 +186,7 @@ def test_page_loads_clean_with_heatmap(server, rpage, artifacts_dir):
     # Not asserted (shared, noisy machine): printed for the record; includes _open's 0.8 s settle time.
     print(f"\nnavigation -> heatmap canvas + 0.8 s: {time.perf_counter() - t0:.2f} s")
     hm = _heatmap(page)
-    assert hm["title"] == "Which TP sizes each framework accepts"
+    assert hm["title"] == "Valid TP sizes"
     assert _groups(hm) == ["vLLM", "SGLang"]
     tps = ["1", "2", "3", "4", "6", "8", "12", "16", "32", "64"]
     assert _tps(hm, "vLLM") == _tps(hm, "SGLang") == tps
@@ -268,14 +268,14 @@ def test_tap_outlines_the_cell_without_dimming_the_others(server, rpage):
 def test_switching_framework_updates_heatmap(server, rpage):
     page = _open(rpage, server.url + "?search=llama")
     assert _groups(_heatmap(page)) == ["vLLM", "SGLang"]
-    cb = "transformers (continuous-batching cache)"
+    cb = "transformers CB cache"  # (the short label above its column group)
     page.locator(".tp-frameworks label", has_text="continuous-batching").click()
     _wait_heatmap(page, lambda h: cb in _groups(h), f"a {cb!r} column group")
     page.locator(".tp-frameworks label", has_text="SGLang").click()
     hm = _wait_heatmap(page, lambda h: "SGLang" not in _groups(h), "the SGLang column group to go")
     assert _groups(hm) == ["vLLM", cb]
     assert _tps(hm, cb) == _tps(hm, "vLLM")
-    assert hm["title"] == "Which TP sizes each framework accepts"
+    assert hm["title"] == "Valid TP sizes"
     _wait_url(page, "frameworks=vllm,transformers-cb-cache")
     page.locator(".tp-frameworks label", has_text="TensorRT-LLM").click()
     _wait_heatmap(page, lambda h: _groups(h) == ["vLLM", cb, "TensorRT-LLM"], "a TensorRT-LLM column group")
@@ -295,7 +295,7 @@ def test_tap_cell_shows_details_and_layout(server, rpage, artifacts_dir):
     assert details.inner_text().strip() == model
     page.locator(".tp-verdict").wait_for()
     # The compact per-rank layout of the tapped cell appears under the verdict: 8 ranks.
-    _wait_title(page, "Heads per rank, TP = 8")
+    _wait_title(page, "TP = 8: heads per rank")
     page.wait_for_timeout(500)
     page.screenshot(path=str(artifacts_dir / "screenshot-details.png"))
     page.locator(".bk-tab", has_text="Per-rank layout").click()
@@ -448,8 +448,8 @@ def test_screenshots_of_every_view(server, rpage, artifacts_dir):
     page.locator(".tp-frameworks label", has_text="continuous-batching").click()
     page.locator(".tp-disagree input").click()
     names = "vLLM, SGLang, transformers (continuous-batching cache)"
-    hm = _wait_heatmap(page, lambda h: h["title"] == "Where the frameworks disagree", "the disagreement heatmap")
-    _wait_heatmap(page, lambda h: _groups(h) == [names.replace(", ", " vs ")], "one disagreement column group")
+    hm = _wait_heatmap(page, lambda h: h["title"] == "Where frameworks disagree", "the disagreement heatmap")
+    _wait_heatmap(page, lambda h: _groups(h) == ["vLLM vs SGLang vs transformers CB cache"], "one disagreement column group")
     assert _tps(hm, _groups(hm)[0]) == ["1", "2", "3", "4", "6", "8", "12", "16", "32", "64"]
     page.get_by_text(f"{names} disagree on").wait_for(timeout=30_000)
     page.wait_for_timeout(800)
@@ -512,4 +512,32 @@ def test_wide_per_rank_layout_scrolls_instead_of_widening_the_page(server, rpage
     sw, cw = scroll.evaluate("(el) => [el.scrollWidth, el.clientWidth]")
     assert sw > cw  # the rest of the heads is reachable by scrolling sideways
     page.screenshot(path=str(artifacts_dir / f"screenshot-layout-wide-{width}x{height}.png"))
+    _assert_clean(rpage, server.url)
+
+
+def test_changes_made_on_another_tab_show_when_the_tab_opens(server, rpage):
+    """A hidden tab's view is refreshed when it is shown (not while hidden: Panel would rebuild the
+    detached panes' stylesheets from its CDN). Change the GPU and the frameworks on the Validity tab, then
+    open Memory, Per-rank layout and Catalog: each shows the new state, and nothing loads from outside."""
+    page = _open(rpage, server.url + "?model=meta-llama/Meta-Llama-3.1-70B&tp=8")
+    _tab(page, "Memory")
+    page.wait_for_selector(".tp-mem-kv canvas", timeout=LOAD_TIMEOUT)
+    _tab(page, "Validity")
+    page.locator(".tp-frameworks label", has_text="continuous-batching").click()
+    page.locator(".tp-disagree input").click()
+    _wait_heatmap(page, lambda h: h["title"] == "Where frameworks disagree", "the disagreement heatmap")
+    page.locator(".tp-tp-sizes label", has_text="24").first.click()
+    _wait_url(page, "24")
+    _tab(page, "Memory")
+    _wait_title(page, "Memory per GPU: vLLM on H100-80GB")
+    page.wait_for_function("""() => { const out = []; const walk = (v) => { if (!v) return;
+        if (v.model && v.model.x_range && v.model.x_range.factors && v.model.title
+            && String(v.model.title.text).startsWith('Memory per GPU')) out.push(...v.model.x_range.factors.map(String));
+        for (const c of (v.child_views || [])) walk(c); };
+      for (const r of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(r);
+      return out.some((x) => x.startsWith('TP 24')); }""", timeout=30_000)
+    _tab(page, "Per-rank layout")
+    page.locator(".tp-layout-title").first.wait_for(timeout=30_000)
+    _tab(page, "Validity")
+    _wait_heatmap(page, lambda h: "24" in _tps(h, _groups(h)[0]), "TP 24 in the heatmap")
     _assert_clean(rpage, server.url)
