@@ -217,3 +217,22 @@ def test_apply_query_without_known_values_is_unchanged():
     s = PlannerState()
     assert s.apply_query("?org=qwen&gpu=whatever") == []
     assert s.org == "qwen" and s.gpu == "whatever"
+
+
+def test_report_names_the_gpu_and_layout_csv_is_never_empty():
+    """The report names the GPU the memory view uses (not "default"); the layout CSV of a cell with no
+    layout (a refused TP size) says why instead of being an empty file."""
+    import pandas as pd
+    import io
+
+    from dashboard.app import DashboardApp
+    from dashboard.views.export import report_html
+
+    app = DashboardApp(query="?model=meta-llama/Meta-Llama-3.1-405B&tp=4096&framework=vllm")
+    html = report_html(app.state, app.data, "")
+    assert "8 × H100-80GB" in html and "× default" not in html
+    csv = pd.read_csv(io.StringIO(app.layout._csv().read()))
+    assert list(csv.columns) == ["model_id", "framework", "tp", "note"] and len(csv) == 1
+    assert csv["note"].iat[0].startswith("no per-rank layout")
+    ok = DashboardApp(query="?model=meta-llama/Meta-Llama-3.1-405B&tp=8&framework=vllm")
+    assert len(pd.read_csv(io.StringIO(ok.layout._csv().read()))) > 8

@@ -94,6 +94,13 @@ for (const v of views) {
 """
 from dashboard.views.details import verdict_html
 
+
+def _gpu_name(gpu: str) -> str:
+    """The GPU the memory view uses for ``gpu`` (its default when the state names none or an unknown one)."""
+    from dashboard.views.controls import gpu_names, resolve_gpu
+
+    return resolve_gpu(gpu, gpu_names()) or gpu or "(GPU table unavailable)"
+
 GRID_COLUMNS = ["model_id", "framework", "tp", "valid", "status", "rule_id", "message", "n_failures", "messages",
                 "q_heads_per_rank", "kv_heads_per_rank", "kv_replicas"]
 
@@ -145,7 +152,7 @@ def report_html(state: PlannerState, data: AppData, link: str = "") -> str:
         ("Frameworks", ", ".join(plots.framework_label(f) for f in s.frameworks)),
         ("TP sizes", ", ".join(map(str, tps))), ("PP / DP / EP", f"{s.pp} / {s.dp} / {s.ep}"),
         ("DP-attention", "on" if s.dp_attention else "off"), ("Weight dtype", s.weight_dtype),
-        ("KV-cache dtype", s.kv_dtype), ("GPU", f"{s.gpu_count} × {s.gpu or 'default'}"),
+        ("KV-cache dtype", s.kv_dtype), ("GPU", f"{s.gpu_count} × {_gpu_name(s.gpu)}"),
         ("Context length", f"{s.context_len:,} tokens"), ("View", TAB_LABELS.get(s.tab, s.tab)),
     ]
     parts = [

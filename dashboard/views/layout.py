@@ -114,6 +114,14 @@ class LayoutView(pn.viewable.Viewer):
             df.insert(0, "framework", self.state.framework)
             df.insert(0, "model_id", self.state.model)
             _csv_safe(df).to_csv(buf, index=False)
+        else:  # never an empty file: say why there is no layout
+            import pandas as pd
+
+            note = ("no per-rank layout: " + ("no model selected" if not self.state.model else
+                    "the model is not in the catalog, its config could not be read, or the framework cannot "
+                    "lay out its heads at this TP size (the Per-rank layout tab says which)"))
+            _csv_safe(pd.DataFrame([{"model_id": self.state.model, "framework": self.state.framework,
+                                     "tp": self.state.tp, "note": note}])).to_csv(buf, index=False)
         buf.seek(0)
         return buf
 
