@@ -18,6 +18,7 @@ import pytest
 from dashboard import catalog as cat
 from dashboard import schema
 from dashboard.state import PlannerState, app_data_from_catalog, filter_catalog, filter_models
+from tests.configs import llama_config
 
 hv.extension("bokeh")
 pn.extension("tabulator")
@@ -25,10 +26,7 @@ pn.extension("tabulator")
 HOSTILE = "<img src=x onerror=alert(1)>"
 
 
-def _cfg(h, kv, hidden=4096, layers=32, **extra):
-    return {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_attention_heads": h,
-            "num_key_value_heads": kv, "hidden_size": hidden, "num_hidden_layers": layers,
-            "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16", **extra}
+_cfg = llama_config
 
 
 @pytest.fixture(scope="module")

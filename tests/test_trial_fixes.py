@@ -21,6 +21,7 @@ from dashboard import catalog as cat
 from dashboard import memory
 from dashboard.state import PlannerState, app_data_from_catalog
 from dashboard.views.memory import capacity_frame, per_rank_frame
+from tests.configs import llama_config
 
 hv.extension("bokeh")
 pn.extension("tabulator")
@@ -29,10 +30,7 @@ L70 = "meta-llama/Llama-3.1-70B-Instruct"
 
 
 def _cfg(h, kv, hidden=4096, layers=32, **extra):
-    return {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_attention_heads": h,
-            "num_key_value_heads": kv, "hidden_size": hidden, "num_hidden_layers": layers,
-            "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16",
-            "max_position_embeddings": 131072, **extra}
+    return llama_config(h, kv, hidden, layers, **{"max_position_embeddings": 131072, **extra})
 
 
 @pytest.fixture(scope="module")
