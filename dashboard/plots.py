@@ -366,6 +366,14 @@ DISAGREE_MARKERS: dict[str, str] = {
 }
 MARK_COLOR = "#111111"
 
+
+def _markers_for(colors: dict[str, str], markers: dict[str, str] | None) -> dict[str, str]:
+    """``markers``, or the marks that go with ``colors`` (:data:`DISAGREE_MARKERS` for
+    :data:`DISAGREE_COLORS`, else :data:`STATUS_MARKERS`)."""
+    if markers is not None:
+        return markers
+    return DISAGREE_MARKERS if colors is DISAGREE_COLORS else STATUS_MARKERS
+
 #: Columns of the heatmap's data source (all the browser gets): the cells use ``x`` (the nested factor
 #: ``(group, tp)``), ``y`` (the row centre ``-(row + 0.5)``, row 0 on top) and ``color``; the marks use
 #: ``ym`` (``y``, or NaN where the status has no mark) and ``marker``; the hover shows the model id of
@@ -394,8 +402,7 @@ def heatmap_source_data(frame: pd.DataFrame, colors: dict[str, str] = STATUS_COL
     counts when the frame has them, and every failing rule's message. ``markers`` defaults to
     :data:`STATUS_MARKERS` (:data:`DISAGREE_MARKERS` when ``colors`` is :data:`DISAGREE_COLORS`).
     """
-    if markers is None:
-        markers = DISAGREE_MARKERS if colors is DISAGREE_COLORS else STATUS_MARKERS
+    markers = _markers_for(colors, markers)
     n = len(frame)
     verdict = frame["verdict"].astype(object).fillna("").astype(str).to_numpy(dtype=object) if "verdict" in frame \
         else np.full(n, "", dtype=object)
@@ -538,8 +545,7 @@ def heatmap_figure(
                               FixedTicker, HoverTool, PanTool, Rect, Scatter, WheelPanTool)
     from bokeh.plotting import figure
 
-    if markers is None:
-        markers = DISAGREE_MARKERS if colors is DISAGREE_COLORS else STATUS_MARKERS
+    markers = _markers_for(colors, markers)
     if isinstance(frames, pd.DataFrame):
         frames = {title: frames}
     groups = list(frames)
@@ -681,8 +687,7 @@ def update_heatmap(
     """
     from bokeh.models import FixedTicker, HoverTool
 
-    if markers is None:
-        markers = DISAGREE_MARKERS if colors is DISAGREE_COLORS else STATUS_MARKERS
+    markers = _markers_for(colors, markers)
     if fig.title.text != title:
         fig.title.text = title
     factors = heatmap_factors(groups, tps)
@@ -737,8 +742,7 @@ def set_selected_cell(fig, x: tuple[str, str] | None = None, row: int | None = N
 def legend_items(colors: dict[str, str] = STATUS_COLORS, labels: dict[str, str] = STATUS_LABELS,
                  markers: dict[str, str] | None = None) -> list[list[str]]:
     """``[colour, label, marker]`` per status (marker "" when the cells have none)."""
-    if markers is None:
-        markers = DISAGREE_MARKERS if colors is DISAGREE_COLORS else STATUS_MARKERS
+    markers = _markers_for(colors, markers)
     return [[c, labels.get(k, k), markers.get(k, "")] for k, c in colors.items()]
 
 

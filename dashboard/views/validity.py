@@ -1,16 +1,17 @@
-"""Validity view: heatmaps of models x TP sizes per framework (or where they disagree), tap for details.
+"""Validity view: one heatmap of models x TP sizes, a column group per selected framework (or one group
+where they disagree), tap for details.
 
-The heatmaps are plain Bokeh figures (:func:`dashboard.plots.heatmap_figure`) sized so the selected
-frameworks fit side by side on a 1920 px screen; only the first draws the model names and all share
-one model axis. They show :data:`dashboard.plots.VISIBLE_ROWS` model rows at a time and scroll through
-the rest inside the plot (mouse wheel or drag; the rows of every heatmap move together). The browser
-holds only the cells of the rows in view plus a margin: when the view scrolls past them, the server
-sends the next window of rows (:func:`dashboard.plots.window_rows`). So a control change costs the same
-on a 500-model catalog as on a 30-model one. On a narrower screen (1280-1900 px projectors and laptops) the figures keep their size
-(never fewer than :data:`dashboard.plots.MIN_COL_PX` pixels per TP column): the "Selected cell" column
-wraps below the heatmaps when both do not fit side by side, and the heatmap area scrolls sideways when
-the heatmaps alone are wider than the page. A tap on a cell (a Bokeh ``Tap`` event: the TP column and model row under the pointer) selects it; the
-session state then outlines the selected cell (and only it) in whichever heatmap shows it.
+The heatmap is a plain Bokeh figure (:func:`dashboard.plots.heatmap_figure`) whose nested (framework, TP)
+columns fit side by side on a 1920 px screen. It shows :data:`dashboard.plots.VISIBLE_ROWS` model rows
+at a time and scrolls through the rest inside the plot (mouse wheel or drag). The browser holds only the
+cells of the rows in view plus a margin: when the view scrolls past them, the server sends the next
+window of rows (:func:`dashboard.plots.window_rows`), so a control change costs the same on a 500-model
+catalog as on a 30-model one. On a narrower screen (1280-1900 px projectors and laptops) the figure
+keeps its size (never fewer than :data:`dashboard.plots.MIN_COL_PX` pixels per TP column): the
+"Selected cell" column wraps below the heatmap when both do not fit side by side, and the heatmap area
+scrolls sideways when the heatmap alone is wider than the page. A tap on a cell (a Bokeh ``Tap``
+event: the TP column and model row under the pointer) selects it; the session state then outlines the
+selected cell in the column group that shows it.
 """
 
 from __future__ import annotations
