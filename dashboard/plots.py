@@ -232,6 +232,31 @@ _ROW_LABEL_JS = (
 #: Hover formatter body: the full model id of the row centred at ``value`` (``names`` in row order).
 _ROW_NAME_JS = "const i = Math.round(-value - 0.5); return (i >= 0 && i < names.length) ? String(names[i]) : '';"
 
+#: Hover formatter body for the synthetic x coordinate ``value`` of a cell's centre (column ``k`` of group
+#: ``g`` is at ``g * step + k + 0.5``): ``format`` "group" gives the group's label, "tp" the TP size.
+_COLUMN_JS = (
+    "const g = Math.floor(value / step); const k = Math.floor(value - g * step);"
+    " if (format === 'group') return (g >= 0 && g < groups.length) ? String(groups[g]) : '';"
+    " return (k >= 0 && k < tps.length) ? String(tps[k]) : '';"
+)
+
+#: Separator of the cells' hover texts in the info formatter's one string (ASCII record separator; the
+#: texts never contain it: :func:`join_info` replaces it).
+INFO_SEPARATOR = "\x1e"
+
+#: Hover formatter body: the details of the hovered cell, the ``special_vars.index``-th of the texts
+#: joined in ``info`` (one string rather than a column of strings: a string column costs the server
+#: and the browser per-element work on every change; splitting happens only when a cell is hovered).
+_INFO_JS = (
+    "const c = globalThis.__tpHeatmapInfo || (globalThis.__tpHeatmapInfo = {s: null, parts: []});"
+    " if (c.s !== info) { c.s = info; c.parts = String(info).split(sep); }"
+    " const t = c.parts[special_vars.index]; return t === undefined ? '' : t;"
+)
+
+#: Marker transform body: the mark of each cell's status code (``markers`` indexed by code). (``xs`` is a
+#: typed array: its own ``map`` would coerce the names back to numbers.)
+_MARKER_JS = "return Array.from(xs, (v) => markers[v] || 'circle');"
+
 
 def rows_label(start: float, end: float, n_models: int) -> str:
     """The y-axis title of a heatmap showing rows ``start`` to ``end`` (data units) of ``n_models``:
@@ -297,11 +322,17 @@ def heatmap_geometry(n_models: int, n_tp: int, n_groups: int, label_px: int,
     }
 
 
+#: Font of the validity heatmap's TP-size labels, whatever the column width: the largest TP label ("64")
+#: is ~16 px wide at 11 pt, inside the narrowest column (:data:`MIN_COL_PX`). One size for every column
+#: width keeps the x axis's height constant, so ticking a framework or a TP size on or off does not make
+#: BokehJS lay the whole figure out again (measured with ``scripts/bench_ui.py``: ~35 ms a change).
+HEATMAP_TICK_SIZE = "11pt"
+
+
 def axis_fonts(groups: Sequence[str], n_tp: int, col: float) -> dict[str, str]:
     """Font sizes of the heatmap's x axis for column groups ``groups`` of ``n_tp`` columns ``col`` px
-    wide: ``tick`` (TP sizes: 12 pt, 10 pt below 26 px columns) and ``group`` (15 pt bold, smaller when the
-    longest label would overrun its group: about 0.75 px per pt per character)."""
-    tick = TICK_SIZE if col >= 26 else "10pt"
+    wide: ``tick`` (TP sizes: always :data:`HEATMAP_TICK_SIZE`) and ``group`` (15 pt bold, smaller only
+    when the longest label would overrun its group: about 0.75 px per pt per character)."""
     width = max(int(n_tp), 1) * float(col)
     longest = max((len(str(g)) for g in groups), default=1)
     group = "15pt"
@@ -309,7 +340,7 @@ def axis_fonts(groups: Sequence[str], n_tp: int, col: float) -> dict[str, str]:
         group = f"{pt}pt"
         if longest * 0.75 * pt <= width - 8:
             break
-    return {"tick": tick, "group": group}
+    return {"tick": HEATMAP_TICK_SIZE, "group": group}
 
 
 def heatmap_factors(groups: Sequence[str], tps: Sequence[str]) -> list[tuple[str, str]]:
@@ -338,13 +369,15 @@ def tap_column(x: float, groups: Sequence[str], tps: Sequence[str]) -> tuple[int
     return None
 
 
-#: Hover text of a cell. ``@y{model}`` is the model id of the cell's row (a formatter holding the ids, so the
-#: data source need not repeat the id in every cell); Bokeh HTML-escapes every value, formatted or not.
+#: Hover text of a cell. ``@y{model}`` is the model id of the cell's row, ``@x{group}`` / ``@x{tp}`` the
+#: column group and TP size of its column, ``@row{info}`` its details: each is a formatter holding the
+#: strings (:data:`_ROW_NAME_JS`, :data:`_COLUMN_JS`, :data:`_INFO_JS`), so the data source carries only
+#: numbers. Bokeh HTML-escapes every value, formatted or not.
 VALIDITY_TOOLTIP = """
 <div style="max-width:520px;font-size:14px;line-height:1.35">
 <div><b>@y{model}</b></div>
-<div>@group &middot; TP = <b>@tp</b></div>
-<div style="white-space:pre-wrap;margin-top:2px">@info</div>
+<div>@x{group} &middot; TP = <b>@x{tp}</b></div>
+<div style="white-space:pre-wrap;margin-top:2px">@row{info}</div>
 </div>"""
 
 DISAGREE_TOOLTIP = VALIDITY_TOOLTIP
@@ -374,13 +407,14 @@ def _markers_for(colors: dict[str, str], markers: dict[str, str] | None) -> dict
         return markers
     return DISAGREE_MARKERS if colors is DISAGREE_COLORS else STATUS_MARKERS
 
-#: Columns of the heatmap's data source (all the browser gets): the cells use ``x`` (the nested factor
-#: ``(group, tp)``), ``y`` (the row centre ``-(row + 0.5)``, row 0 on top) and ``color``; the marks use
-#: ``ym`` (``y``, or NaN where the status has no mark) and ``marker``; the hover shows the model id of
-#: row ``y`` (from the hover formatter's list of ids: :data:`VALIDITY_TOOLTIP`), ``group``, ``tp`` and
-#: ``info`` (every other detail of the cell as one plain-text column; the full cell frame stays on the
-#: server). ``row`` (the model's row index) lets the server send a window of rows.
-SOURCE_COLUMNS = ("x", "tp", "group", "y", "row", "ym", "marker", "color", "info")
+#: Columns of the heatmap's data source, all numeric (Bokeh sends them as binary arrays; a column of
+#: strings costs the server and the browser per-element work on every change): ``x`` (the cell's centre
+#: on the nested factor axis: column ``k`` of group ``g`` is at ``g * (n_tp + GROUP_PADDING) + k +
+#: 0.5``), ``y`` (the row centre ``-(row + 0.5)``, row 0 on top), ``row`` (the model's row index: the
+#: server sends a window of rows), ``ym`` (``y``, or NaN where the status has no mark) and ``code`` (the
+#: status's position in the colour map: the cell's colour and mark are looked up from it). The hover
+#: texts travel as one string in the info formatter (:func:`join_info`).
+SOURCE_COLUMNS = ("x", "y", "row", "ym", "code")
 
 
 def _num(values: pd.Series) -> np.ndarray:
@@ -391,16 +425,24 @@ def _num(values: pd.Series) -> np.ndarray:
     return out
 
 
+def status_codes(colors: Mapping[str, str] = STATUS_COLORS) -> dict[str, int]:
+    """The code of each status: its position in ``colors`` (the colour map's palette order)."""
+    return {k: i for i, k in enumerate(colors)}
+
+
 def heatmap_source_data(frame: pd.DataFrame, colors: dict[str, str] = STATUS_COLORS,
-                        markers: dict[str, str] | None = None, group: str = "") -> dict[str, np.ndarray]:
-    """The data-source columns (:data:`SOURCE_COLUMNS`) of a :func:`heatmap_frame` or
-    :func:`disagreement_frame` shown as column group ``group`` (a framework's label): one row per cell,
-    in the frame's order.
+                        markers: dict[str, str] | None = None,
+                        tps: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """Server-side columns of the cells of a :func:`heatmap_frame` or :func:`disagreement_frame` (one
+    column group), one row per cell in the frame's order: ``col`` (the TP size's position in ``tps``,
+    default the frame's TP sizes in order of first appearance), ``y``, ``row``, ``ym``, ``code`` (see
+    :data:`SOURCE_COLUMNS`) and ``info`` (the hover text).
 
     ``row`` numbers the models in order of first appearance (the heatmap's top row is 0); ``info`` is
-    the hover text (plain text, newline-separated; Bokeh HTML-escapes it): the verdict, the per-rank head
-    counts when the frame has them, and every failing rule's message. ``markers`` defaults to
-    :data:`STATUS_MARKERS` (:data:`DISAGREE_MARKERS` when ``colors`` is :data:`DISAGREE_COLORS`).
+    plain text, newline-separated (Bokeh HTML-escapes it): the verdict, the per-rank head counts when the
+    frame has them, and every failing rule's message. A status missing from ``colors`` gets the code of
+    "unknown". ``markers`` defaults to :data:`STATUS_MARKERS` (:data:`DISAGREE_MARKERS` when ``colors`` is
+    :data:`DISAGREE_COLORS`). :func:`concat_source_data` puts column groups side by side.
     """
     markers = _markers_for(colors, markers)
     n = len(frame)
@@ -422,20 +464,12 @@ def heatmap_source_data(frame: pd.DataFrame, colors: dict[str, str] = STATUS_COL
     status = frame["status"].astype(object)
     marker = status.map(markers).fillna("").to_numpy(dtype=object)
     ym = np.where(marker == "", np.nan, y)
-    marker = np.where(marker == "", "circle", marker).astype(object)  # (not drawn: ym is NaN there)
-    tp = frame["tp"].astype(str).to_numpy(dtype=object)
-    x = tuple_array((str(group), t) for t in tp)
-    return {
-        "x": x,
-        "tp": tp,
-        "group": np.full(n, str(group), dtype=object),
-        "y": y,
-        "row": row,
-        "ym": ym,
-        "marker": marker,
-        "color": status.map(colors).fillna(colors.get("unknown", "#BBBBBB")).to_numpy(dtype=object),
-        "info": np.asarray(info, dtype=object),
-    }
+    codes = status_codes(colors)
+    code = status.map(codes).fillna(codes.get("unknown", len(codes) - 1)).to_numpy(dtype="uint8")
+    tp = frame["tp"].astype(str)
+    order = [str(t) for t in tps] if tps is not None else list(dict.fromkeys(tp))
+    col = tp.map({t: i for i, t in enumerate(order)}).fillna(-1).to_numpy(dtype="int32")
+    return {"col": col, "y": y, "row": row, "ym": ym, "code": code, "info": np.asarray(info, dtype=object)}
 
 
 def window_rows(start: float, end: float, n_rows: int, margin: int = WINDOW_MARGIN_ROWS) -> tuple[int, int]:
@@ -456,7 +490,7 @@ def window_data(source_data: dict, r0: int, r1: int) -> dict[str, np.ndarray]:
     """The cells of rows ``[r0, r1)`` of :func:`heatmap_source_data` output (what the browser holds)."""
     row = np.asarray(source_data["row"])
     keep = (row >= r0) & (row < r1)
-    return {k: v[keep] for k, v in source_data.items()}  # (numpy columns: "x" is an object array of tuples)
+    return {k: v[keep] for k, v in source_data.items()}
 
 
 def tuple_array(items) -> np.ndarray:
@@ -468,21 +502,57 @@ def tuple_array(items) -> np.ndarray:
     return out
 
 
-def concat_source_data(parts: Sequence[dict]) -> dict[str, np.ndarray]:
-    """Column-wise concatenation of :func:`heatmap_source_data` / :func:`window_data` outputs (one per
-    column group, left to right)."""
-    parts = [p for p in parts if p]
+def column_x(group: int, col, n_tp: int) -> np.ndarray:
+    """Synthetic x of the centres of columns ``col`` (TP positions) of column group ``group`` on the
+    nested factor axis of ``n_tp`` TP sizes per group (Bokeh's mapping with ``group_padding``
+    :data:`GROUP_PADDING`, ``factor_padding`` and ``range_padding`` 0; inverse: :func:`tap_column`)."""
+    return int(group) * (int(n_tp) + GROUP_PADDING) + np.asarray(col, dtype="float64") + 0.5
+
+
+def concat_source_data(parts: Sequence[dict], n_tp: int | None = None) -> dict[str, np.ndarray]:
+    """Column groups side by side: the :func:`heatmap_source_data` / :func:`window_data` outputs of each
+    group, left to right, concatenated, with ``x`` (:func:`column_x` of each group's ``col``; ``n_tp``
+    defaults to the largest ``col`` + 1). Returns :data:`SOURCE_COLUMNS` plus ``info`` (object array of
+    hover texts, for :func:`join_info`)."""
+    parts = [p for p in parts if p is not None]
     if not parts:
-        return {c: np.empty(0, dtype=object) for c in SOURCE_COLUMNS}
-    if len(parts) == 1:
-        return dict(parts[0])
-    out = {}
-    for c in parts[0]:
-        if c == "x":
-            out[c] = tuple_array(t for p in parts for t in p[c])
-        else:
-            out[c] = np.concatenate([np.asarray(p[c]) for p in parts])
+        out = {c: np.empty(0, dtype="float64") for c in SOURCE_COLUMNS}
+        out["row"], out["code"] = np.empty(0, dtype="int32"), np.empty(0, dtype="uint8")
+        out["info"] = np.empty(0, dtype=object)
+        return out
+    if n_tp is None:
+        n_tp = max((int(np.max(p["col"])) + 1 for p in parts if len(p["col"])), default=1)
+    out = {"x": np.concatenate([column_x(g, p["col"], n_tp) for g, p in enumerate(parts)])}
+    for c in ("y", "row", "ym", "code", "info"):
+        out[c] = np.concatenate([np.asarray(p[c]) for p in parts])
     return out
+
+
+def join_info(info) -> str:
+    """The hover texts of the cells in data-source order as the info formatter's one string (texts
+    separated by :data:`INFO_SEPARATOR`, which is removed from the texts)."""
+    return INFO_SEPARATOR.join(str(t).replace(INFO_SEPARATOR, " ") for t in info)
+
+
+def browser_columns(source_data: dict) -> dict[str, np.ndarray]:
+    """The data-source columns of :func:`concat_source_data` output (:data:`SOURCE_COLUMNS` only)."""
+    return {c: source_data[c] for c in SOURCE_COLUMNS}
+
+
+def _color_map(colors: Mapping[str, str]) -> dict:
+    """``LinearColorMapper`` settings mapping status code ``k`` (:func:`status_codes`) to the ``k``-th
+    colour of ``colors``."""
+    return {"palette": list(colors.values()), "low": -0.5, "high": len(colors) - 0.5}
+
+
+def _marker_list(colors: Mapping[str, str], markers: Mapping[str, str]) -> list[str]:
+    """The mark of each status code ("" where none: those cells' ``ym`` is NaN, so nothing is drawn)."""
+    return [str(markers.get(k, "") or "") for k in colors]
+
+
+def _column_args(groups: Sequence[str], tps: Sequence[str]) -> dict:
+    """Arguments of the hover's column formatter (:data:`_COLUMN_JS`)."""
+    return {"groups": [str(g) for g in groups], "tps": [str(t) for t in tps], "step": len(tps) + GROUP_PADDING}
 
 
 def _empty_selection() -> dict[str, list]:
@@ -541,8 +611,9 @@ def heatmap_figure(
     (CSS ``flex: none``). Untrusted strings reach the browser only as data values: canvas text and
     ``@field`` tooltip values, which Bokeh HTML-escapes.
     """
-    from bokeh.models import (ColumnDataSource, CustomJS, CustomJSHover, CustomJSTickFormatter, FactorRange,
-                              FixedTicker, HoverTool, PanTool, Rect, Scatter, WheelPanTool)
+    from bokeh.models import (ColumnDataSource, CustomJS, CustomJSHover, CustomJSTickFormatter, CustomJSTransform,
+                              FactorRange, FixedTicker, HoverTool, LinearColorMapper, PanTool, Rect, Scatter,
+                              WheelPanTool)
     from bokeh.plotting import figure
 
     markers = _markers_for(colors, markers)
@@ -554,8 +625,9 @@ def heatmap_figure(
     tps = [str(t) for t in tps] if tps is not None else [str(t) for t in dict.fromkeys(first["tp"])]
     geo = geometry or heatmap_geometry(len(models), len(tps), len(groups), ylabel_px(models), visible_rows=None)
     if source_data is None:
-        source_data = concat_source_data([heatmap_source_data(f, colors, markers, group=g) for g, f in frames.items()])
-    source = ColumnDataSource(data=dict(source_data), name="tp-cells")
+        source_data = concat_source_data([heatmap_source_data(f, colors, markers, tps=tps) for f in frames.values()],
+                                         n_tp=len(tps))
+    source = ColumnDataSource(data=browser_columns(source_data), name="tp-cells")
     if y_range is None:
         y_range = heatmap_y_range(len(models), geo["rows"])
     fig = figure(
@@ -573,14 +645,24 @@ def heatmap_figure(
         min_border_right=20,
         min_border_bottom=4,
     )
-    rect = Rect(x="x", y="y", width=1, height=1, fill_color="color", line_color="white", line_width=1.5)
+    # Colour and mark from the status code: a colour map and a marker transform (a few bytes a change),
+    # not a colour string and a marker name per cell.
+    cmap = LinearColorMapper(name="tp-status-colors", **_color_map(colors))
+    rect = Rect(x="x", y="y", width=1, height=1, fill_color={"field": "code", "transform": cmap},
+                line_color="white", line_width=1.5)
     cells = fig.add_glyph(source, rect)
-    mark = Scatter(x="x", y="ym", marker="marker", size=12, fill_color=None, line_color=MARK_COLOR, line_width=2.4)
+    marks = CustomJSTransform(name="tp-status-marks", args={"markers": _marker_list(colors, markers)},
+                              v_func=_MARKER_JS)
+    mark = Scatter(x="x", y="ym", marker={"field": "code", "transform": marks}, size=12, fill_color=None,
+                   line_color=MARK_COLOR, line_width=2.4)
     fig.add_glyph(source, mark)
     sel = Rect(x="x", y="y", width=1, height=1, fill_color=None, line_color=MARK_COLOR, line_width=4)
     fig.add_glyph(ColumnDataSource(data=_empty_selection(), name="tp-selected"), sel)
-    fig.add_tools(HoverTool(tooltips=tooltip, renderers=[cells], attachment="right",
-                            formatters={"@y": CustomJSHover(args={"names": models}, code=_ROW_NAME_JS)}))
+    fig.add_tools(HoverTool(tooltips=tooltip, renderers=[cells], attachment="right", formatters={
+        "@y": CustomJSHover(args={"names": models}, code=_ROW_NAME_JS),
+        "@x": CustomJSHover(args=_column_args(groups, tps), code=_COLUMN_JS),
+        "@row": CustomJSHover(args={"info": join_info(source_data["info"]), "sep": INFO_SEPARATOR}, code=_INFO_JS),
+    }))
     # Rows beyond the window scroll (wheel or drag; the y range is bounded to the rows, so this is a no-op
     # when every row is shown).
     wheel, pan = WheelPanTool(dimension="height"), PanTool(dimensions="height")
@@ -722,10 +804,35 @@ def update_heatmap(
             fmt = tool.formatters.get("@y")
             if fmt is not None and list(fmt.args.get("names", [])) != models:
                 fmt.args = {"names": models}
+            fmt = tool.formatters.get("@x")
+            args = _column_args(groups, tps)
+            if fmt is not None and dict(fmt.args) != args:
+                fmt.args = args
+            fmt = tool.formatters.get("@row")
+            if fmt is not None:
+                fmt.args = {"info": join_info(source_data["info"]), "sep": INFO_SEPARATOR}
+    cells, marks = fig.renderers[0].glyph, fig.renderers[1].glyph
+    cmap, want = cells.fill_color.transform, _color_map(colors)
+    if list(cmap.palette) != want["palette"] or (cmap.low, cmap.high) != (want["low"], want["high"]):
+        cmap.update(**want)
+    tr, want_marks = marks.marker.transform, _marker_list(colors, markers)
+    if list(tr.args.get("markers", [])) != want_marks:
+        tr.args = {"markers": want_marks}
     tags = legend_items(colors, labels, markers)
     if fig.tags != tags:
         fig.tags = tags
-    fig.renderers[0].data_source.data = dict(source_data)
+    fig.renderers[0].data_source.data = browser_columns(source_data)
+
+
+def set_window(fig, source_data: dict) -> None:
+    """Show the cells of another window of rows (:func:`concat_source_data` output) in a
+    :func:`heatmap_figure`: its data and the hover texts."""
+    from bokeh.models import HoverTool
+
+    for tool in fig.toolbar.tools:
+        if isinstance(tool, HoverTool) and tool.formatters.get("@row") is not None:
+            tool.formatters["@row"].args = {"info": join_info(source_data["info"]), "sep": INFO_SEPARATOR}
+    fig.renderers[0].data_source.data = browser_columns(source_data)
 
 
 def set_selected_cell(fig, x: tuple[str, str] | None = None, row: int | None = None) -> None:

@@ -488,8 +488,10 @@ def test_warm_up_with_a_missing_catalog_logs_one_line(monkeypatch, caplog, tmp_p
 
 def test_control_changes_update_the_heatmaps_in_place(app):
     """Every control change keeps the one Bokeh figure, its data source and ranges, and replaces only the
-    source's data, the factors and the names. The browser gets only the columns the glyphs and the
-    one-column hover use."""
+    source's data, the factors and the names. The browser gets numbers only (binary arrays): colours and
+    marks from a status code, hover texts as one string."""
+    from bokeh.models import HoverTool
+
     from dashboard import plots
 
     v = app.validity
@@ -500,29 +502,40 @@ def test_control_changes_update_the_heatmaps_in_place(app):
     app.state.search = "acme"  # a filter change: same figure, the model axis updated in place
     assert v.figure is fig and fig.renderers[0].data_source is src and fig.x_range is x_range and fig.y_range is y_range
     assert fig.yaxis[0].formatter.args["names"] == ["acme/h24-kv3", "acme/h30"]
-    assert len(src.data["tp"]) == 2 * len(x_range.factors)
+    assert len(src.data["x"]) == 2 * len(x_range.factors)
     app.state.param.update(search="", tp_sizes=[1, 2, 4, 8, 24])
     assert v.figure is fig and fig.renderers[0].data_source is src
     assert [tuple(f) for f in x_range.factors] == [(g, t) for g in ("vLLM", "SGLang") for t in ("1", "2", "4", "8", "24")]
-    assert len(src.data["tp"]) == len(v._models) * 10
+    assert len(src.data["x"]) == len(v._models) * 10
     app.state.frameworks = ["vllm", "transformers-cb-cache"]
     assert v.figure is fig and list(v.frames) == ["vllm", "transformers-cb-cache"]
     data = src.data
+    assert all(np.asarray(data[c]).dtype.kind in "fiu" for c in data)  # numbers only: binary arrays
     row = v._models.index("meta-llama/Llama-3.1-8B")
-    i = [j for j in range(len(data["tp"])) if data["group"][j] == "transformers CB cache"
-         and data["tp"][j] == "24" and data["row"][j] == row][0]
-    # hover text is one column: verdict, heads per rank and the failing messages
+    # column group 1 ("transformers CB cache"), TP 24 (the 5th TP size)
+    i = [j for j in range(len(data["x"])) if data["x"][j] == plots.column_x(1, 4, 5) and data["row"][j] == row][0]
+    hover = next(t for t in fig.toolbar.tools if isinstance(t, HoverTool))
+    info = hover.formatters["@row"].args["info"].split(plots.INFO_SEPARATOR)
+    assert len(info) == len(data["x"])
+    # the hover text of a cell: verdict, heads per rank and the failing messages;
     # refused: the verdict and the failing messages, no made-up per-rank head counts
-    assert data["info"][i].startswith("invalid (refused)\n") and "24" in data["info"][i]
-    assert "heads / rank" not in data["info"][i]
-    ok = [j for j in range(len(data["tp"])) if data["color"][j] == plots.STATUS_COLORS["valid"]]
-    assert "query heads / rank:" in data["info"][ok[0]]
-    assert data["marker"][i] == "x" and data["ym"][i] == data["y"][i] == -(row + 0.5)
-    ok = [j for j in range(len(data["tp"])) if data["color"][j] == plots.STATUS_COLORS["valid"]]
+    assert info[i].startswith("invalid (refused)\n") and "24" in info[i]
+    assert "heads / rank" not in info[i]
+    codes = plots.status_codes(plots.STATUS_COLORS)
+    ok = [j for j in range(len(data["x"])) if data["code"][j] == codes["valid"]]
+    assert "query heads / rank:" in info[ok[0]]
+    assert data["code"][i] == codes["invalid"] and data["ym"][i] == data["y"][i] == -(row + 0.5)
     assert ok and all(np.isnan(data["ym"][j]) for j in ok)  # plain valid cells carry no mark
+    # colour and mark come from the code: the colour map's palette and the marker transform's list
+    cmap, marks = fig.renderers[0].glyph.fill_color.transform, fig.renderers[1].glyph.marker.transform
+    assert cmap.palette[codes["invalid"]] == plots.STATUS_COLORS["invalid"]
+    assert marks.args["markers"][codes["invalid"]] == "x" and marks.args["markers"][codes["valid"]] == ""
+    assert hover.formatters["@x"].args["groups"] == ["vLLM", "transformers CB cache"]
     app.state.param.update(frameworks=["vllm", "sglang"], disagreement=True)
     assert v.figure is fig and list(v.frames) == ["disagreement"]
     assert fig.tags == [[c, plots.DISAGREE_LABELS[k], plots.DISAGREE_MARKERS[k]] for k, c in plots.DISAGREE_COLORS.items()]
+    assert list(cmap.palette) == list(plots.DISAGREE_COLORS.values())
+    assert marks.args["markers"] == [plots.DISAGREE_MARKERS[k] for k in plots.DISAGREE_COLORS]
     app.state.disagreement = False
     assert v.figure is fig and fig.title.text == "Valid TP sizes"
     assert len(v._plots.objects) == 1
@@ -625,9 +638,12 @@ def test_window_and_tap_geometry():
     assert plots.tap_column(3.3, groups, tps) is None  # the gap between the groups
     for bad in (-0.1, 6.7, float("nan"), float("inf"), None, "x"):
         assert plots.tap_column(bad, groups, tps) is None
-    both = plots.concat_source_data([{"x": plots.tuple_array([("a", "1")]), "row": np.array([0])},
-                                     {"x": plots.tuple_array([("b", "1")]), "row": np.array([0])}])
-    assert list(both["x"]) == [("a", "1"), ("b", "1")] and both["row"].tolist() == [0, 0]
+    one = {"col": np.array([0, 1]), "y": np.array([-0.5, -0.5]), "row": np.array([0, 0]),
+           "ym": np.array([np.nan, -0.5]), "code": np.array([0, 3], dtype="uint8"), "info": np.array(["a", "b"], dtype=object)}
+    both = plots.concat_source_data([one, one], n_tp=2)
+    assert both["x"].tolist() == pytest.approx([0.5, 1.5, 3.1, 4.1]) and both["row"].tolist() == [0, 0, 0, 0]
+    assert [plots.tap_column(x, groups[:2], ["1", "2"]) for x in both["x"]] == [(0, "1"), (0, "2"), (1, "1"), (1, "2")]
+    assert plots.join_info(["a\x1eb", "c"]).split(plots.INFO_SEPARATOR) == ["a b", "c"]
 
 
 def test_a_control_change_relays_out_the_page_at_most_once():
@@ -639,8 +655,10 @@ def test_a_control_change_relays_out_the_page_at_most_once():
     app = DashboardApp()
     fig = app.validity.figure
     seen = []
+    ax = fig.xaxis[0]  # (a font change alters the axis's height: BokehJS then lays the figure out again)
     for model, attrs in ((fig, ("frame_width", "frame_height", "min_border_left", "visible")), (fig.x_range, ("factors",)),
-                         (fig.renderers[0].data_source, ("data",))):
+                         (fig.renderers[0].data_source, ("data",)),
+                         (ax, ("major_label_text_font_size", "group_text_font_size", "axis_label"))):
         for a in attrs:
             model.on_change(a, lambda attr, old, new, _m=type(model).__name__: seen.append((_m, attr)))
     for change in ({"frameworks": ["vllm", "sglang", "tensorrt-llm"]}, {"tp_sizes": [1, 2, 4, 8, 16, 24, 32, 64]},
@@ -652,8 +670,9 @@ def test_a_control_change_relays_out_the_page_at_most_once():
 
 
 def test_all_six_frameworks_keep_their_axis_labels_apart():
-    """Six frameworks x 10 TP sizes: narrow columns get smaller TP labels, and every group label fits its
-    group of columns (short labels for the two transformers checks)."""
+    """Six frameworks x 10 TP sizes: the TP labels keep one size however narrow the columns (so the x
+    axis keeps its height and a control change never re-lays the figure out), and every group label fits
+    its group of columns (short labels for the two transformers checks)."""
     from dashboard import plots
     from dashboard.app import DashboardApp
 
@@ -661,12 +680,13 @@ def test_all_six_frameworks_keep_their_axis_labels_apart():
     app.state.frameworks = list(schema.FRAMEWORKS)
     fig, v = app.validity.figure, app.validity
     geo = plots.heatmap_geometry(len(v._models), len(v._tps), 6, plots.ylabel_px(v._models))
-    assert geo["col"] < 26 and fig.xaxis[0].major_label_text_font_size == "10pt"
+    assert geo["col"] < 26 and fig.xaxis[0].major_label_text_font_size == plots.HEATMAP_TICK_SIZE
     pt = int(fig.xaxis[0].group_text_font_size.rstrip("pt"))
     assert all(len(g) * 0.75 * pt <= len(v._tps) * geo["col"] for g in v._groups), (v._groups, pt)
     assert "transformers TP" in v._groups and "transformers CB cache" in v._groups
     app.state.frameworks = ["vllm", "sglang"]
-    assert fig.xaxis[0].major_label_text_font_size == plots.TICK_SIZE and fig.xaxis[0].group_text_font_size == "15pt"
+    assert fig.xaxis[0].major_label_text_font_size == plots.HEATMAP_TICK_SIZE
+    assert fig.xaxis[0].group_text_font_size == "15pt"
 
 
 def test_selected_model_is_scrolled_into_view():

@@ -36,7 +36,10 @@ def notice_html(text: str, kind: str = "info") -> str:
 def bind_two_way(widget: pn.widgets.Widget, obj: param.Parameterized, pname: str,
                  to_widget: Callable[[Any], Any] = lambda v: v,
                  to_param: Callable[[Any], Any] = lambda v: v) -> None:
-    """Keep ``widget.value`` and ``obj.<pname>`` equal in both directions (with converters)."""
+    """Keep ``widget.value`` and ``obj.<pname>`` equal in both directions (with converters).
+
+    A widget change is applied under one document hold, so everything it changes (the heatmap, the
+    URL, the details) reaches the browser as one patch rather than one per view."""
     busy = {"on": False}
 
     def w2p(event):
@@ -45,7 +48,8 @@ def bind_two_way(widget: pn.widgets.Widget, obj: param.Parameterized, pname: str
         busy["on"] = True
         try:
             try:
-                setattr(obj, pname, to_param(event.new))
+                with pn.io.hold():
+                    setattr(obj, pname, to_param(event.new))
             except (ValueError, TypeError):
                 widget.value = to_widget(getattr(obj, pname))
         finally:

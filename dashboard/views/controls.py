@@ -11,12 +11,18 @@ from dashboard.views.common import bind_two_way, esc
 
 
 class _Immediate:
-    """Mixin for a Panel widget whose change reaches the server at once. Panel delays a widget's change by
-    50 ms (``Syncable._debounce``) to merge a burst of them, e.g. keystrokes; a click on a checkbox or a
-    pick in a list is one change, and the delay was a third of the time from a click to the repainted
-    heatmap (scripts/bench_ui.py). Panel's own Tabulator uses the same hook (``_priority_changes``)."""
+    """Mixin for a Panel widget whose change reaches the server's callbacks at once. Panel delays a
+    widget's change by 50 ms (``Syncable._debounce``) to merge a burst of them, e.g. keystrokes; a click
+    on a checkbox or a pick in a list is one change, and the delay was a third of the time from a click
+    to the repainted heatmap (scripts/bench_ui.py).
 
-    _priority_changes = ["active", "value"]
+    The change is handled 1 ms later rather than on the next tick (Panel's ``_priority_changes``, as its
+    Tabulator does): on the next tick the server is still writing its acknowledgement of the browser's
+    message and holds the websocket's write lock, so Panel holds back the resulting patch and retries
+    10 ms later (``panel.io.document._dispatch_msgs``); 1 ms later the lock is free and the patch goes
+    out as soon as it is made."""
+
+    _debounce = 1
 
 
 class CheckBoxGroup(_Immediate, pn.widgets.CheckBoxGroup):

@@ -77,7 +77,7 @@ def heatmap_cube(data: AppData, state: PlannerState, key: str) -> tuple:
             idx = pd.MultiIndex.from_arrays([want_m, want_t], names=["model_id", "tp"])
             frame = frame.drop_duplicates(["model_id", "tp"]).set_index(["model_id", "tp"]).reindex(idx).reset_index()
         frame = frame.reset_index(drop=True)
-        source = plots.heatmap_source_data(frame, colors, group=group_label(key, fws))
+        source = plots.heatmap_source_data(frame, colors, tps=[str(t) for t in tps])
         return frame, source, {m: i for i, m in enumerate(models)}, {t: i for i, t in enumerate(tps)}
 
     return data.memo(("heatmap-cube", key, fws, gkey), build)
@@ -95,6 +95,7 @@ def _cells(data: AppData, state: PlannerState, key: str, models: list[str], tps:
         idx = (mi[:, None] * len(tpos) + ti[None, :]).ravel()
         sub = frame.iloc[idx].reset_index(drop=True)
         src = {k: v[idx] for k, v in source.items()}
+        src["col"] = np.tile(np.arange(len(tps), dtype=np.int32), len(models))  # (position in the selection)
         row = np.repeat(np.arange(len(models), dtype=np.int32), len(tps))
         src["row"] = row
         src["y"] = -(row.astype("float64") + 0.5)
@@ -298,7 +299,8 @@ class ValidityView(pn.viewable.Viewer):
 
     def _window_data(self) -> dict:
         r0, r1 = self._window
-        return plots.concat_source_data([plots.window_data(self._sources[k], r0, r1) for k in self._keys])
+        return plots.concat_source_data([plots.window_data(self._sources[k], r0, r1) for k in self._keys],
+                                        n_tp=len(self._tps))
 
     def _on_scroll(self, attr, _old, new) -> None:
         """The model axis moved (the user scrolled): send the window of rows around the new view if the
@@ -318,7 +320,7 @@ class ValidityView(pn.viewable.Viewer):
             return
         self._window = plots.window_rows(lo, hi, n)
         with pn.io.hold():
-            self.figure.renderers[0].data_source.data = self._window_data()
+            plots.set_window(self.figure, self._window_data())
 
     def _make_pane(self, fig) -> pn.pane.Bokeh:
         from bokeh.events import Tap

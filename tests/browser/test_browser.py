@@ -284,6 +284,55 @@ def test_switching_framework_updates_heatmap(server, rpage):
     _assert_clean(rpage, server.url)
 
 
+#: Per cell of the heatmap, what BokehJS draws: the status code, the fill colour (RGBA packed in a uint32)
+#: and mark the colour map and marker transform give it, and whether the mark is drawn (``ym`` not NaN).
+CELLS_JS = """() => {
+  let v = null;
+  const walk = (view) => { if (!view || v) return; if (view.frame && view.model.name === 'tp-validity-heatmap') { v = view; return; }
+    for (const c of (view.child_views || [])) walk(c); };
+  for (const root of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(root);
+  const cells = v.renderer_views.get(v.model.renderers[0]).glyph, marks = v.renderer_views.get(v.model.renderers[1]).glyph;
+  const data = v.model.renderers[0].data_source.data, out = [];
+  for (let i = 0; i < data.code.length; i++)
+    out.push([data.code[i], cells.visuals.fill.fill_color.get(i), marks.marker.get(i), !Number.isNaN(data.ym[i])]);
+  return out;
+}"""
+
+
+def _rgba(hex_colour: str) -> int:
+    r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    return (r << 24 | g << 16 | b << 8 | 255) & 0xFFFFFFFF
+
+
+def test_cells_draw_their_status_colour_and_mark(server, rpage):
+    """The data source carries only a status code per cell: the browser must turn it into the status's
+    colour and mark (✕ refused, ○ KV replicated, + padded, – unknown; ◇ where frameworks disagree)."""
+    from dashboard import plots
+
+    page = _open(rpage, server.url + "?search=qwen,llama&frameworks=vllm,sglang,transformers-cb-cache")
+    for colors, markers in ((plots.STATUS_COLORS, plots.STATUS_MARKERS), (plots.DISAGREE_COLORS, plots.DISAGREE_MARKERS)):
+        if colors is plots.DISAGREE_COLORS:
+            page.locator(".tp-disagree input").click()
+            _wait_title(page, "Where frameworks disagree")
+        statuses = list(colors)
+        cells = page.evaluate(CELLS_JS)
+        deadline = time.monotonic() + 30
+        while any(int(c[1]) != _rgba(colors[statuses[int(c[0])]]) for c in cells) and time.monotonic() < deadline:
+            page.wait_for_timeout(100)  # (the palette arrives with the new data)
+            cells = page.evaluate(CELLS_JS)
+        assert cells, "no cells"
+        seen = set()
+        for code, fill, marker, drawn in cells:
+            status = statuses[int(code)]
+            seen.add(status)
+            assert int(fill) == _rgba(colors[status]), (status, fill)
+            assert drawn == bool(markers[status]), (status, drawn)
+            if markers[status]:
+                assert marker == markers[status], (status, marker)
+        assert ({"valid", "valid_replicated", "invalid"} if colors is plots.STATUS_COLORS else {"disagree"}) <= seen, seen
+    _assert_clean(rpage, server.url)
+
+
 def test_tap_cell_shows_details_and_layout(server, rpage, artifacts_dir):
     page = _open(rpage, server.url + "?search=Llama-3.1-8B,Qwen2.5-7B&frameworks=sglang")
     hm = _heatmap(page)
