@@ -19,6 +19,9 @@ query falls back to defaults and the page shows what was ignored.
 
 from __future__ import annotations
 
+import time
+from functools import partial
+
 import pandas as pd
 import panel as pn
 import param
@@ -45,6 +48,10 @@ body { font-family: var(--body-font); font-size: 16px; }
 """
 
 _STATE_PARAMS = [p for p in PlannerState.param if p != "name"]
+
+#: Delay (ms) from the last state change to the URL update in a served session
+#: (:meth:`DashboardApp._push_url`).
+URL_DELAY_MS = 400
 
 
 class DashboardApp(pn.viewable.Viewer):
@@ -97,6 +104,7 @@ class DashboardApp(pn.viewable.Viewer):
         state.param.watch(lambda e: setattr(self.tabs, "active", TABS.index(e.new)), "tab")
         # Tapping a cell or picking a row selects a model: the layout tab follows from the details link.
         self._sync_url = sync_url
+        self._url_pending, self._url_due = False, 0.0
         if sync_url:
             state.param.watch(self._push_url, _STATE_PARAMS)
             self._push_url()
@@ -150,13 +158,39 @@ class DashboardApp(pn.viewable.Viewer):
             self.notice_pane.visible = False
 
     def _push_url(self, *_):
+        """Mirror the state into the page's URL. In a served session the URL is written
+        :data:`URL_DELAY_MS` after the last change (a trailing debounce): the browser then rewrites its
+        history (``pushState``, a few ms of its main thread) while the user looks at the repainted
+        heatmap rather than before it is painted, and a burst of clicks makes one history entry. The
+        report's link (``export.link``) follows at once."""
+        self.export.link = self.state.query_string()
+        doc = pn.state.curdoc
+        if doc is None or doc.session_context is None:
+            self._write_url()
+            return
+        self._url_due = time.monotonic() + URL_DELAY_MS / 1000
+        if not self._url_pending:
+            self._url_pending = True
+            doc.add_timeout_callback(partial(self._flush_url, doc), URL_DELAY_MS)
+
+    def _flush_url(self, doc) -> None:
+        from panel.io.state import set_curdoc
+
+        wait = self._url_due - time.monotonic()
+        if wait > 0.002:  # changed again meanwhile: wait for the rest of the delay
+            doc.add_timeout_callback(partial(self._flush_url, doc), int(wait * 1000) + 1)
+            return
+        self._url_pending = False
+        with set_curdoc(doc):
+            self._write_url()
+
+    def _write_url(self) -> None:
         loc = pn.state.location
         if loc is None:
             return
         qs = self.state.query_string()
         if loc.search != qs:
             loc.search = qs
-        self.export.link = qs
 
     # -------------------------------------------------------------------------------------------
     def sidebar(self) -> pn.Column:
