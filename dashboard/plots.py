@@ -240,17 +240,19 @@ _COLUMN_JS = (
     " return (k >= 0 && k < tps.length) ? String(tps[k]) : '';"
 )
 
-#: Separator of the cells' hover texts in the info formatter's one string (ASCII record separator; the
-#: texts never contain it: :func:`join_info` replaces it).
+#: Separator of the hover texts in the info formatter's one string (ASCII record separator; the texts
+#: never contain it: :func:`browser_data` replaces it).
 INFO_SEPARATOR = "\x1e"
 
-#: Hover formatter body: the details of the hovered cell, the ``special_vars.index``-th of the texts
-#: joined in ``info`` (one string rather than a column of strings: a string column costs the server
-#: and the browser per-element work on every change; splitting happens only when a cell is hovered).
+#: Hover formatter body: the details of the hovered cell, text number ``value`` (the cell's ``info``
+#: column) of the distinct texts joined in ``texts``. One string of distinct texts plus a number per cell
+#: rather than a column of strings: a string column costs the server and the browser per-element work
+#: on every change, and the window's ~1,000 cells have a few hundred distinct texts. The split is cached
+#: until the texts change.
 _INFO_JS = (
     "const c = globalThis.__tpHeatmapInfo || (globalThis.__tpHeatmapInfo = {s: null, parts: []});"
-    " if (c.s !== info) { c.s = info; c.parts = String(info).split(sep); }"
-    " const t = c.parts[special_vars.index]; return t === undefined ? '' : t;"
+    " if (c.s !== texts) { c.s = texts; c.parts = String(texts).split(sep); }"
+    " const t = c.parts[value]; return t === undefined ? '' : t;"
 )
 
 #: Marker transform body: the mark of each cell's status code (``markers`` indexed by code). (``xs`` is a
@@ -370,14 +372,14 @@ def tap_column(x: float, groups: Sequence[str], tps: Sequence[str]) -> tuple[int
 
 
 #: Hover text of a cell. ``@y{model}`` is the model id of the cell's row, ``@x{group}`` / ``@x{tp}`` the
-#: column group and TP size of its column, ``@row{info}`` its details: each is a formatter holding the
+#: column group and TP size of its column, ``@info{text}`` its details: each is a formatter holding the
 #: strings (:data:`_ROW_NAME_JS`, :data:`_COLUMN_JS`, :data:`_INFO_JS`), so the data source carries only
 #: numbers. Bokeh HTML-escapes every value, formatted or not.
 VALIDITY_TOOLTIP = """
 <div style="max-width:520px;font-size:14px;line-height:1.35">
 <div><b>@y{model}</b></div>
 <div>@x{group} &middot; TP = <b>@x{tp}</b></div>
-<div style="white-space:pre-wrap;margin-top:2px">@row{info}</div>
+<div style="white-space:pre-wrap;margin-top:2px">@info{text}</div>
 </div>"""
 
 DISAGREE_TOOLTIP = VALIDITY_TOOLTIP
@@ -411,10 +413,11 @@ def _markers_for(colors: dict[str, str], markers: dict[str, str] | None) -> dict
 #: strings costs the server and the browser per-element work on every change): ``x`` (the cell's centre
 #: on the nested factor axis: column ``k`` of group ``g`` is at ``g * (n_tp + GROUP_PADDING) + k +
 #: 0.5``), ``y`` (the row centre ``-(row + 0.5)``, row 0 on top), ``row`` (the model's row index: the
-#: server sends a window of rows), ``ym`` (``y``, or NaN where the status has no mark) and ``code`` (the
-#: status's position in the colour map: the cell's colour and mark are looked up from it). The hover
-#: texts travel as one string in the info formatter (:func:`join_info`).
-SOURCE_COLUMNS = ("x", "y", "row", "ym", "code")
+#: server sends a window of rows), ``ym`` (``y``, or NaN where the status has no mark), ``code`` (the
+#: status's position in the colour map: the cell's colour and mark are looked up from it) and ``info``
+#: (the number of the cell's hover text among the distinct texts the info formatter holds:
+#: :func:`browser_data`).
+SOURCE_COLUMNS = ("x", "y", "row", "ym", "code", "info")
 
 
 def _num(values: pd.Series) -> np.ndarray:
@@ -512,8 +515,8 @@ def column_x(group: int, col, n_tp: int) -> np.ndarray:
 def concat_source_data(parts: Sequence[dict], n_tp: int | None = None) -> dict[str, np.ndarray]:
     """Column groups side by side: the :func:`heatmap_source_data` / :func:`window_data` outputs of each
     group, left to right, concatenated, with ``x`` (:func:`column_x` of each group's ``col``; ``n_tp``
-    defaults to the largest ``col`` + 1). Returns :data:`SOURCE_COLUMNS` plus ``info`` (object array of
-    hover texts, for :func:`join_info`)."""
+    defaults to the largest ``col`` + 1). Returns :data:`SOURCE_COLUMNS`, ``info`` being the hover texts
+    (object array; :func:`browser_data` makes the browser's columns)."""
     parts = [p for p in parts if p is not None]
     if not parts:
         out = {c: np.empty(0, dtype="float64") for c in SOURCE_COLUMNS}
@@ -528,15 +531,40 @@ def concat_source_data(parts: Sequence[dict], n_tp: int | None = None) -> dict[s
     return out
 
 
-def join_info(info) -> str:
-    """The hover texts of the cells in data-source order as the info formatter's one string (texts
-    separated by :data:`INFO_SEPARATOR`, which is removed from the texts)."""
-    return INFO_SEPARATOR.join(str(t).replace(INFO_SEPARATOR, " ") for t in info)
+def browser_data(source_data: dict) -> tuple[dict[str, np.ndarray], str]:
+    """What the browser gets of :func:`concat_source_data` output: the data-source columns
+    (:data:`SOURCE_COLUMNS`, ``info`` replaced by the number of the cell's text among the distinct
+    texts) and those distinct texts as one string (separated by :data:`INFO_SEPARATOR`, which is
+    removed from the texts), for the hover's info formatter."""
+    codes, texts = pd.factorize(pd.Series(source_data["info"], dtype=object).fillna(""), sort=False)
+    cols = {c: source_data[c] for c in SOURCE_COLUMNS if c != "info"}
+    cols["info"] = codes.astype("int32")
+    joined = INFO_SEPARATOR.join(str(t).replace(INFO_SEPARATOR, " ") for t in texts)
+    return cols, joined
 
 
-def browser_columns(source_data: dict) -> dict[str, np.ndarray]:
-    """The data-source columns of :func:`concat_source_data` output (:data:`SOURCE_COLUMNS` only)."""
-    return {c: source_data[c] for c in SOURCE_COLUMNS}
+def hover_texts(fig) -> list[str]:
+    """The hover text of each cell in a :func:`heatmap_figure`'s data source, in its order (tests,
+    exports)."""
+    from bokeh.models import HoverTool
+
+    tool = next(t for t in fig.toolbar.tools if isinstance(t, HoverTool))
+    texts = str(tool.formatters["@info"].args["texts"]).split(INFO_SEPARATOR)
+    return [texts[int(i)] for i in fig.renderers[0].data_source.data["info"]]
+
+
+def _set_data(fig, source_data: dict) -> None:
+    """Put :func:`concat_source_data` output in a :func:`heatmap_figure`: its data source and the hover's
+    texts."""
+    from bokeh.models import HoverTool
+
+    cols, joined = browser_data(source_data)
+    for tool in fig.toolbar.tools:  # (not fig.select: that walks every model of the figure)
+        if isinstance(tool, HoverTool) and tool.formatters.get("@info") is not None:
+            fmt = tool.formatters["@info"]
+            if fmt.args.get("texts") != joined:
+                fmt.args = {"texts": joined, "sep": INFO_SEPARATOR}
+    fig.renderers[0].data_source.data = cols
 
 
 def _color_map(colors: Mapping[str, str]) -> dict:
@@ -627,7 +655,8 @@ def heatmap_figure(
     if source_data is None:
         source_data = concat_source_data([heatmap_source_data(f, colors, markers, tps=tps) for f in frames.values()],
                                          n_tp=len(tps))
-    source = ColumnDataSource(data=browser_columns(source_data), name="tp-cells")
+    cols, texts = browser_data(source_data)
+    source = ColumnDataSource(data=cols, name="tp-cells")
     if y_range is None:
         y_range = heatmap_y_range(len(models), geo["rows"])
     fig = figure(
@@ -661,7 +690,7 @@ def heatmap_figure(
     fig.add_tools(HoverTool(tooltips=tooltip, renderers=[cells], attachment="right", formatters={
         "@y": CustomJSHover(args={"names": models}, code=_ROW_NAME_JS),
         "@x": CustomJSHover(args=_column_args(groups, tps), code=_COLUMN_JS),
-        "@row": CustomJSHover(args={"info": join_info(source_data["info"]), "sep": INFO_SEPARATOR}, code=_INFO_JS),
+        "@info": CustomJSHover(args={"texts": texts, "sep": INFO_SEPARATOR}, code=_INFO_JS),
     }))
     # Rows beyond the window scroll (wheel or drag; the y range is bounded to the rows, so this is a no-op
     # when every row is shown).
@@ -808,9 +837,6 @@ def update_heatmap(
             args = _column_args(groups, tps)
             if fmt is not None and dict(fmt.args) != args:
                 fmt.args = args
-            fmt = tool.formatters.get("@row")
-            if fmt is not None:
-                fmt.args = {"info": join_info(source_data["info"]), "sep": INFO_SEPARATOR}
     cells, marks = fig.renderers[0].glyph, fig.renderers[1].glyph
     cmap, want = cells.fill_color.transform, _color_map(colors)
     if list(cmap.palette) != want["palette"] or (cmap.low, cmap.high) != (want["low"], want["high"]):
@@ -821,18 +847,13 @@ def update_heatmap(
     tags = legend_items(colors, labels, markers)
     if fig.tags != tags:
         fig.tags = tags
-    fig.renderers[0].data_source.data = browser_columns(source_data)
+    _set_data(fig, source_data)
 
 
 def set_window(fig, source_data: dict) -> None:
     """Show the cells of another window of rows (:func:`concat_source_data` output) in a
     :func:`heatmap_figure`: its data and the hover texts."""
-    from bokeh.models import HoverTool
-
-    for tool in fig.toolbar.tools:
-        if isinstance(tool, HoverTool) and tool.formatters.get("@row") is not None:
-            tool.formatters["@row"].args = {"info": join_info(source_data["info"]), "sep": INFO_SEPARATOR}
-    fig.renderers[0].data_source.data = browser_columns(source_data)
+    _set_data(fig, source_data)
 
 
 def set_selected_cell(fig, x: tuple[str, str] | None = None, row: int | None = None) -> None:

@@ -515,8 +515,10 @@ def test_control_changes_update_the_heatmaps_in_place(app):
     # column group 1 ("transformers CB cache"), TP 24 (the 5th TP size)
     i = [j for j in range(len(data["x"])) if data["x"][j] == plots.column_x(1, 4, 5) and data["row"][j] == row][0]
     hover = next(t for t in fig.toolbar.tools if isinstance(t, HoverTool))
-    info = hover.formatters["@row"].args["info"].split(plots.INFO_SEPARATOR)
+    info = plots.hover_texts(fig)
     assert len(info) == len(data["x"])
+    texts = hover.formatters["@info"].args["texts"].split(plots.INFO_SEPARATOR)
+    assert len(set(texts)) == len(texts) < len(info)  # each distinct text once
     # the hover text of a cell: verdict, heads per rank and the failing messages;
     # refused: the verdict and the failing messages, no made-up per-rank head counts
     assert info[i].startswith("invalid (refused)\n") and "24" in info[i]
@@ -643,7 +645,9 @@ def test_window_and_tap_geometry():
     both = plots.concat_source_data([one, one], n_tp=2)
     assert both["x"].tolist() == pytest.approx([0.5, 1.5, 3.1, 4.1]) and both["row"].tolist() == [0, 0, 0, 0]
     assert [plots.tap_column(x, groups[:2], ["1", "2"]) for x in both["x"]] == [(0, "1"), (0, "2"), (1, "1"), (1, "2")]
-    assert plots.join_info(["a\x1eb", "c"]).split(plots.INFO_SEPARATOR) == ["a b", "c"]
+    cols, texts = plots.browser_data({**both, "info": np.array(["a\x1eb", "c", "a\x1eb", None], dtype=object)})
+    assert texts.split(plots.INFO_SEPARATOR) == ["a b", "c", ""] and cols["info"].tolist() == [0, 1, 0, 2]
+    assert set(cols) == set(plots.SOURCE_COLUMNS) and all(np.asarray(v).dtype.kind in "fiu" for v in cols.values())
 
 
 def test_a_control_change_relays_out_the_page_at_most_once():

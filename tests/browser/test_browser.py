@@ -440,6 +440,7 @@ def test_hostile_model_id_renders_as_text(hostile_server, rpage, artifacts_dir):
     tip.wait_for(state="visible", timeout=30_000)
     text = tip.inner_text()
     assert HOSTILE in text and "SGLang · TP = 2" in text, text
+    assert "valid" in text or "unknown" in text, text  # the cell's verdict and details (the info formatter)
     assert page.locator('img[src="x"]').count() == 0
     page.screenshot(path=str(artifacts_dir / "screenshot-hostile-tooltip.png"))
     page.mouse.move(0, 0)
