@@ -292,14 +292,19 @@ def heatmap_units(n_groups: int, n_tp: int) -> float:
 
 
 def heatmap_geometry(n_models: int, n_tp: int, n_groups: int, label_px: int,
-                     budget: int = HEATMAP_BUDGET_PX, visible_rows: int | None = VISIBLE_ROWS) -> dict[str, int]:
+                     budget: int = HEATMAP_BUDGET_PX, visible_rows: int | None = VISIBLE_ROWS,
+                     keep_width: int | None = None) -> dict[str, int]:
     """Sizes (pixels) of the validity heatmap: ``n_groups`` column groups (frameworks) of ``n_tp`` TP
     columns, ``n_models`` rows, model names ``label_px`` wide.
 
     The frame takes the ``budget`` left by the names whenever its columns then stay between
     :data:`MIN_COL_PX` and :data:`MAX_COL_PX` wide, so its width does not change when a framework or TP
-    size is added or removed; otherwise it is as wide as that many columns of the nearest bound. At most
-    ``visible_rows`` rows are shown at once (``None``: every row; a static figure for a notebook).
+    size is added or removed; otherwise it is as wide as that many columns of the nearest bound.
+    ``keep_width`` (the frame width shown now) is kept instead of a narrower width when the columns then
+    stay within those bounds: a heatmap that widened for more columns does not shrink back when they
+    are removed again, so the page keeps its layout while frameworks are ticked on and off (each change
+    of the figure's size costs the browser a re-layout of the whole page). At most ``visible_rows`` rows
+    are shown at once (``None``: every row; a static figure for a notebook).
     Returns ``col`` (TP column width, float), ``row`` (row height), ``rows`` (rows shown), ``label_px``,
     ``frame_width``, ``frame_height``, ``width`` and ``height`` (the whole figure, approximately).
     """
@@ -311,6 +316,8 @@ def heatmap_geometry(n_models: int, n_tp: int, n_groups: int, label_px: int,
         frame_width = int(round(units * MIN_COL_PX))
     else:
         frame_width = frame_budget
+    if keep_width is not None and frame_width < int(keep_width) <= units * MAX_COL_PX:
+        frame_width = int(keep_width)
     rows = max(n_models, 1) if visible_rows is None else max(1, min(n_models, visible_rows))
     return {
         "col": frame_width / units,

@@ -673,6 +673,30 @@ def test_a_control_change_relays_out_the_page_at_most_once():
     assert fig.syncable is False and fig.x_range.syncable is False and fig.y_range.syncable is True
 
 
+def test_heatmap_keeps_its_width_while_frameworks_are_ticked_on_and_off():
+    """A heatmap that widened for a fourth framework does not shrink back when it is ticked off (each size
+    change costs the browser a re-layout of the whole page); a new set of models starts afresh."""
+    from dashboard import plots
+    from dashboard.app import DashboardApp
+
+    app = DashboardApp()
+    v = app.validity
+    app.state.tp_sizes = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64]
+    base = v.figure.frame_width
+    app.state.frameworks = ["vllm", "sglang", "tensorrt-llm", "transformers-native-tp"]
+    wide = v.figure.frame_width
+    assert wide > base and wide == round(plots.heatmap_units(4, 11) * plots.MIN_COL_PX)
+    for fws in (["vllm", "sglang", "tensorrt-llm"], ["vllm", "sglang"], ["vllm", "sglang", "tensorrt-llm", "transformers-native-tp"]):
+        app.state.frameworks = fws
+        assert v.figure.frame_width == wide, fws
+        assert plots.MIN_COL_PX <= wide / plots.heatmap_units(len(fws), 11) <= plots.MAX_COL_PX
+    app.state.frameworks = ["vllm"]  # one group of 11 columns at that width would be too wide a column
+    assert v.figure.frame_width < wide
+    app.state.frameworks = ["vllm", "sglang"]
+    app.state.search = "qwen"
+    assert v.figure.frame_width == plots.heatmap_geometry(len(v._models), 11, 2, plots.ylabel_px(v._models))["frame_width"]
+
+
 def test_all_six_frameworks_keep_their_axis_labels_apart():
     """Six frameworks x 10 TP sizes: the TP labels keep one size however narrow the columns (so the x
     axis keeps its height and a control change never re-lays the figure out), and every group label fits

@@ -209,7 +209,9 @@ class ValidityView(pn.viewable.Viewer):
         self.frames, self._sources, self._keys = frames, sources, keys
         self._groups = [group_label(k, tuple(s.frameworks)) for k in keys]
         self._tps = [str(t) for t in tps]
-        geo = plots.heatmap_geometry(len(models), len(tps), len(keys), plots.ylabel_px(models))
+        label_px = plots.ylabel_px(models)
+        keep = self.figure.frame_width if (self.figure is not None and same_models) else None
+        geo = plots.heatmap_geometry(len(models), len(tps), len(keys), label_px, keep_width=keep)
         if self._y_range is None:
             self._y_range = plots.heatmap_y_range(len(models), geo["rows"])
             self._y_range.on_change("start", self._on_scroll)
