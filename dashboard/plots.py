@@ -189,9 +189,10 @@ def heatmap_frame(grid: pd.DataFrame, framework: str, models: Sequence[str], tp_
 #: details column excluded). The cells share it: their width is the same after most control changes, so
 #: the browser re-lays out nothing but the cells (see :func:`heatmap_geometry`).
 HEATMAP_BUDGET_PX = 1086
-#: Narrowest TP column (pixels): two-digit TP labels in 12 pt stay apart. When the
-#: columns need more room than the budget, the heatmap grows and its area scrolls sideways.
-MIN_COL_PX = 20
+#: Narrowest TP column (pixels): a two-digit TP label in :data:`HEATMAP_TICK_SIZE` (18.6 px in Chromium's
+#: default sans-serif on Debian) keeps a gap of ~4 px to the next. When the columns need more room than
+#: the budget, the heatmap grows and its area scrolls sideways.
+MIN_COL_PX = 23
 #: Widest TP column (pixels): with few columns the heatmap narrows instead of stretching its cells.
 MAX_COL_PX = 56
 #: Gap between two frameworks' column groups, in TP columns.
@@ -278,6 +279,23 @@ _ROWS_LABEL_JS = (
 )
 
 
+#: CustomJS body on the y range's ``end``: 150 ms after the view stops moving (wheel or drag), move it to
+#: the nearest whole row, so no row is left cut in half at the top or bottom. (Not at every step: a
+#: trackpad's small wheel steps would each be rounded back to where they started.)
+_SNAP_ROWS_JS = (
+    "const r = cb_obj; clearTimeout(r.__tpSnap);"
+    " r.__tpSnap = setTimeout(() => { const e = Math.round(r.end), n = Math.round(r.end - r.start);"
+    " if (Math.abs(e - r.end) > 1e-6) r.setv({start: e - n, end: e}); }, 150);"
+)
+
+
+#: CustomJS body: hide the tooltips of HoverTool ``hover`` (BokehJS's own ``_clear`` of its view).
+_HIDE_TOOLTIP_JS = (
+    "const idx = globalThis.Bokeh && Bokeh.index; const views = idx && idx.find ? idx.find(hover) : [];"
+    " for (const v of views) if (v && typeof v._clear === 'function') v._clear();"
+)
+
+
 def ylabel_px(models: Sequence[str]) -> int:
     """Width in pixels of the y-axis labels of ``models`` (after :func:`short_label`)."""
     chars = min(max((len(str(m)) for m in models), default=8), MAX_LABEL_CHARS)  # len(short_label(m))
@@ -313,7 +331,7 @@ def heatmap_geometry(n_models: int, n_tp: int, n_groups: int, label_px: int,
     if frame_budget > units * MAX_COL_PX:
         frame_width = int(round(units * MAX_COL_PX))
     elif frame_budget < units * MIN_COL_PX:
-        frame_width = int(round(units * MIN_COL_PX))
+        frame_width = int(math.ceil(units * MIN_COL_PX))
     else:
         frame_width = frame_budget
     if keep_width is not None and frame_width < int(keep_width) <= units * MAX_COL_PX:
@@ -331,8 +349,8 @@ def heatmap_geometry(n_models: int, n_tp: int, n_groups: int, label_px: int,
     }
 
 
-#: Font of the validity heatmap's TP-size labels, whatever the column width: the largest TP label ("64")
-#: is ~16 px wide at 11 pt, inside the narrowest column (:data:`MIN_COL_PX`). One size for every column
+#: Font of the validity heatmap's TP-size labels, whatever the column width: a two-digit TP label is
+#: 18.6 px wide at 11 pt, inside the narrowest column (:data:`MIN_COL_PX`). One size for every column
 #: width keeps the x axis's height constant, so ticking a framework or a TP size on or off does not make
 #: BokehJS lay the whole figure out again (measured with ``scripts/bench_ui.py``: ~35 ms a change).
 HEATMAP_TICK_SIZE = "11pt"
@@ -694,7 +712,8 @@ def heatmap_figure(
     fig.add_glyph(source, mark)
     sel = Rect(x="x", y="y", width=1, height=1, fill_color=None, line_color=MARK_COLOR, line_width=4)
     fig.add_glyph(ColumnDataSource(data=_empty_selection(), name="tp-selected"), sel)
-    fig.add_tools(HoverTool(tooltips=tooltip, renderers=[cells], attachment="right", formatters={
+    # attachment "horizontal": right of the pointer, or left of it near the right edge of the screen.
+    fig.add_tools(HoverTool(tooltips=tooltip, renderers=[cells], attachment="horizontal", formatters={
         "@y": CustomJSHover(args={"names": models}, code=_ROW_NAME_JS),
         "@x": CustomJSHover(args=_column_args(groups, tps), code=_COLUMN_JS),
         "@info": CustomJSHover(args={"texts": texts, "sep": INFO_SEPARATOR}, code=_INFO_JS),
@@ -749,12 +768,20 @@ def heatmap_figure(
     yaxis.axis_label = rows_label(y_range.start, y_range.end, len(models))
     yaxis.tags = [len(models)]
     y_range.js_on_change("start", CustomJS(args={"ax": yaxis}, code=_ROWS_LABEL_JS))
+    y_range.js_on_change("end", CustomJS(code=_SNAP_ROWS_JS))
+    # A scroll moves other cells under a still pointer: hide the tooltip (the next pointer move shows the
+    # cell now under it) rather than leave the previous cell's verdict on screen.
+    hover = next(t for t in fig.toolbar.tools if isinstance(t, HoverTool))
+    y_range.js_on_change("start", CustomJS(args={"hover": hover}, code=_HIDE_TOOLTIP_JS))
     # No legend inside the figure: the page shows one legend above the heatmap, and the PNG export
     # (dashboard.views.export.PNG_EXPORT_JS) draws these (colour, label, marker) under the image.
     fig.tags = legend_items(colors, labels, markers)
     # Never narrower than its frame: in a flex row a figure would otherwise be squeezed to a few px per
     # column on a narrow screen; the heatmap area scrolls sideways instead.
     fig.styles = {"flex": "none"}
+    # A fixed outer width too: with only frame_width set, BokehJS sizes the figure to its container and
+    # shrinks the frame to fit, squeezing the columns below MIN_COL_PX when many frameworks are shown.
+    fig.width, fig.width_policy = geo["width"], "fixed"
     return fig
 
 
@@ -811,9 +838,9 @@ def update_heatmap(
     factors = heatmap_factors(groups, tps)
     if [tuple(f) for f in fig.x_range.factors] != factors:
         fig.x_range.factors = factors
-    for attr in ("frame_width", "frame_height"):
-        if getattr(fig, attr) != geometry[attr]:
-            setattr(fig, attr, geometry[attr])
+    for attr, key in (("frame_width", "frame_width"), ("frame_height", "frame_height"), ("width", "width")):
+        if getattr(fig, attr) != geometry[key]:
+            setattr(fig, attr, geometry[key])
     fonts = axis_fonts(groups, len(tps), geometry["col"])
     top = fig.xaxis[0]
     if top.group_text_font_size != fonts["group"]:

@@ -8,6 +8,7 @@ small catalog of records made with :func:`dashboard.catalog.normalize_config`.
 from __future__ import annotations
 
 import io
+import math
 
 import holoviews as hv
 import numpy as np
@@ -120,8 +121,9 @@ def test_side_by_side_heatmaps_fit_a_1920px_page():
     geo = plots.heatmap_geometry(130, 10, 2, label)
     assert geo["width"] <= plots.HEATMAP_BUDGET_PX and geo["col"] >= 30
     assert geo["rows"] == plots.VISIBLE_ROWS and geo["frame_height"] == plots.VISIBLE_ROWS * plots.ROW_PX
-    for n_tp, n_fw in ((11, 2), (10, 3), (11, 3), (9, 2)):
+    for n_tp, n_fw in ((11, 2), (10, 3), (9, 2), (12, 2)):
         assert plots.heatmap_geometry(130, n_tp, n_fw, label)["frame_width"] == geo["frame_width"], (n_tp, n_fw)
+    assert plots.heatmap_geometry(130, 11, 3, label)["col"] == pytest.approx(plots.MIN_COL_PX, abs=0.05)  # (grows)
     many = plots.heatmap_geometry(130, 17, 6, label)
     assert many["col"] == pytest.approx(plots.MIN_COL_PX) and many["frame_width"] > geo["frame_width"]
     few = plots.heatmap_geometry(3, 2, 1, label)
@@ -660,7 +662,7 @@ def test_a_control_change_relays_out_the_page_at_most_once():
     fig = app.validity.figure
     seen = []
     ax = fig.xaxis[0]  # (a font change alters the axis's height: BokehJS then lays the figure out again)
-    for model, attrs in ((fig, ("frame_width", "frame_height", "min_border_left", "visible")), (fig.x_range, ("factors",)),
+    for model, attrs in ((fig, ("frame_width", "frame_height", "width", "min_border_left", "visible")), (fig.x_range, ("factors",)),
                          (fig.renderers[0].data_source, ("data",)),
                          (ax, ("major_label_text_font_size", "group_text_font_size", "axis_label"))):
         for a in attrs:
@@ -685,7 +687,7 @@ def test_heatmap_keeps_its_width_while_frameworks_are_ticked_on_and_off():
     base = v.figure.frame_width
     app.state.frameworks = ["vllm", "sglang", "tensorrt-llm", "transformers-native-tp"]
     wide = v.figure.frame_width
-    assert wide > base and wide == round(plots.heatmap_units(4, 11) * plots.MIN_COL_PX)
+    assert wide > base and wide == math.ceil(plots.heatmap_units(4, 11) * plots.MIN_COL_PX)
     for fws in (["vllm", "sglang", "tensorrt-llm"], ["vllm", "sglang"], ["vllm", "sglang", "tensorrt-llm", "transformers-native-tp"]):
         app.state.frameworks = fws
         assert v.figure.frame_width == wide, fws

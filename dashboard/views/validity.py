@@ -295,9 +295,18 @@ class ValidityView(pn.viewable.Viewer):
             return
         new_top = max(0, min(n - rows, row - rows // 3))
         with pn.io.hold():
-            self._y_range.update(start=-float(new_top + rows), end=-float(new_top))
+            self._scrolling = True  # (our own move: the window is loaded just below)
+            try:
+                self._y_range.update(start=-float(new_top + rows), end=-float(new_top))
+            finally:
+                self._scrolling = False
             # (the browser updates this title itself when the user scrolls; this move is the server's)
             self.figure.yaxis[0].axis_label = plots.rows_label(self._y_range.start, self._y_range.end, n)
+            # Load the rows now in view. (Not left to _on_scroll: in a served session Panel sends the
+            # changes made under a hold straight to the browser, and Bokeh never calls the range's
+            # Python on_change callbacks for them.)
+            self._window = plots.window_rows(self._y_range.start, self._y_range.end, n)
+            plots.set_window(self.figure, self._window_data())
 
     def _window_data(self) -> dict:
         r0, r1 = self._window

@@ -11,6 +11,8 @@ tests/artifacts/.
 
 from __future__ import annotations
 
+import math
+
 import time
 import urllib.parse
 
@@ -250,6 +252,56 @@ def test_heatmap_scrolls_and_loads_the_rows_in_view(server, rpage, artifacts_dir
     assert row >= rows, _brief(hm)
     _tap_cell(page, "SGLang", names[row], "2")
     expect(page.locator(".tp-details-model")).to_have_text(names[row], timeout=30_000)
+    _assert_clean(rpage, server.url)
+
+
+def _row_at(hm: dict, page_y: float) -> int:
+    """The model row under page coordinate ``page_y`` of the heatmap's frame."""
+    data_y = hm["end"] - (page_y - hm["y"]) / hm["h"] * (hm["end"] - hm["start"])
+    return int(math.floor(-data_y))
+
+
+def test_tooltip_never_shows_another_cell_after_a_scroll(server, rpage):
+    """Wheel scrolling under a still pointer moves other cells under it: the tooltip must not keep
+    describing the cell it was opened on (it hides; the next pointer move shows the cell now there), and
+    the view stops on whole rows."""
+    page = _open(rpage, server.url)
+    hm = _heatmap(page)
+    x, y = _cell_point(hm, "vLLM", "8", hm["names"][5])
+    page.mouse.move(x, y)
+    tip = page.locator(".bk-Tooltip .bk-tooltip-content").first
+    tip.wait_for(state="visible", timeout=30_000)
+    assert tip.inner_text().splitlines()[0] == hm["names"][5]
+    for _ in range(3):
+        page.mouse.wheel(0, 120)
+        page.wait_for_timeout(600)
+        hm = _heatmap(page)
+        under = hm["names"][_row_at(hm, y)]
+        if page.locator(".bk-Tooltip").first.is_visible():
+            assert tip.inner_text().splitlines()[0] == under, (tip.inner_text(), under)
+    assert hm["end"] == round(hm["end"]) and hm["start"] == round(hm["start"]), _brief(hm)  # whole rows
+    _wait_heatmap(page, lambda h: _row_at(h, y) in h["rows"], "the rows in view loaded")
+    page.mouse.move(x + 1, y)
+    tip.wait_for(state="visible", timeout=30_000)
+    hm = _heatmap(page)
+    assert tip.inner_text().splitlines()[0] == hm["names"][_row_at(hm, y)]
+    _assert_clean(rpage, server.url)
+
+
+def test_picking_a_model_scrolls_its_row_into_view_with_its_cells(server, rpage):
+    """The "Selected model" box: picking a model far down the list scrolls the heatmap to its row, and
+    the browser gets that window's cells (the server moves the range itself, under a document hold)."""
+    page = _open(rpage, server.url)
+    hm = _heatmap(page)
+    target = hm["names"][-3]
+    box = page.locator(".tp-model-picker input").first
+    box.click()
+    box.press_sequentially(target[-12:], delay=30)  # (typed: the menu follows key presses)
+    page.locator(".bk-menu div", has_text=target).first.click()
+    row = hm["names"].index(target)
+    hm = _wait_heatmap(page, lambda h: h["start"] < -(row + 0.5) < h["end"] and row in h["rows"],
+                       f"row {row} ({target}) in view with its cells")
+    assert all(r in hm["rows"] for r in _visible_rows(hm)), _brief(hm)  # every row in view has its cells
     _assert_clean(rpage, server.url)
 
 
