@@ -49,6 +49,21 @@ body { font-family: var(--body-font); font-size: 16px; }
 
 _STATE_PARAMS = [p for p in PlannerState.param if p != "name"]
 
+#: Page script (``document_ready``): on Back / Forward, tell the Location model the new address silently
+#: and report it to the server through ``sink`` (a hidden Div: query string, NUL, a counter).
+_POPSTATE_JS = """
+let n = 0;
+window.addEventListener("popstate", () => {
+  for (const m of sink.document.all_models) {
+    if (String(m.type || "").endsWith("Location")) {
+      m.setv({search: window.location.search, href: window.location.href}, {silent: true});
+    }
+  }
+  n += 1;
+  sink.text = window.location.search + "\\u0000" + n;
+});
+"""
+
 #: Delay (ms) from the last state change to the URL update in a served session
 #: (:meth:`DashboardApp._push_url`).
 URL_DELAY_MS = 400
@@ -105,9 +120,18 @@ class DashboardApp(pn.viewable.Viewer):
         # Tapping a cell or picking a row selects a model: the layout tab follows from the details link.
         self._sync_url = sync_url
         self._url_pending, self._url_due = False, 0.0
+        self._history_sink = None
         if sync_url:
             state.param.watch(self._push_url, _STATE_PARAMS)
-            self._push_url()
+            doc = pn.state.curdoc
+            if doc is not None and doc.session_context is not None:
+                # Once the page has loaded (before that the browser's Location reports the address it
+                # was opened with, which would undo this): the address bar shows the view's canonical
+                # link, without the values the notice says were ignored.
+                pn.state.onload(self._push_url)
+                self._follow_history(doc)
+            else:
+                self._push_url()
 
     # -------------------------------------------------------------------------------------------
     _VIEW_CLASSES = {"validity": ValidityView, "layout": LayoutView, "memory": MemoryView, "catalog": CatalogView}
@@ -184,6 +208,35 @@ class DashboardApp(pn.viewable.Viewer):
         with set_curdoc(doc):
             self._write_url()
 
+    def _follow_history(self, doc) -> None:
+        """Make the browser's Back / Forward buttons show the view of the link they go to.
+
+        Panel's ``Location`` pushes a history entry for every URL the server writes but ignores
+        ``popstate``. A listener installed when the page is ready reports the address Back or Forward
+        went to through a hidden ``Div`` of this document (``text`` = query string + a counter). The
+        Location model is told the new address silently, so the server's next URL write for the same
+        view does not push a duplicate entry (which would erase the Forward history).
+        """
+        from bokeh.models import CustomJS, Div
+
+        sink = Div(name="tp-history", visible=False)
+        self._history_sink = pn.pane.Bokeh(sink, visible=False, margin=0)  # (in main(): part of the page)
+        sink.on_change("text", lambda attr, old, new: self._history_moved(new))
+        doc.js_on_event("document_ready", CustomJS(args={"sink": sink}, code=_POPSTATE_JS))
+
+    def _history_moved(self, text: str) -> None:
+        """The browser went Back / Forward to ``text`` (query string, then NUL and a counter): show that
+        link's view (settings the link lacks return to their defaults)."""
+        query = str(text or "").split("\x00", 1)[0]
+        fresh = PlannerState()
+        self.notices = fresh.apply_query(query, known_models=frozenset(self.data.model_ids),
+                                         known_values=_known_values(self.data))
+        changed = {k: getattr(fresh, k) for k in _STATE_PARAMS if getattr(fresh, k) != getattr(self.state, k)}
+        with pn.io.hold():
+            self._show_notices()
+            if changed:
+                self.state.param.update(**changed)
+
     def _write_url(self) -> None:
         loc = pn.state.location
         if loc is None:
@@ -200,7 +253,8 @@ class DashboardApp(pn.viewable.Viewer):
 
     def main(self) -> pn.Column:
         """URL notices and the tabs (the template's main area)."""
-        return pn.Column(self.notice_pane, self.tabs, sizing_mode="stretch_width")
+        extra = [self._history_sink] if self._history_sink is not None else []
+        return pn.Column(self.notice_pane, self.tabs, *extra, sizing_mode="stretch_width")
 
     def __panel__(self):
         return pn.Row(pn.Column(self.sidebar(), width=330), self.main(), sizing_mode="stretch_width")

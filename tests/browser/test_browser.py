@@ -447,6 +447,37 @@ def test_url_state_round_trips(server, rpage, browser):
     _assert_clean(rpage, server.url)
 
 
+def test_back_and_forward_show_the_view_of_their_link(server, rpage):
+    """Each settled view is a history entry; Back and Forward show the view of the address they go to
+    (Panel's Location alone changes the address bar but not the page)."""
+    page = _open(rpage, server.url + "?frameworks=vllm&search=llama")
+    _wait_url(page, "search=llama&frameworks=vllm")  # (the opening view's canonical link)
+    page.locator(".tp-frameworks label", has_text="TensorRT-LLM").click()
+    _wait_url(page, "frameworks=vllm,tensorrt-llm")
+    page.wait_for_timeout(600)
+    page.locator(".tp-frameworks label", has_text="SGLang").click()
+    _wait_url(page, "frameworks=vllm,sglang,tensorrt-llm")
+    _wait_heatmap(page, lambda h: _groups(h) == ["vLLM", "SGLang", "TensorRT-LLM"], "three column groups")
+    page.go_back()
+    page.wait_for_function("() => location.search.endsWith('frameworks=vllm,tensorrt-llm')", timeout=30_000)
+    _wait_heatmap(page, lambda h: _groups(h) == ["vLLM", "TensorRT-LLM"], "the view of the previous link (Back)")
+    sgl = page.locator(".tp-frameworks label", has_text="SGLang").locator("input")
+    page.wait_for_function("(el) => !el.checked", arg=sgl.element_handle(), timeout=30_000)
+    page.wait_for_timeout(800)  # (no URL write may push a new entry: Forward must still go forward)
+    assert page.evaluate("location.search").endswith("frameworks=vllm,tensorrt-llm")
+    page.go_forward()
+    _wait_url(page, "frameworks=vllm,sglang,tensorrt-llm")
+    _wait_heatmap(page, lambda h: _groups(h) == ["vLLM", "SGLang", "TensorRT-LLM"], "the view of the next link (Forward)")
+    _assert_clean(rpage, server.url)
+
+
+def test_link_with_refused_values_is_rewritten_to_the_view_shown(server, rpage):
+    page = _open(rpage, server.url + "?frameworks=nope&tp=abc&search=llama")
+    page.locator(".tp-url-notice").wait_for(timeout=30_000)
+    page.wait_for_function("() => !location.search.includes('nope') && !location.search.includes('abc')"
+                           " && location.search.includes('search=llama')", timeout=30_000)
+
+
 def test_hostile_query_string_falls_back_with_notice(server, rpage):
     page = _open(rpage, server.url + "?tp=%3Cscript%3Ealert(1)%3C/script%3E&frameworks=nope&model=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E")
     notice = page.locator(".tp-url-notice .tp-notice-warning")
