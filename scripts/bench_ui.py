@@ -222,7 +222,7 @@ class Server:
                "--port", str(self.port), "--allow-websocket-origin", f"127.0.0.1:{self.port}",
                "--num-procs", "1", "--liveness",
                "--check-unused-sessions", "1000", "--unused-session-lifetime", "2000"]
-        env = {**os.environ, CATALOG_ENV: str(catalog_path)}
+        env = {**os.environ, CATALOG_ENV: str(catalog_path), "PYTHONMALLOC": "malloc"}  # (as the README serves it)
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)
 
