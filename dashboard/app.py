@@ -237,6 +237,22 @@ class DashboardApp(pn.viewable.Viewer):
             if changed:
                 self.state.param.update(**changed)
 
+    def settle_styles(self) -> None:
+        """Re-render the text panes that change while the page is open, once, before the page is sent.
+
+        Panel gives a pane the template's design stylesheets (Bootstrap) only when the pane is updated,
+        not when it is first rendered. The first update of each such pane in a session then sent the
+        browser a new stylesheet list: it parsed Bootstrap's CSS into the pane and laid the whole page out
+        again, ~0.1 s on the user's first click (scripts/bench_ui.py). Updating them here, before the
+        document goes to the browser, sends them complete from the start.
+        """
+        panes = [self.notice_pane, self.controls.picked]
+        if "validity" in self._views:
+            v = self._views["validity"]
+            panes += [v._summary, v._legend, v._details._html, v._details._layout_note]
+        for pane in panes:
+            pane.param.trigger("object")
+
     def _write_url(self) -> None:
         loc = pn.state.location
         if loc is None:
@@ -334,6 +350,7 @@ def serve_session() -> pn.viewable.Viewable:
     else:
         app = DashboardApp(data=data, query=query, sync_url=True)
         served = app.template().servable()
+        app.settle_styles()
     if doc is not None:
         for root in doc.roots:
             patch_model_css(root, dist_url=dist_url)
