@@ -189,10 +189,11 @@ def heatmap_frame(grid: pd.DataFrame, framework: str, models: Sequence[str], tp_
 #: details column excluded). The cells share it: their width is the same after most control changes, so
 #: the browser re-lays out nothing but the cells (see :func:`heatmap_geometry`).
 HEATMAP_BUDGET_PX = 1086
-#: Narrowest TP column (pixels): a two-digit TP label in :data:`HEATMAP_TICK_SIZE` (18.6 px in Chromium's
-#: default sans-serif on Debian) keeps a gap of ~4 px to the next. When the columns need more room than
-#: the budget, the heatmap grows and its area scrolls sideways.
-MIN_COL_PX = 23
+#: Narrowest TP column (pixels): a two-digit TP label in :data:`HEATMAP_TICK_SIZE` (17 px in Chromium's
+#: default sans-serif on Debian) keeps a gap of 4 px to the next; three frameworks x 11 TP sizes then fit
+#: beside the "Selected cell" column on a 1920 px screen. When the columns need more room than the
+#: budget, the heatmap grows and its area scrolls sideways.
+MIN_COL_PX = 21
 #: Widest TP column (pixels): with few columns the heatmap narrows instead of stretching its cells.
 MAX_COL_PX = 56
 #: Gap between two frameworks' column groups, in TP columns.
@@ -350,10 +351,10 @@ def heatmap_geometry(n_models: int, n_tp: int, n_groups: int, label_px: int,
 
 
 #: Font of the validity heatmap's TP-size labels, whatever the column width: a two-digit TP label is
-#: 18.6 px wide at 11 pt, inside the narrowest column (:data:`MIN_COL_PX`). One size for every column
+#: 17 px wide at 10 pt, inside the narrowest column (:data:`MIN_COL_PX`). One size for every column
 #: width keeps the x axis's height constant, so ticking a framework or a TP size on or off does not make
 #: BokehJS lay the whole figure out again (measured with ``scripts/bench_ui.py``: ~35 ms a change).
-HEATMAP_TICK_SIZE = "11pt"
+HEATMAP_TICK_SIZE = "10pt"
 
 
 def axis_fonts(groups: Sequence[str], n_tp: int, col: float) -> dict[str, str]:

@@ -20,7 +20,8 @@ What it measures (issue 5, "Done when"; targets: change p95 <= 150 ms, first ren
    is used as a measurement; polling runs inside the page at ~1 ms granularity. The time to the first
    document change after the click (the server's first patch, applied) is reported as well, to split
    server time from browser time, and the time until the new heatmap models are in the page's document
-   (the rest is BokehJS building and painting their views).
+   (the rest is BokehJS building and painting their views). Changes that widen the heatmap (more columns
+   than its width holds: the figure grows and the page is laid out again) are counted and listed too.
 
 The "repainted" condition reads the Bokeh document (figures whose ``css_classes`` contain
 ``tp-heatmap``) and BokehJS views (``Bokeh.index``). Prints both figures as a table; ``--json`` also
@@ -120,7 +121,7 @@ PROBE_JS = r"""
       const v = viewOf(m);
       if (!v || v.is_destroyed || !v.has_finished()) { ready = false; break; }
     }
-    return {ready, sig: figs.map(sigOf).sort().join("|"), n: figs.length};
+    return {ready, sig: figs.map(sigOf).sort().join("|"), n: figs.length, width: figs.map((m) => m.width).join(",")};
   };
   const nextFrame = () => new Promise((res) => requestAnimationFrame(() => res()));
   // Resolve at the first frame where `pred(state)` holds (polled every ~1 ms), or reject at the deadline.
@@ -162,7 +163,9 @@ async (el) => {
     return s.ready && s.sig !== before.sig;
   }, 60000);
   const first = tp.firstMsg === null ? null : tp.firstMsg - t0;
-  return {ms: t1 - t0, first_patch_ms: first, models_ms: tModels - t0, before: before.n, after: tp.state().n};
+  const after = tp.state();
+  return {ms: t1 - t0, first_patch_ms: first, models_ms: tModels - t0, before: before.n, after: after.n,
+          resized: after.width !== before.width};
 }
 """
 
@@ -311,7 +314,7 @@ def change_latencies(browser, url: str, n_changes: int, console: list[str]) -> l
             out.append({"kind": kind, "control": label, "on": on, "ms": float(res["ms"]),
                         "first_patch_ms": None if res["first_patch_ms"] is None else float(res["first_patch_ms"]),
                         "models_ms": float(res["models_ms"]),
-                        "heatmaps": res["after"]})
+                        "heatmaps": res["after"], "resized": bool(res.get("resized"))})
             page.wait_for_timeout(250)  # let the server finish the round trip before the next change
     finally:
         ctx.close()
@@ -375,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         "by_kind": {k: {"n": len(v), "p50_ms": round(pct(v, 50), 1), "p95_ms": round(pct(v, 95), 1)}
                     for k in sorted({c["kind"] for c in changes})
                     for v in [[c["ms"] for c in changes if c["kind"] == k]]},
+        "resized_changes": [round(c["ms"], 1) for c in changes if c["resized"]],
+        "in_place_p95_ms": round(pct([c["ms"] for c in changes if not c["resized"]] or [float("nan")], 95), 1),
         "first_patch_p50_ms": round(pct([c["first_patch_ms"] for c in changes if c["first_patch_ms"] is not None]
                                         or [float("nan")], 50), 1),
         "heatmap_models_p50_ms": round(pct([c["models_ms"] for c in changes], 50), 1),
@@ -394,6 +399,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"    split (p50): click -> first server patch {result['first_patch_p50_ms']:.1f} ms; -> new heatmap models "
           f"in the page {result['heatmap_models_p50_ms']:.1f} ms (server work + transfer); then BokehJS builds and "
           f"paints them in {result['browser_build_paint_p50_ms']:.1f} ms")
+    if result["resized_changes"]:
+        print(f"    {len(result['resized_changes'])} of the changes widened the heatmap (more columns than fit: the "
+              f"page is laid out again): {result['resized_changes']} ms; the other {len(ms) - len(result['resized_changes'])}"
+              f" changes: p95 {result['in_place_p95_ms']:.1f} ms")
     for k, v in result["by_kind"].items():
         print(f"    {k:10s}: n={v['n']:3d}  p50 {v['p50_ms']:.1f} ms  p95 {v['p95_ms']:.1f} ms")
     if console:
