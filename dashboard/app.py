@@ -187,7 +187,11 @@ class DashboardApp(pn.viewable.Viewer):
         history (``pushState``, a few ms of its main thread) while the user looks at the repainted
         heatmap rather than before it is painted, and a burst of clicks makes one history entry. The
         report's link (``export.link``) follows at once."""
-        self.export.link = self.state.query_string()
+        qs = self.state.query_string()
+        loc = pn.state.location
+        href = str(getattr(loc, "href", "") or "") if loc is not None else ""
+        base = href.split("#", 1)[0].split("?", 1)[0]
+        self.export.link = base + qs if base.startswith(("http://", "https://")) else qs  # (the report's link)
         doc = pn.state.curdoc
         if doc is None or doc.session_context is None:
             self._write_url()

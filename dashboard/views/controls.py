@@ -29,8 +29,12 @@ class CheckBoxGroup(_Immediate, pn.widgets.CheckBoxGroup):
     """A CheckBoxGroup whose clicks reach the server without Panel's 50 ms delay."""
 
 
-class Checkbox(_Immediate, pn.widgets.Checkbox):
-    """A Checkbox whose clicks reach the server without Panel's 50 ms delay."""
+def flag_box(label: str, obj: param.Parameterized, pname: str, css_classes: list[str] | None = None) -> CheckBoxGroup:
+    """An on/off setting shown as one tick box whose text is clickable too (Panel's Checkbox toggles only
+    on its 16 px box), bound two-way to the boolean ``obj.<pname>``."""
+    box = CheckBoxGroup(options=[label], css_classes=list(css_classes or []))
+    bind_two_way(box, obj, pname, to_widget=lambda v: [label] if v else [], to_param=lambda v: bool(v))
+    return box
 
 
 class Select(_Immediate, pn.widgets.Select):
@@ -87,8 +91,7 @@ class Controls(pn.viewable.Viewer):
         fw_opts = {schema.FRAMEWORK_LABELS[f]: f for f in schema.FRAMEWORKS}
         self.frameworks = CheckBoxGroup(label="Frameworks", options=fw_opts, css_classes=["tp-frameworks"])
         bind_two_way(self.frameworks, s, "frameworks", to_widget=list, to_param=lambda v: [f for f in schema.FRAMEWORKS if f in v])
-        self.disagreement = Checkbox(label="Show only where frameworks disagree", css_classes=["tp-disagree"])
-        bind_two_way(self.disagreement, s, "disagreement")
+        self.disagreement = flag_box("Show only where frameworks disagree", s, "disagreement", ["tp-disagree"])
         self.cell_fw = Select(label="Framework of the selected cell", options=fw_opts)
         bind_two_way(self.cell_fw, s, "framework")
         self.tp_sizes = CheckBoxGroup(
@@ -107,8 +110,7 @@ class Controls(pn.viewable.Viewer):
         self.ep = pn.widgets.IntInput(label="EP", start=1, end=1024, width=80)
         for w, p in ((self.pp, "pp"), (self.dp, "dp"), (self.ep, "ep")):
             bind_two_way(w, s, p)
-        self.dp_attention = Checkbox(label="DP-attention (SGLang: attn_tp = TP / DP)")
-        bind_two_way(self.dp_attention, s, "dp_attention")
+        self.dp_attention = flag_box("DP-attention (SGLang: attn_tp = TP / DP)", s, "dp_attention", ["tp-dp-attention"])
         self.weight_dtype = Select(label="Weight dtype", options=list(WEIGHT_DTYPES), width=130)
         bind_two_way(self.weight_dtype, s, "weight_dtype")
         self.kv_dtype = Select(label="KV-cache dtype", options=list(KV_DTYPES), width=130)

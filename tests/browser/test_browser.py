@@ -364,7 +364,7 @@ def test_cells_draw_their_status_colour_and_mark(server, rpage):
     page = _open(rpage, server.url + "?search=qwen,llama&frameworks=vllm,sglang,transformers-cb-cache")
     for colors, markers in ((plots.STATUS_COLORS, plots.STATUS_MARKERS), (plots.DISAGREE_COLORS, plots.DISAGREE_MARKERS)):
         if colors is plots.DISAGREE_COLORS:
-            page.locator(".tp-disagree input").click()
+            page.locator(".tp-disagree label", has_text="Show only where frameworks disagree").click()  # (its text)
             _wait_title(page, "Where frameworks disagree")
         statuses = list(colors)
         cells = page.evaluate(CELLS_JS)
@@ -559,6 +559,7 @@ def test_exports_produce_files(server, rpage, artifacts_dir):
     d.value.save_as(rep)
     html = rep.read_text()
     assert "TP planner report" in html and "meta-llama/Meta-Llama-3.1-8B" in html
+    assert f"Link: <code>{server.url}?" in html  # a link that opens the view, not a bare query string
     # Heatmap PNG: rendered in the browser from the Bokeh canvas (the one heatmap, every framework in it).
     with page.expect_download(timeout=60_000) as d:
         page.locator(".tp-export-png button").click()
