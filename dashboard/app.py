@@ -242,20 +242,18 @@ class DashboardApp(pn.viewable.Viewer):
                 self.state.param.update(**changed)
 
     def settle_styles(self) -> None:
-        """Re-render the text panes that change while the page is open, once, before the page is sent.
+        """Re-render the page's text panes once, before the page is sent.
 
         Panel gives a pane the template's design stylesheets (Bootstrap) only when the pane is updated,
         not when it is first rendered. The first update of each such pane in a session then sent the
         browser a new stylesheet list: it parsed Bootstrap's CSS into the pane and laid the whole page out
-        again, ~0.1 s on the user's first click (scripts/bench_ui.py). Updating them here, before the
-        document goes to the browser, sends them complete from the start.
+        again, ~0.1-0.2 s on the user's first click (scripts/bench_ui.py). Updating every HTML pane of the
+        sidebar, the notice and the built tabs here, before the document goes to the browser, sends them
+        complete from the start.
         """
-        panes = [self.notice_pane, self.controls.picked]
-        if "validity" in self._views:
-            v = self._views["validity"]
-            panes += [v._summary, v._legend, v._details._html, v._details._layout_note]
-        for pane in panes:
-            pane.param.trigger("object")
+        for part in (self.notice_pane, self.tabs, self.controls.__panel__(), self.export.__panel__()):
+            for pane in part.select(pn.pane.HTML):
+                pane.param.trigger("object")
 
     def _write_url(self) -> None:
         loc = pn.state.location

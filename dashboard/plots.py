@@ -522,15 +522,6 @@ def window_data(source_data: dict, r0: int, r1: int) -> dict[str, np.ndarray]:
     return {k: v[keep] for k, v in source_data.items()}
 
 
-def tuple_array(items) -> np.ndarray:
-    """A 1-D object array of the tuples in ``items`` (``np.array`` would make a 2-D array of them)."""
-    items = list(items)
-    out = np.empty(len(items), dtype=object)
-    for i, t in enumerate(items):
-        out[i] = tuple(t)
-    return out
-
-
 def column_x(group: int, col, n_tp: int) -> np.ndarray:
     """Synthetic x of the centres of columns ``col`` (TP positions) of column group ``group`` on the
     nested factor axis of ``n_tp`` TP sizes per group (Bokeh's mapping with ``group_padding``
