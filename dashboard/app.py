@@ -95,8 +95,7 @@ class DashboardApp(pn.viewable.Viewer):
         state = params.pop("state", None) or PlannerState()
         notices: list[str] = []
         if query:
-            notices = state.apply_query(query, known_models=frozenset(data.model_ids),
-                                        known_values=_known_values(data))
+            notices = _apply_link(state, data, query)
         super().__init__(state=state, data=data, notices=notices, **params)
         self.controls = Controls(state=state, data=data)
         self.export = ExportPanel(state=state, data=data)
@@ -233,8 +232,7 @@ class DashboardApp(pn.viewable.Viewer):
         link's view (settings the link lacks return to their defaults)."""
         query = str(text or "").split("\x00", 1)[0]
         fresh = PlannerState()
-        self.notices = fresh.apply_query(query, known_models=frozenset(self.data.model_ids),
-                                         known_values=_known_values(self.data))
+        self.notices = _apply_link(fresh, self.data, query)
         changed = {k: getattr(fresh, k) for k in _STATE_PARAMS if getattr(fresh, k) != getattr(self.state, k)}
         with pn.io.hold():
             self._show_notices()
@@ -293,6 +291,12 @@ class DashboardApp(pn.viewable.Viewer):
             busy_indicator=None,
         )
         return tmpl
+
+
+def _apply_link(state: PlannerState, data: AppData, query) -> list[str]:
+    """Set ``state`` from a link's query string against this catalog's models and values; return the
+    notices (:meth:`PlannerState.apply_query`)."""
+    return state.apply_query(query, known_models=frozenset(data.model_ids), known_values=_known_values(data))
 
 
 def _known_values(data: AppData) -> dict[str, list[str]]:

@@ -570,9 +570,9 @@ def hover_texts(fig) -> list[str]:
     return [texts[int(i)] for i in fig.renderers[0].data_source.data["info"]]
 
 
-def _set_data(fig, source_data: dict) -> None:
-    """Put :func:`concat_source_data` output in a :func:`heatmap_figure`: its data source and the hover's
-    texts."""
+def set_window(fig, source_data: dict) -> None:
+    """Put :func:`concat_source_data` output (e.g. another window of rows) in a :func:`heatmap_figure`: its
+    data source and the hover's texts."""
     from bokeh.models import HoverTool
 
     cols, joined = browser_data(source_data)
@@ -705,11 +705,12 @@ def heatmap_figure(
     sel = Rect(x="x", y="y", width=1, height=1, fill_color=None, line_color=MARK_COLOR, line_width=4)
     fig.add_glyph(ColumnDataSource(data=_empty_selection(), name="tp-selected"), sel)
     # attachment "horizontal": right of the pointer, or left of it near the right edge of the screen.
-    fig.add_tools(HoverTool(tooltips=tooltip, renderers=[cells], attachment="horizontal", formatters={
+    hover = HoverTool(tooltips=tooltip, renderers=[cells], attachment="horizontal", formatters={
         "@y": CustomJSHover(args={"names": models}, code=_ROW_NAME_JS),
         "@x": CustomJSHover(args=_column_args(groups, tps), code=_COLUMN_JS),
         "@info": CustomJSHover(args={"texts": texts, "sep": INFO_SEPARATOR}, code=_INFO_JS),
-    }))
+    })
+    fig.add_tools(hover)
     # Rows beyond the window scroll (wheel or drag; the y range is bounded to the rows, so this is a no-op
     # when every row is shown).
     wheel, pan = WheelPanTool(dimension="height"), PanTool(dimensions="height")
@@ -763,7 +764,6 @@ def heatmap_figure(
     y_range.js_on_change("end", CustomJS(code=_SNAP_ROWS_JS))
     # A scroll moves other cells under a still pointer: hide the tooltip (the next pointer move shows the
     # cell now under it) rather than leave the previous cell's verdict on screen.
-    hover = next(t for t in fig.toolbar.tools if isinstance(t, HoverTool))
     y_range.js_on_change("start", CustomJS(args={"hover": hover}, code=_HIDE_TOOLTIP_JS))
     # No legend inside the figure: the page shows one legend above the heatmap, and the PNG export
     # (dashboard.views.export.PNG_EXPORT_JS) draws these (colour, label, marker) under the image.
@@ -830,9 +830,9 @@ def update_heatmap(
     factors = heatmap_factors(groups, tps)
     if [tuple(f) for f in fig.x_range.factors] != factors:
         fig.x_range.factors = factors
-    for attr, key in (("frame_width", "frame_width"), ("frame_height", "frame_height"), ("width", "width")):
-        if getattr(fig, attr) != geometry[key]:
-            setattr(fig, attr, geometry[key])
+    for attr in ("frame_width", "frame_height", "width"):
+        if getattr(fig, attr) != geometry[attr]:
+            setattr(fig, attr, geometry[attr])
     fonts = axis_fonts(groups, len(tps), geometry["col"])
     top = fig.xaxis[0]
     if top.group_text_font_size != fonts["group"]:
@@ -873,13 +873,7 @@ def update_heatmap(
     tags = legend_items(colors, labels, markers)
     if fig.tags != tags:
         fig.tags = tags
-    _set_data(fig, source_data)
-
-
-def set_window(fig, source_data: dict) -> None:
-    """Show the cells of another window of rows (:func:`concat_source_data` output) in a
-    :func:`heatmap_figure`: its data and the hover texts."""
-    _set_data(fig, source_data)
+    set_window(fig, source_data)
 
 
 def set_selected_cell(fig, x: tuple[str, str] | None = None, row: int | None = None) -> None:
