@@ -71,11 +71,11 @@ def verdict_html(state: PlannerState, data: AppData) -> str:
                 f'<li style="margin-bottom:6px"><code>{esc(getattr(h, "rule_id", ""))}</code>{link}<br>'
                 f'<span class="tp-message">{esc(getattr(h, "message", ""))}</span></li>'
             )
-        parts.append(f'<h3 style="margin:10px 0 4px">{title}</h3><ul style="font-size:15px">{"".join(items)}</ul>')
+        parts.append(f'<h3 style="margin:10px 0 4px;font-size:17px;font-weight:600">{title}</h3><ul style="font-size:15px">{"".join(items)}</ul>')
     sugg = getattr(v, "suggestions", ())
     if sugg:
         parts.append(
-            '<h3 style="margin:10px 0 4px">Suggestions</h3><ul style="font-size:15px">'
+            '<h3 style="margin:10px 0 4px;font-size:17px;font-weight:600">Suggestions</h3><ul style="font-size:15px">'
             + "".join(f"<li>{esc(x)}</li>" for x in sugg)
             + "</ul>"
         )

@@ -90,7 +90,7 @@ class LayoutView(pn.viewable.Viewer):
     def _refresh(self, *_):
         s = self.state
         self._header.object = (
-            f'<h2 class="tp-layout-title" style="margin:4px 0">Per-rank layout: {esc(s.model or "no model selected")}'
+            f'<h2 class="tp-layout-title" style="margin:4px 0;font-size:22px">Per-rank layout: {esc(s.model or "no model selected")}'
             f" &middot; {esc(plots.framework_label(s.framework))} &middot; TP = {s.tp}</h2>"
             '<div style="font-size:15px;color:#444">One row per TP rank; each cell is a head the rank holds '
             "(global head index; <b>·r1</b> marks a KV head replicated from another rank, <b>pad</b> a dummy "

@@ -228,7 +228,7 @@ class MemoryView(pn.viewable.Viewer):
 
     def _refresh(self, *_):
         s = self.state
-        self._title.object = (f'<h2 style="margin:4px 0">Memory: {esc(s.model or "no model selected")}</h2>'
+        self._title.object = (f'<h2 style="margin:4px 0;font-size:22px">Memory: {esc(s.model or "no model selected")}</h2>'
                               f'<div style="font-size:15px;color:#444">KV-cache dtype {esc(s.kv_dtype)}, weights '
                               f'{esc(s.weight_dtype)}, PP = {s.pp}, EP = {s.ep}; context {s.context_len:,} tokens.</div>')
         if not s.model:
@@ -284,7 +284,7 @@ class MemoryView(pn.viewable.Viewer):
                 f"<td>{_fmt_int(r['seqs_total'])}</td><td>{esc(capacity_note(r, s.framework, s.gpu_count))}</td></tr>"
             )
         self._table.object = (
-            f'<h3>Capacity on {s.gpu_count} × {esc(gpu)} at {s.context_len:,} tokens of context, '
+            f'<h3 style="font-size:17px;font-weight:600">Capacity on {s.gpu_count} × {esc(gpu)} at {s.context_len:,} tokens of context, '
             f'{esc(plots.framework_label(s.framework))}</h3>'
             '<table class="tp-capacity" style="font-size:15px;border-collapse:collapse" cellpadding="6">'
             "<tr><th>layout</th><th>fits?</th><th>weights / GPU (GiB)</th><th>KV cache / GPU (GiB)</th>"

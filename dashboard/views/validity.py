@@ -398,7 +398,7 @@ class ValidityView(pn.viewable.Viewer):
         return pn.Row(
             self._main,
             pn.Column(
-                pn.pane.HTML('<h2 style="margin:4px 0">Selected cell</h2>'),
+                pn.pane.HTML('<h2 style="margin:4px 0;font-size:22px">Selected cell</h2>'),
                 self._details,
                 width=DETAILS_PX,
                 styles={"max-height": "calc(100vh - 150px)", "overflow": "auto", "flex": "none"},
