@@ -40,6 +40,14 @@ How a config is read
    ``sub_configs`` names used to find unusual nesting keys (``vlm_config``).
 3. Values are validated: booleans are not counts, integral floats and numeric strings are coerced (noted),
    zero / negative / non-finite / absurd values are rejected (noted), strings are length-capped.
+4. Family conventions the keys alone do not tell (each noted in ``parse_notes``): Qwen v1 (``qwen``)
+   ``intermediate_size`` spans gate and up, so the MLP width is half of it; ChatGLM-6B v1
+   (``inner_hidden_size``) has a non-gated GELU MLP; LFM2's short-convolution blocks hold no KV cache and
+   count in no attention column, and its MLP width follows ``Lfm2MLP``'s 2/3 adjustment; per-layer lists
+   (Hunyuan ``moe_topk``) give their most common value; compressed-tensors ``block_structure`` fills the
+   block-FP8 columns like ``weight_block_size``; a remote-code config written by ``save_pretrained``
+   (it has ``transformers_version``) that omits ``tie_word_embeddings`` is tied, PretrainedConfig's
+   default, which ``save_pretrained`` leaves out.
 
 Parameter estimate convention
 -----------------------------
@@ -102,6 +110,7 @@ TEXT_CONFIG_KEYS: tuple[str, ...] = (
     "decoder",
     "text",
     "lm_config",
+    "language",  # InfiMM (Flamingo-style): the whole language model's config under "language"
 )
 
 #: Keys of the vision encoder's config.
@@ -150,7 +159,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "moe_intermediate_size": (
         "moe_intermediate_size", "expert_intermediate_size", "moe_ffn_hidden_size", "ffn_config.ffn_hidden_size_moe",
     ),
-    "num_shared_experts": ("n_shared_experts", "num_shared_experts", "shared_expert_num", "moe_num_shared_experts"),
+    "num_shared_experts": (
+        "n_shared_experts", "num_shared_experts", "shared_expert_num", "moe_num_shared_experts",
+        "num_shared_expert",  # Hunyuan (a per-layer list)
+    ),
     "shared_expert_intermediate_size": (
         "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", "shared_intermediate_size",
     ),
@@ -167,8 +179,16 @@ _MAX_NOTES = 4000
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 _NONGATED_TYPES = frozenset({
     "gpt2", "gpt_neox", "gpt_neo", "gptj", "falcon", "bloom", "opt", "gpt_bigcode", "starcoder2", "phi",
-    "mpt", "codegen", "nemotron", "stablelm_epoch", "bert", "roberta", "t5", "persimmon", "olmo_hf",
+    "mpt", "codegen", "nemotron", "bert", "roberta", "t5", "persimmon", "olmo_hf",
+    # remote-code families (read as JSON only): Falcon's pre-transformers RW types and CodeShell
+    # (GPT-BigCode-style c_fc / c_proj MLP). stablelm_epoch is *not* here: StableLM-3B-4E1T /
+    # stable-code-3b use a SwiGLU gate_proj / up_proj / down_proj MLP.
+    "refinedweb", "refinedwebmodel", "codeshell",
 })
+
+#: Pre-transformers model types whose config transformers later took over under another name: used
+#: only to look up that type's class defaults (``tie_word_embeddings``) in the snapshot.
+_LEGACY_TYPES = {"RefinedWeb": "falcon", "RefinedWebModel": "falcon"}
 _NONGATED_ACTS = frozenset({"relu2", "gelu_new", "gelu_pytorch_tanh_nongated", "relu", "gelu_fast"})
 
 
@@ -652,17 +672,26 @@ def _fill(rec: dict[str, Any], cfg: Mapping, notes: list[str]) -> None:
     tied = _as_bool(tie, "tie_word_embeddings", notes) if tkey2 else None
     if tied is None:
         default = None
-        for mt0 in (rec["text_model_type"], model_type):
+        for mt0 in (rec["text_model_type"], model_type, _LEGACY_TYPES.get(model_type or "")):
             info = transformers_type_info(mt0, live=False)
             if info and info["tie_word_embeddings"] is not None:
                 default = info["tie_word_embeddings"]
                 break
-        if default is None:
+        saved_by = cfg.get("transformers_version")
+        if default is None and isinstance(saved_by, str) and saved_by:
+            # a remote-code config written by save_pretrained: to_diff_dict drops a key whose value equals
+            # PretrainedConfig's default, and that default is tie_word_embeddings=True (ChatGLM-6B v1:
+            # tied, 6.2B published)
+            tied = True
+            notes.append(f"tie_word_embeddings absent from a config saved by transformers {_short(saved_by, 20)} "
+                         "(model type unknown to transformers): True assumed, PretrainedConfig's default that save_pretrained omits")
+        elif default is None:
             tied = False
             notes.append("tie_word_embeddings absent and model type unknown to transformers: False assumed")
         else:
             tied = default
-            notes.append(f"tie_word_embeddings absent: {tied} assumed (transformers' default for {_short(mt0, 40)})")
+            legacy = f", which took over {model_type}" if mt0 == _LEGACY_TYPES.get(model_type or "") else ""
+            notes.append(f"tie_word_embeddings absent: {tied} assumed (transformers' default for {_short(mt0, 40)}{legacy})")
     rec["tie_word_embeddings"] = tied
     if hidden is None:
         notes.append("hidden_size missing")
@@ -788,6 +817,7 @@ def _layers(rec: dict, r: _Reader, notes: list[str]) -> None:
     use_sw = r.get("use_sliding_window")
     full = sliding = linear = 0
     cross = 0
+    conv = 0  # LFM2 gated short-convolution blocks: no heads, no KV cache, not linear attention
     decided = False
 
     cal = r.get("cross_attention_layers")
@@ -801,7 +831,9 @@ def _layers(rec: dict, r: _Reader, notes: list[str]) -> None:
     if isinstance(lt, list) and lt:
         for t in lt:
             s = str(t).lower() if isinstance(t, str) else ""
-            if "linear" in s or "mamba" in s or "ssm" in s or "kda" in s or "gdn" in s or "delta" in s:
+            if s in ("conv", "short_conv", "shortconv"):
+                conv += 1
+            elif "linear" in s or "mamba" in s or "ssm" in s or "kda" in s or "gdn" in s or "delta" in s:
                 linear += 1
             elif "sliding" in s or "local" in s or "chunk" in s or "swa" in s:
                 sliding += 1
@@ -833,6 +865,12 @@ def _layers(rec: dict, r: _Reader, notes: list[str]) -> None:
         fal = lac.get("full_attn_layers")
         linear = len(kda) if isinstance(kda, list) else 0
         full = len(fal) if isinstance(fal, list) else ((n or 0) - linear)
+        decided = True
+    elif n is not None and isinstance(r.get("full_attn_idxs"), list):
+        # LFM2: attention only at these indices; every other block is a gated short convolution
+        idx = {i for i in r.get("full_attn_idxs") if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n}
+        full = len(idx)
+        conv = n - full
         decided = True
     elif isinstance(r.get("hybrid_layer_pattern"), list):
         pat = r.get("hybrid_layer_pattern")
@@ -910,6 +948,9 @@ def _layers(rec: dict, r: _Reader, notes: list[str]) -> None:
         notes.append(f"{cross} cross-attention layers included in num_hidden_layers")
     if n is None and not decided:
         return
+    if conv:
+        notes.append(f"{conv} of {n} layers are gated short-convolution blocks (conv_L_cache="
+                     f"{_short(r.get('conv_L_cache'), 10)}): no attention heads, no KV cache; counted in no attention column")
     if sliding and window is None:
         notes.append("sliding-window layers but no sliding_window size")
     rec["num_full_attention_layers"] = full
@@ -921,13 +962,58 @@ def _layers(rec: dict, r: _Reader, notes: list[str]) -> None:
         notes.append(f"sliding_window={window} given but no sliding-window layers")
 
 
+def _per_layer_int(r: _Reader, canonical: str, notes: list[str], *, lo: int = 1) -> int | None:
+    """An integer field that some configs give per layer (Hunyuan ``moe_topk``, ``moe_intermediate_size``,
+    ``num_shared_expert``): a list yields its most common value (ties: the smallest), noted."""
+    v, key = r.raw(canonical, fallback_top=False)
+    if key is None:
+        return None
+    if not isinstance(v, list):
+        return _as_int(v, canonical, notes, lo=lo)
+    bad: list[str] = []  # one summary note, not one per entry (the list is untrusted and may be long)
+    vals = [_as_int(x, f"{canonical}[{i}]", bad, lo=lo) for i, x in enumerate(v[:1 << 16])]
+    vals = [x for x in vals if x is not None]
+    if bad:
+        notes.append(f"{canonical} ({key}): {len(bad)} unusable per-layer entries ignored (first: {bad[0]})")
+    if not vals:
+        notes.append(f"{canonical} ({key}) is a list without usable entries: ignored")
+        return None
+    distinct = sorted(set(vals))
+    common = max(distinct, key=vals.count)
+    if len(distinct) == 1:
+        notes.append(f"{canonical} given per layer ({key}, {len(v)} entries, all {common})")
+    else:
+        notes.append(f"{canonical} varies per layer ({key}: {distinct[:6]}): most common value {common} used")
+    return common
+
+
+def _lfm2_ff_dim(r: _Reader, notes: list[str]) -> int | None:
+    """LFM2 MLP width (transformers ``Lfm2MLP``): ``intermediate_size`` (older configs: ``block_ff_dim``),
+    and when ``block_auto_adjust_ff_dim``: ``int(2 * size / 3)``; then, when ``block_ffn_dim_multiplier``
+    is set, times it and rounded up to a multiple of ``block_multiple_of``."""
+    key = "intermediate_size" if r.get("intermediate_size") is not None else "block_ff_dim"
+    base = _as_int(r.get(key), key, notes)
+    if base is None or r.get("block_auto_adjust_ff_dim") is not True:
+        return base
+    size = int(2 * base / 3)
+    how = "2/3"
+    mult = r.get("block_ffn_dim_multiplier")
+    if isinstance(mult, (int, float)) and not isinstance(mult, bool) and math.isfinite(mult) and 0 < mult < 100:
+        mo = _as_int(r.get("block_multiple_of"), "block_multiple_of", notes) or 1
+        size = int(mult * size)
+        size = mo * ((size + mo - 1) // mo)
+        how += f", x block_ffn_dim_multiplier {mult}, multiple of {mo}"
+    notes.append(f"intermediate_size = {size} from {key}={base} (Lfm2MLP block_auto_adjust_ff_dim: {how})")
+    return size
+
+
 def _moe(rec: dict, r: _Reader, notes: list[str]) -> None:
     n = rec["num_hidden_layers"]
     experts = r.int("num_experts", fallback_top=False)
     if experts is not None and experts <= 1:
         experts = None
-    topk = r.int("num_experts_per_tok", fallback_top=False)
-    moe_i = r.int("moe_intermediate_size", fallback_top=False)
+    topk = _per_layer_int(r, "num_experts_per_tok", notes)
+    moe_i = _per_layer_int(r, "moe_intermediate_size", notes)
     mt = (rec["text_model_type"] or "").lower()
     if experts is not None and moe_i is None:
         inter = r.int("intermediate_size", fallback_top=False)
@@ -938,7 +1024,17 @@ def _moe(rec: dict, r: _Reader, notes: list[str]) -> None:
     if r.get("enable_moe_block") is False:
         is_moe = False
     rec["is_moe"] = is_moe
-    rec["intermediate_size"] = r.int("intermediate_size", fallback_top=False)
+    if mt.startswith("lfm2"):
+        rec["intermediate_size"] = _lfm2_ff_dim(r, notes)
+    else:
+        rec["intermediate_size"] = r.int("intermediate_size", fallback_top=False)
+    if mt == "qwen" and rec["intermediate_size"]:
+        # Qwen (v1, remote code QWenMLP): w1 and w2 are each intermediate_size // 2 wide, c_proj maps
+        # intermediate_size // 2 back; the config value counts gate and up together
+        half = rec["intermediate_size"] // 2
+        notes.append(f"qwen (v1): config intermediate_size {rec['intermediate_size']} spans w1 and w2 together "
+                     f"(QWenMLP): the gated MLP width is {half}")
+        rec["intermediate_size"] = half
     if not is_moe:
         if rec["intermediate_size"] is None and rec["hidden_size"] and not isinstance(r.get("block_configs"), list):
             rec["intermediate_size"] = 4 * rec["hidden_size"]
@@ -961,7 +1057,7 @@ def _moe(rec: dict, r: _Reader, notes: list[str]) -> None:
         notes.append(f"num_experts_per_tok {topk} > num_experts {experts}: contradictory")
     rec["num_experts_per_tok"] = topk
     rec["moe_intermediate_size"] = moe_i
-    shared = r.int("num_shared_experts", lo=0, fallback_top=False)
+    shared = _per_layer_int(r, "num_shared_experts", notes, lo=0)
     sh_i = r.int("shared_expert_intermediate_size", lo=0, fallback_top=False) or None
     if shared is None and mt.startswith("llama4"):
         shared, sh_i = 1, r.int("intermediate_size", fallback_top=False)
@@ -1088,11 +1184,24 @@ def _vision(rec: dict, cfg: Mapping, notes: list[str]) -> None:
         if isinstance(v, Mapping) and v:
             vc = v
             break
+    xn = cfg.get("cross_attn_every_n_layers")
+    if isinstance(xn, int) and not isinstance(xn, bool) and xn > 0:
+        notes.append(f"Flamingo-style gated cross-attention every {xn} decoder layers (cross_attn_every_n_layers): "
+                     "its heads and widths are not in config.json; not counted in num_cross_attention_layers or params")
     if vc is None:
         rec["has_vision"] = False
         rec["params_vision"] = 0.0
+        for k in ("mm_vision_tower", "vision_tower", "vision_encoder", "vit_path"):
+            name = cfg.get(k)
+            if isinstance(name, str) and name:
+                notes.append(f"vision encoder named only ({k}={_short(name, 60)}): its shape is not in config.json; "
+                             "has_vision false, params_vision 0")
+                break
         return
     rec["has_vision"] = True
+    # open_clip / EVA-CLIP style towers (InfiMM, Qwen-VL "visual"): width / layers / heads or head_width,
+    # where embed_dim is the output projection, not the tower width
+    open_clip = "width" in vc and "layers" in vc and "hidden_size" not in vc
 
     def first(keys: tuple[str, ...], field: str, hi: int = _MAX_SIZE) -> int | None:
         for k in keys:
@@ -1101,7 +1210,15 @@ def _vision(rec: dict, cfg: Mapping, notes: list[str]) -> None:
         return None
 
     rec["vision_num_heads"] = first(("num_attention_heads", "num_heads", "vt_num_attention_heads", "attention_heads", "n_heads", "heads"), "heads", _MAX_HEADS)
-    vh = first(("hidden_size", "embed_dim", "vt_hidden_size", "width", "d_model", "dim"), "hidden_size")
+    if open_clip:
+        vh = first(("width",), "width")
+    else:
+        vh = first(("hidden_size", "embed_dim", "vt_hidden_size", "width", "d_model", "dim"), "hidden_size")
+    if rec["vision_num_heads"] is None and vh:
+        hw = first(("head_width", "head_dim"), "head_width")
+        if hw and vh % hw == 0:
+            rec["vision_num_heads"] = vh // hw
+            notes.append(f"vision heads = width {vh} / head_width {hw} = {vh // hw}")
     depth = first(("depth", "num_hidden_layers", "vt_num_hidden_layers", "num_layers", "layers", "n_layers"), "depth", 1 << 20)
     glob = first(("num_global_layers",), "num_global_layers", 1 << 20)
     if depth is not None and glob:
@@ -1120,7 +1237,7 @@ def _vision(rec: dict, cfg: Mapping, notes: list[str]) -> None:
         notes.append("vision_config has no head count")
     # vision tower estimate: blocks (qkv + o + 2-matrix MLP, 3 when gated) + patch embedding + merger
     if vh and depth:
-        gated = isinstance(vc.get("hidden_act"), str) and vc.get("hidden_act") in ("silu", "swiglu") 
+        gated = (isinstance(vc.get("hidden_act"), str) and vc.get("hidden_act") in ("silu", "swiglu")) or vc.get("naiveswiglu") is True
         mlp = (3 if gated else 2) * vh * (vi or 4 * vh)
         block = 4 * vh * vh + mlp + 4 * vh
         patch = _as_int(vc.get("patch_size"), "vision patch_size", [], hi=4096) or 14
@@ -1129,7 +1246,8 @@ def _vision(rec: dict, cfg: Mapping, notes: list[str]) -> None:
         embed = chans * tps * patch * patch * vh
         merge = _as_int(vc.get("spatial_merge_size"), "vision spatial_merge_size", [], hi=64) or 1
         out = _as_int(vc.get("out_hidden_size") or vc.get("projection_dim") or vc.get("vision_output_dim")
-                      or vc.get("text_hidden_size") or vc.get("out_dim"), "vision out dim", []) or rec["hidden_size"] or vh
+                      or vc.get("text_hidden_size") or vc.get("out_dim") or vc.get("output_dim")
+                      or (vc.get("embed_dim") if open_clip else None), "vision out dim", []) or rec["hidden_size"] or vh
         mi = vh * merge * merge
         merger = mi * mi + mi * out
         rec["params_vision"] = float(depth * block + embed + merger)
@@ -1209,9 +1327,26 @@ def _quant(rec: dict, cfg: Mapping, text: Mapping, notes: list[str]) -> None:
                 gfmt = g.get("format") if isinstance(g, Mapping) else None
                 if isinstance(gfmt, str) and not fmt:
                     fmt = gfmt
+                bs = w.get("block_structure")
+                if bs is not None:
+                    # compressed-tensors block quantization (strategy "block"): [block_n, block_k], the
+                    # same layout as weight_block_size
+                    gn = _short(gname, 20)
+                    if not (isinstance(bs, list) and len(bs) == 2):
+                        notes.append(f"config_groups.{gn}.weights.block_structure unreadable ({_short(bs, 40)})")
+                    elif rec["weight_block_n"] is None and rec["weight_block_k"] is None:
+                        rec["weight_block_n"] = _as_int(bs[0], f"config_groups.{gn}.block_structure[0]", notes)
+                        rec["weight_block_k"] = _as_int(bs[1], f"config_groups.{gn}.block_structure[1]", notes)
+                        tg = g.get("targets")
+                        if isinstance(tg, list) and tg != ["Linear"]:
+                            notes.append(f"block-quantized weights {_short(bs, 20)} ({b}-bit) only for config_groups.{gn} "
+                                         f"targets {_short(tg, 80)}")
+                    elif [rec["weight_block_n"], rec["weight_block_k"]] != bs:
+                        notes.append(f"config_groups.{gn} block_structure {_short(bs, 20)} differs from "
+                                     f"[{rec['weight_block_n']}, {rec['weight_block_k']}] (kept)")
         if len(groups) > 1:
             notes.append(f"quantization_config has {len(groups)} config_groups (mixed precision)")
-    if group is None and q.get("group_size") is not None:
+    if group is None and q.get("group_size") is not None and q.get("group_size") != -1:
         group = _as_int(q.get("group_size"), "quant group_size", notes, hi=1 << 20)
     if qa:
         qal = qa.lower()
@@ -1270,6 +1405,11 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
     gated = not (mt in _NONGATED_TYPES or (isinstance(act, str) and act in _NONGATED_ACTS))
     if mt.startswith("gpt2") or mt == "gpt_bigcode":
         gated = False
+    if mt == "chatglm" and r.get("inner_hidden_size") is not None and r.get("ffn_hidden_size") is None:
+        # ChatGLM-6B (v1): dense_h_to_4h -> GELU -> dense_4h_to_h (its "GLU" class has no gate);
+        # ChatGLM2/3 (ffn_hidden_size) use SwiGLU with dense_h_to_4h of 2 x ffn_hidden_size
+        gated = False
+        notes.append("chatglm v1 (inner_hidden_size): non-gated GELU MLP")
 
     # --- attention mixer (per softmax-attention layer)
     attn = 0
@@ -1344,6 +1484,13 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
     if not rec["is_moe"]:
         n_dense = n
     mixers = n_attn * attn + n_lin * lin + n_cross * attn
+    if mt.startswith("lfm2"):
+        # LFM2 short-convolution blocks (Lfm2ShortConv): in_proj h -> 3*conv_dim, depthwise conv of
+        # conv_L_cache taps, out_proj conv_dim -> h
+        n_conv = n - n_attn - n_lin - n_cross
+        cd = r.int("conv_dim", fallback_top=False) or h
+        taps = r.int("conv_L_cache", fallback_top=False) or 3
+        mixers += max(n_conv, 0) * (3 * h * cd + cd * taps + cd * h)
     hybrid_blocks = mt.startswith("nemotron_h") or isinstance(r.get("hybrid_override_pattern"), str) or isinstance(r.get("layers_block_type"), list)
     if hybrid_blocks:
         # Nemotron-H: each block is one of mamba / attention / mlp / moe, one norm each

@@ -127,8 +127,8 @@ COLUMNS: Final[tuple[tuple[str, str, str], ...]] = (
     ("quant_format", "string", "Finer format where given (e.g. nvfp4, float-quantized, mxfp4-pack-quantized)."),
     ("quant_bits", "Int64", "Weight bits (4, 8, ...), where given or implied."),
     ("quant_group_size", "Int64", "AWQ/GPTQ/NVFP4 group size along the input dim (elements)."),
-    ("weight_block_n", "Int64", "Block-FP8 `weight_block_size[0]` (output dim block)."),
-    ("weight_block_k", "Int64", "Block-FP8 `weight_block_size[1]` (input dim block)."),
+    ("weight_block_n", "Int64", "Block-FP8 `weight_block_size[0]`, or compressed-tensors `config_groups.*.weights.block_structure[0]` (output dim block)."),
+    ("weight_block_k", "Int64", "Block-FP8 `weight_block_size[1]`, or compressed-tensors `config_groups.*.weights.block_structure[1]` (input dim block)."),
     # --- size --------------------------------------------------------------------------------------
     ("params_total", "float64", "Estimated parameters from the shapes (count, not billions), text model + vision tower."),
     ("params_active", "float64", "Estimated parameters active per token (MoE: top-k routed + shared + dense); = params_total for dense."),

@@ -174,6 +174,33 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "glm4_moe": ("zai-org/GLM-4.5", dict(is_moe=True, num_experts=160, num_dense_layers=3, num_attention_heads=96, num_key_value_heads=8)),
     "glm4v_moe": ("zai-org/GLM-4.5V", dict(has_vision=True, vision_num_heads=12, vision_depth=24, is_moe=True, num_dense_layers=1)),
     "glm4_moe_lite": ("zai-org/GLM-4.7-Flash", dict(is_mla=True, num_attention_heads=20, kv_lora_rank=512, v_head_dim=256, head_dim=256)),
+    # third pass of ../shared/hub-configs (rows 131-196 of SOURCES.tsv): values read off each config.json
+    # (key in the comment where it is not the canonical name); remote-code families read as JSON only
+    "RefinedWeb": ("tiiuae/falcon-40b", dict(num_attention_heads=128, num_key_value_heads=8, head_dim=64, hidden_size=8192, num_hidden_layers=60, vocab_size=65024, attention_kind="gqa", is_moe=False)),  # n_head, n_head_kv, n_layer
+    "RefinedWebModel": ("tiiuae/falcon-7b", dict(num_attention_heads=71, num_key_value_heads=1, head_dim=64, hidden_size=4544, num_hidden_layers=32, attention_kind="mqa")),  # n_head 71, multi_query true
+    "falcon": ("tiiuae/falcon-180B-chat", dict(num_attention_heads=232, num_key_value_heads=8, head_dim=64, hidden_size=14848, num_hidden_layers=80, vocab_size=65024)),  # num_kv_heads (new_decoder_architecture)
+    "baichuan": ("baichuan-inc/Baichuan2-13B-Chat", dict(num_attention_heads=40, num_key_value_heads=40, head_dim=128, hidden_size=5120, num_hidden_layers=40, intermediate_size=13696, vocab_size=125696, max_position_embeddings=4096, attention_kind="mha")),  # model_max_length
+    "chatglm": ("THUDM/chatglm2-6b", dict(num_attention_heads=32, num_key_value_heads=2, head_dim=128, hidden_size=4096, num_hidden_layers=28, intermediate_size=13696, vocab_size=65024, max_position_embeddings=32768, attention_kind="gqa", tie_word_embeddings=False)),  # multi_query_group_num, kv_channels, num_layers, ffn_hidden_size, padded_vocab_size, seq_length
+    "codegen": ("Salesforce/codegen2-1B", dict(num_attention_heads=16, num_key_value_heads=16, head_dim=128, hidden_size=2048, num_hidden_layers=16, vocab_size=51200, max_position_embeddings=2048)),  # n_head, n_embd, n_layer, n_positions
+    "codeshell": ("WisdomShell/CodeShell-7B-Chat-int4", dict(num_attention_heads=32, num_key_value_heads=8, head_dim=128, hidden_size=4096, num_hidden_layers=42, intermediate_size=16384, vocab_size=70144, max_position_embeddings=8192)),  # num_query_groups, n_inner
+    "deepseek_v2": ("deepseek-ai/DeepSeek-V2-Lite", dict(is_mla=True, attention_kind="mla", num_attention_heads=16, q_lora_rank=None, kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, head_dim=192, is_moe=True, num_experts=64, num_experts_per_tok=6, num_shared_experts=2, moe_intermediate_size=1408, num_dense_layers=1, num_moe_layers=26)),
+    "fuyu": ("adept/fuyu-8b", dict(num_attention_heads=64, num_key_value_heads=64, head_dim=64, hidden_size=4096, num_hidden_layers=36, intermediate_size=16384, vocab_size=262144, has_vision=False)),
+    "gemma": ("google/gemma-2b-it", dict(num_attention_heads=8, num_key_value_heads=1, head_dim=256, attention_kind="mqa", hidden_size=2048, num_hidden_layers=18, intermediate_size=16384, vocab_size=256000)),
+    "gemma3": ("google/medgemma-27b-it", dict(text_config_key="text_config", text_model_type="gemma3_text", num_attention_heads=32, num_key_value_heads=16, head_dim=128, num_hidden_layers=62, num_sliding_window_layers=52, num_full_attention_layers=10, sliding_window=1024, has_vision=True, vision_num_heads=16, vision_hidden_size=1152, vision_depth=27)),
+    "gpt_bigcode": ("TheBloke/WizardCoder-15B-1.0-GPTQ", dict(num_attention_heads=48, num_key_value_heads=1, attention_kind="mqa", hidden_size=6144, num_hidden_layers=40, intermediate_size=24576, vocab_size=49153)),  # multi_query true, n_inner
+    "gpt_neox": ("togethercomputer/RedPajama-INCITE-7B-Base", dict(num_attention_heads=32, num_key_value_heads=32, head_dim=128, hidden_size=4096, num_hidden_layers=32, intermediate_size=16384, vocab_size=50432)),
+    "gptj": ("EleutherAI/gpt-j-6b", dict(num_attention_heads=16, num_key_value_heads=16, head_dim=256, hidden_size=4096, num_hidden_layers=28, vocab_size=50400)),
+    "granitemoe": ("ibm-granite/granite-3.1-1b-a400m-instruct", dict(num_attention_heads=16, num_key_value_heads=8, is_moe=True, num_experts=32, num_experts_per_tok=8, moe_intermediate_size=512, num_moe_layers=24, num_dense_layers=0, num_shared_experts=0)),  # num_local_experts; intermediate_size is the expert width
+    "hunyuan": ("tencent/Hunyuan-A13B-Instruct", dict(num_attention_heads=32, num_key_value_heads=8, head_dim=128, is_moe=True, num_experts=64, num_experts_per_tok=8, moe_intermediate_size=3072, num_shared_experts=1, num_moe_layers=32, is_mla=False, tie_word_embeddings=True)),  # attention_head_dim; moe_topk, moe_intermediate_size, num_shared_expert are per-layer lists
+    "idefics3": ("ibm-granite/granite-docling-258M", dict(text_config_key="text_config", text_model_type="llama", num_attention_heads=9, num_key_value_heads=3, head_dim=64, hidden_size=576, num_hidden_layers=30, has_vision=True, vision_num_heads=12, vision_hidden_size=768, vision_depth=12)),
+    "infimm-zephyr": ("Infi-MM/infimm-zephyr", dict(text_config_key="language", text_model_type="mistral", num_attention_heads=32, num_key_value_heads=8, head_dim=128, hidden_size=4096, num_hidden_layers=32, has_vision=True, vision_num_heads=16, vision_hidden_size=1024, vision_depth=24)),  # visual: width 1024 / head_width 64, layers 24
+    "internlm": ("internlm/internlm-20b", dict(num_attention_heads=40, num_key_value_heads=40, head_dim=128, hidden_size=5120, num_hidden_layers=60, intermediate_size=13824, vocab_size=103168)),
+    "lfm2": ("LiquidAI/LFM2-1.2B", dict(num_attention_heads=32, num_key_value_heads=8, head_dim=64, num_hidden_layers=16, num_full_attention_layers=6, num_sliding_window_layers=0, num_linear_attention_layers=0, has_linear_attention=False, intermediate_size=8192)),  # full_attn_idxs (6 of 16); block_ff_dim 12288 -> 2/3, multiple of 256
+    "llava": ("liuhaotian/llava-v1.5-7b", dict(num_attention_heads=32, num_key_value_heads=32, hidden_size=4096, num_hidden_layers=32, intermediate_size=11008, has_vision=False)),  # mm_vision_tower named only
+    "minicpmv": ("openbmb/MiniCPM-V-2", dict(num_attention_heads=36, num_key_value_heads=36, head_dim=64, hidden_size=2304, num_hidden_layers=40, intermediate_size=5760, vocab_size=122753, has_vision=False)),  # vision_encoder named only
+    "qwen": ("Qwen/Qwen-7B", dict(num_attention_heads=32, num_key_value_heads=32, head_dim=128, hidden_size=4096, num_hidden_layers=32, intermediate_size=11008, vocab_size=151936, attention_kind="mha")),  # kv_channels; intermediate_size 22016 / 2
+    "smollm3": ("HuggingFaceTB/SmolLM3-3B", dict(num_attention_heads=16, num_key_value_heads=4, num_hidden_layers=36, num_full_attention_layers=36, num_sliding_window_layers=0, sliding_window=None, intermediate_size=11008, vocab_size=128256)),
+    "stablelm_epoch": ("stabilityai/stable-code-3b", dict(num_attention_heads=32, num_key_value_heads=32, head_dim=80, hidden_size=2560, num_hidden_layers=32, intermediate_size=6912, vocab_size=50304)),
 }
 
 
@@ -208,6 +235,82 @@ def test_flags_are_never_missing(shipped: pd.DataFrame) -> None:
     assert shipped.loc[shipped.is_quantized, "quant_bits"].notna().all()
     sw = shipped.num_sliding_window_layers > 0
     assert shipped.loc[sw, "sliding_window"].notna().all() and shipped.loc[~sw, "sliding_window"].isna().all()
+
+
+def test_chatglm_v1_and_v2_read_their_own_keys(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    # ChatGLM-6B (v1): no multi_query_attention -> MHA; inner_hidden_size, max_sequence_length, no
+    # tie_word_embeddings in a config saved by transformers 4.23 -> PretrainedConfig's default (tied)
+    raw = json.loads((configs_dir / "THUDM--chatglm-6b.json").read_text())
+    v1 = row(shipped, "THUDM/chatglm-6b")
+    assert "multi_query_attention" not in raw and "tie_word_embeddings" not in raw
+    assert (v1.num_attention_heads, v1.num_key_value_heads, v1.num_hidden_layers) == (raw["num_attention_heads"], raw["num_attention_heads"], raw["num_layers"])
+    assert (v1.intermediate_size, v1.vocab_size, v1.max_position_embeddings) == (raw["inner_hidden_size"], raw["vocab_size"], raw["max_sequence_length"])
+    assert v1.tie_word_embeddings and "True assumed" in v1.parse_notes and "non-gated GELU MLP" in v1.parse_notes
+    # ChatGLM2/3 and derivatives: multi_query_group_num only counts with multi_query_attention
+    for mid in ("THUDM/chatglm2-6b", "THUDM/chatglm3-6b", "THUDM/codegeex2-6b", "emotibot-inc/Zhuzhi-6B"):
+        raw = json.loads((configs_dir / (mid.replace("/", "--") + ".json")).read_text())
+        r = row(shipped, mid)
+        assert raw["multi_query_attention"] is True
+        assert (r.num_key_value_heads, r.head_dim, r.intermediate_size, r.vocab_size) == (
+            raw["multi_query_group_num"], raw["kv_channels"], raw["ffn_hidden_size"], raw["padded_vocab_size"]), mid
+    # a config without transformers_version (hand-written reference) keeps the conservative default
+    assert not row(shipped, "sgl-project/DeepSeek-V4-Pro-FP8").tie_word_embeddings
+
+
+def test_qwen_v1_mlp_width_is_half_the_config_value(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    for mid in ("Qwen/Qwen-7B", "Qwen/Qwen-72B", "Qwen/Qwen-VL-Chat-Int4", "stvlynn/Qwen-7B-Chat-Cantonese"):
+        raw = json.loads((configs_dir / (mid.replace("/", "--") + ".json")).read_text())
+        r = row(shipped, mid)
+        assert r.intermediate_size * 2 == raw["intermediate_size"], mid
+        assert r.head_dim == raw["kv_channels"] and r.num_key_value_heads == raw["num_attention_heads"], mid
+        assert "QWenMLP" in r.parse_notes
+    vl = row(shipped, "Qwen/Qwen-VL-Chat-Int4")
+    assert vl.has_vision and (vl.vision_num_heads, vl.vision_depth, vl.vision_hidden_size) == (16, 48, 1664)  # visual.heads/layers/width
+    assert (vl.quant_method, vl.quant_bits, vl.quant_group_size) == ("gptq", 4, 128)
+    assert row(shipped, "Qwen/Qwen-72B").params_total == pytest.approx(72e9, rel=0.03)
+
+
+def test_per_layer_lists_are_read(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    raw = json.loads((configs_dir / "tencent--Hunyuan-A13B-Instruct.json").read_text())
+    r = row(shipped, "tencent/Hunyuan-A13B-Instruct")
+    assert (r.num_experts_per_tok, r.moe_intermediate_size, r.num_shared_experts) == (
+        raw["moe_topk"][0], raw["moe_intermediate_size"][0], raw["num_shared_expert"][0])
+    assert "given per layer (moe_topk, 32 entries, all 8)" in r.parse_notes
+    cfg = dict(raw, moe_topk=[8] * 16 + [4] * 15 + [2])
+    rec = normalize_config(cfg, "x/varying", fetched_at="x")
+    assert rec["num_experts_per_tok"] == 8 and "varies per layer (moe_topk: [2, 4, 8])" in rec["parse_notes"]
+    rec = normalize_config(dict(raw, moe_topk=["a", True]), "x/bad", fetched_at="x")
+    assert rec["num_experts_per_tok"] is None and rec["status"] == "ok"
+
+
+def test_compressed_tensors_block_structure_feeds_the_block_columns(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    for mid in ("poolside/Laguna-S-2.1-FP8", "poolside/Laguna-XS.2-FP8", "RedHatAI/DeepSeek-V4-Flash-NVFP4-FP8"):
+        raw = json.loads((configs_dir / (mid.replace("/", "--") + ".json")).read_text())
+        block = raw["quantization_config"]["config_groups"]["group_0"]["weights"]["block_structure"]
+        r = row(shipped, mid)
+        assert [r.weight_block_n, r.weight_block_k] == block == [128, 128], mid
+        assert r.quant_method == "compressed-tensors"
+    # mixed precision: the block-FP8 group covers the attention only, and the row says so
+    assert "only for config_groups.'group_0' targets" in row(shipped, "RedHatAI/DeepSeek-V4-Flash-NVFP4-FP8").parse_notes
+    # channel-wise FP8 (block_structure null) has no block size
+    r = row(shipped, "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic")
+    assert r.quant_bits == 8 and pd.isna(r.weight_block_n) and pd.isna(r.weight_block_k)
+
+
+def test_lfm2_short_convolution_blocks_hold_no_kv_cache(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    raw = json.loads((configs_dir / "LiquidAI--LFM2-1.2B.json").read_text())
+    r = row(shipped, "LiquidAI/LFM2-1.2B")
+    assert r.num_full_attention_layers == len(raw["full_attn_idxs"]) == 6
+    assert r.num_full_attention_layers + r.num_sliding_window_layers + r.num_linear_attention_layers < r.num_hidden_layers
+    assert "10 of 16 layers are gated short-convolution blocks" in r.parse_notes
+
+
+def test_vision_towers_named_but_not_configured_are_noted(shipped: pd.DataFrame) -> None:
+    for mid, key in (("liuhaotian/llava-v1.5-7b", "mm_vision_tower"), ("openbmb/MiniCPM-V-2", "vision_encoder")):
+        r = row(shipped, mid)
+        assert not r.has_vision and r.params_vision == 0
+        assert f"vision encoder named only ({key}=" in r.parse_notes
+    assert "cross_attn_every_n_layers" in row(shipped, "Infi-MM/infimm-zephyr").parse_notes
 
 
 def test_quantized_checkpoint_without_quantization_config_is_inferred_from_name(shipped: pd.DataFrame) -> None:
@@ -245,6 +348,15 @@ def test_quantized_checkpoint_without_quantization_config_is_inferred_from_name(
         ("openai/gpt-oss-120b", 116.8e9, None),
         ("deepseek-ai/DeepSeek-V4-Flash", 284e9, 13e9),
         ("zai-org/GLM-5", 744e9, 40e9),
+        # third pass (published figures from the model cards)
+        ("THUDM/chatglm-6b", 6.2e9, None),  # tied LM head, non-gated GELU MLP
+        ("EleutherAI/gpt-j-6b", 6.05e9, None),
+        ("tiiuae/falcon-7b", 7e9, None),  # RefinedWebModel: tied, non-gated MLP
+        ("tiiuae/falcon-180B-chat", 180e9, None),
+        ("LiquidAI/LFM2-1.2B", 1.17e9, None),  # short-convolution blocks counted
+        ("tencent/Hunyuan-A13B-Instruct", 80e9, 13e9),
+        ("mistralai/Mixtral-8x22B-Instruct-v0.1", 141e9, 39e9),
+        ("deepseek-ai/DeepSeek-V2-Lite", 15.7e9, None),
     ],
 )
 def test_parameter_estimates_within_3_percent(shipped: pd.DataFrame, model_id: str, total: float, active: float | None) -> None:

@@ -34,6 +34,14 @@ EXEMPT = {
     # schema: intermediate_size of an MoE model is its dense layers' width; transformers' is the expert width
     ("llama4", "intermediate_size"),
     ("minimax_m3_vl", "intermediate_size"),
+    # schema: the MLP's real width; LFM2 keeps the pre-adjustment value that Lfm2MLP shrinks by 2/3
+    ("lfm2", "intermediate_size"),
+    # the original LLaVA format (liuhaotian) keeps its language model at the top level, while
+    # LlavaConfig reads only text_config: transformers' value is LlamaConfig's default (2048)
+    ("llava", "max_position_embeddings"),
+    # Falcon configs declare no context length: transformers fills its class default (2048), the
+    # catalog keeps NA ("the config does not say")
+    ("falcon", "max_position_embeddings"),
 }
 
 

@@ -202,7 +202,7 @@ def test_page_loads_clean_with_heatmap(server, rpage, artifacts_dir):
 
 
 def test_heatmap_fits_the_1920px_page_beside_the_details(server, rpage):
-    """Default view (vLLM and SGLang, 130 models, 10 TP sizes) at 1920 x 1080: the heatmap lies inside
+    """Default view (vLLM and SGLang, the shipped catalog, 10 TP sizes) at 1920 x 1080: the heatmap lies inside
     the viewport and left of the details column, each TP column keeps at least MIN_COL_PX pixels, and
     it shows VISIBLE_ROWS model rows at a time, so the page does not grow past the screen."""
     from dashboard import plots
@@ -221,7 +221,7 @@ def test_heatmap_fits_the_1920px_page_beside_the_details(server, rpage):
 
 
 def test_heatmap_scrolls_and_loads_the_rows_in_view(server, rpage, artifacts_dir):
-    """Shipped catalog (130 models): the heatmap shows VISIBLE_ROWS rows and the browser holds only those
+    """Shipped catalog (more models than VISIBLE_ROWS): the heatmap shows VISIBLE_ROWS rows and the browser holds only those
     plus a margin; the mouse wheel scrolls the rows, the server sends the rows that come into view, the
     model names follow, and a tap on a scrolled-in row selects that row's model."""
     from dashboard import plots
