@@ -216,7 +216,9 @@ def test_suggestions_nearest_valid_tp_and_ep():
     assert "Nearest valid TP sizes: 4 and 28." in v.suggestions or "Nearest valid TP sizes: 4 and 14." in v.suggestions
     moe = rec(64, 4, is_moe=True, num_experts=128, moe_intermediate_size=1536, quant_method="fp8",
               weight_block_n=128, weight_block_k=128)
-    v = check(moe, "vllm", 8)
+    v = check(moe, "vllm", 8, version="2025-05")  # before MoE block scales were refined (gcd >= 32)
+    assert not v.valid and any("--enable-expert-parallel (EP size 8)" in s for s in v.suggestions)
+    v = check(moe, "sglang", 8)
     assert not v.valid and any("expert parallelism (ep=8)" in s for s in v.suggestions)
 
 

@@ -27,6 +27,7 @@ from dashboard.rules import megatron as _megatron
 from dashboard.rules import sglang as _sglang
 from dashboard.rules import transformers as _transformers
 from dashboard.rules import trtllm as _trtllm
+from dashboard.rules import versions as _versions
 from dashboard.rules import vllm as _vllm
 from dashboard.rules.common import KINDS, Ctx, Rule
 
@@ -68,6 +69,10 @@ class RuleHit:
     message: str
     source_url: str
     severity: str  # "error" | "warning"
+    location: str = ""  # raise site "path/in/package.py:line" in the release, where known
+    exc_type: str = ""  # the exception the framework raises ("" for warnings / our own messages)
+    evidence: str = "source"  # "executed" (a conformance table reproduces it) or "source"
+    ours: bool = False  # the message is this project's words, not the framework's
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,19 @@ class Verdict:
     kv_heads_per_rank: int | None
     kv_replicas: int | None
     attn_tp: int
+    release: str | None = None  # the release whose rules were applied (a date maps to one)
+    executed: bool = False  # that release was run through the conformance harness
+    notice: str = ""  # how ``version`` was mapped to ``release``, when it was not the identity
+    expert_parallel: bool = False  # vLLM --enable-expert-parallel (EP size = tp x dp)
+
+    @property
+    def evidence(self) -> str:
+        """``executed`` when the verdict (and its first error, if any) was reproduced by running the
+        framework's own code at ``release`` (every failing rule has executed evidence), else
+        ``source``."""
+        if not self.executed:
+            return "source"
+        return "executed" if all(f.evidence == "executed" for f in self.failures) else "source"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -136,10 +154,30 @@ def _rule_applies_to_version(rule: Rule, version: str | None) -> bool:
     return spec.contains(v, prereleases=True)
 
 
-def _rules_for(framework: str, version: str | None) -> list[Rule]:
+_REPO_URL = {"vllm": "https://github.com/vllm-project/vllm/blob"}
+
+
+def resolve_version(framework: str, version: str | None) -> _versions.Resolved:
+    """What ``version`` means for ``framework`` (see :func:`dashboard.rules.versions.resolve`)."""
     if framework not in RULES_BY_FRAMEWORK:
         raise ValueError(f"unknown framework {framework!r}; expected one of {schema.FRAMEWORKS}")
-    return [r for r in RULES_BY_FRAMEWORK[framework] if _rule_applies_to_version(r, version)]
+    return _versions.resolve(framework, version)
+
+
+_RULES_CACHE: dict[tuple[str, str | None], list[Rule]] = {}
+
+
+def _rules_for(framework: str, version: str | None) -> list[Rule]:
+    """The framework's rules that hold at ``version``, each as it reads in the resolved release."""
+    res = resolve_version(framework, version)
+    key = (framework, res.release if framework in _versions.EXECUTED else version)
+    if key not in _RULES_CACHE:
+        rel = res.release if framework in _versions.EXECUTED else version
+        picked = [r for r in RULES_BY_FRAMEWORK[framework] if _rule_applies_to_version(r, rel)]
+        if framework in _versions.EXECUTED:
+            picked = [r.for_release(res.release, _REPO_URL.get(framework, "")) for r in picked]
+        _RULES_CACHE[key] = picked
+    return _RULES_CACHE[key]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -173,6 +211,8 @@ def _evaluate(ctx: Ctx, framework: str, version: str | None) -> _Eval:
         f = np.asarray(f, dtype=bool)
         if f.shape != (ctx.n,):
             f = np.broadcast_to(f, (ctx.n,)).copy()
+        if r.architectures or r.exclude_architectures:
+            f = f & ctx.arch_in(r.architectures, r.exclude_architectures)
         fire.append(f)
         fields.append(flds)
         for col in r.needs:
@@ -362,6 +402,7 @@ def grid(
     dp_attention: bool = False,
     vision_dp: bool = False,
     version: str | None = None,
+    expert_parallel: bool = False,
 ) -> pd.DataFrame:
     """Validity of every catalog model at every TP size under every framework.
 
@@ -371,7 +412,10 @@ def grid(
     tp_sizes : TP sizes (>= 1), in display order.
     frameworks : framework ids from :data:`dashboard.schema.FRAMEWORKS`.
     pp, dp, ep, dp_attention, vision_dp : the other parallel settings, the same for every cell.
-    version : framework version (PEP 440) or None for the current release.
+    version : framework release (PEP 440), a date ("2025-05": the release current then) or None for
+        the newest release run through the conformance harness (vLLM) / the current rules (others).
+    expert_parallel : vLLM ``--enable-expert-parallel``: the EP size is ``tp x dp`` for each cell
+        (use this rather than ``ep`` for vLLM, whose EP size is derived, not chosen).
 
     Returns
     -------
@@ -393,7 +437,8 @@ def grid(
         if "model_id" in models.columns
         else np.array([f"row{i}" for i in range(len(models))], dtype=object)
     )
-    ctx = Ctx(models, tps, pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp)
+    ctx = Ctx(models, tps, pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp,
+              expert_parallel=expert_parallel)
     fws = list(frameworks)
     if not fws:
         raise ValueError("no frameworks given")
@@ -445,7 +490,8 @@ def _hits(ev: _Eval, row: int) -> tuple[list[RuleHit], list[RuleHit]]:
         if not f[row]:
             continue
         vals = {k: (np.asarray(v)[row] if np.ndim(v) else v) for k, v in flds.items()}
-        hit = RuleHit(r.id, r.framework, r.kind, r.format(vals), r.source_url, r.severity)
+        hit = RuleHit(r.id, r.framework, r.kind, r.format(vals), r.source_url, r.severity, r.location,
+                      r.exc_type, r.evidence, r.ours)
         (failures if r.severity == "error" else warnings).append(hit)
         if r.severity == "error" and r.effect == "run_time":
             warnings.append(
@@ -472,11 +518,13 @@ def _ok_sizes(record, framework: str, version, sizes: np.ndarray, **kw) -> np.nd
     return sizes[(st != 3) & (st != 4)]
 
 
-def _suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision_dp, failures) -> list[str]:
+def _suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision_dp, failures,
+                 expert_parallel: bool = False) -> list[str]:
     out: list[str] = []
     upper = min(max(64, 2 * tp), sharding.MAX_PARALLEL)
     sizes = np.arange(1, upper + 1, dtype=np.int64)
-    base = dict(pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp)
+    base = dict(pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp,
+                expert_parallel=expert_parallel)
     ok = _ok_sizes(record, framework, version, sizes, **base)
     if not failures:
         return out
@@ -505,8 +553,12 @@ def _suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, visio
                 else:
                     out.append(f"Valid at tp={tp} with enable_attention_dp (attention-TP 1).")
                 break
-    if _is_moe_record(record) and ep == 1 and tp > 1 and valid_with(ep=tp):
-        out.append(f"Valid at tp={tp} with expert parallelism (ep={tp}): experts are not TP-sliced.")
+    if _is_moe_record(record) and ep == 1 and not expert_parallel and tp * dp > 1:
+        if framework == "vllm" and valid_with(expert_parallel=True):
+            out.append(f"Valid at tp={tp} with --enable-expert-parallel (EP size {tp * dp}): experts are not "
+                       "TP-sliced.")
+        elif framework != "vllm" and tp > 1 and valid_with(ep=tp):
+            out.append(f"Valid at tp={tp} with expert parallelism (ep={tp}): experts are not TP-sliced.")
     if pp == 1:
         for t2 in sorted((d for d in range(1, tp) if tp % d == 0), reverse=True):
             if valid_with(at_tp=t2, pp=tp // t2):
@@ -540,6 +592,7 @@ def check(
     ep: int = 1,
     dp_attention: bool = False,
     vision_dp: bool = False,
+    expert_parallel: bool = False,
 ) -> Verdict:
     """Would ``framework`` accept this model at this parallel layout, and if not, what would it say?
 
@@ -549,8 +602,11 @@ def check(
     framework : one of :data:`dashboard.schema.FRAMEWORKS`.
     tp, pp, dp, ep : tensor, pipeline, data and expert parallel sizes (>= 1). ``ep > 1`` means expert
         parallelism (vLLM ``--enable-expert-parallel``: experts are not TP-sliced).
-    version : framework version (PEP 440, e.g. "0.11.0") or None for the current release; a string that
-        is not a version (e.g. a date) is treated as the current release.
+    version : framework release (PEP 440, e.g. "0.22.0"), a date (``"2023-07"``: the newest release
+        uploaded by then, from ``data/releases/<framework>.csv``) or None: for vLLM the newest release
+        run through the conformance harness, for the others their current rules. The verdict's
+        ``release``/``executed``/``notice`` say what was used.
+    expert_parallel : vLLM ``--enable-expert-parallel`` (EP size = tp x dp; ``ep`` stays 1).
     dp_attention : SGLang ``--enable-dp-attention`` (attention-TP = tp / dp) or TensorRT-LLM attention-DP.
     vision_dp : the vision encoder runs data-parallel (vLLM ``mm_encoder_tp_mode="data"``).
 
@@ -566,15 +622,14 @@ def check(
     """
     tp = sharding.parallel_size(tp, "tp")  # whole number in 1 .. MAX_PARALLEL (ValueError otherwise)
     pp, dp, ep = (sharding.parallel_size(v, n) for v, n in ((pp, "pp"), (dp, "dp"), (ep, "ep")))
-    ctx = _to_ctx(record, [tp], pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp)
+    ctx = _to_ctx(record, [tp], pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp,
+                  expert_parallel=expert_parallel)
     ev = _evaluate(ctx, framework, version)
     failures, warnings = _hits(ev, 0)
-    if version is not None and _parse_version(version) is None:
-        warnings.append(
-            RuleHit("engine.version", framework, "attention_heads",
-                    f"Version {version!r} is not a release number; the current release's rules were used.",
-                    "", "warning")
-        )
+    res = resolve_version(framework, version)
+    if res.notice:
+        warnings.append(RuleHit("engine.version", framework, "attention_heads", res.notice, "", "warning",
+                                ours=True))
     err = np.array([bool(failures)])
     status = _STATUS_CATS[int(_status(err, ev)[0])]
     if ev.unknown[0]:
@@ -583,9 +638,10 @@ def check(
             RuleHit("engine.missing_fields", framework, "attention_heads",
                     f"Not fully checked: the record has no {', '.join(missing)}, so the rules that need "
                     f"{'it' if len(missing) == 1 else 'them'} were skipped (status unknown).",
-                    "", "warning")
+                    "", "warning", ours=True)
         )
-    suggestions = _suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision_dp, failures)
+    suggestions = _suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision_dp, failures,
+                               expert_parallel)
     model_id = ""
     try:
         model_id = str(ctx.models["model_id"].iloc[0]) if "model_id" in ctx.models.columns else ""
@@ -609,6 +665,10 @@ def check(
         kv_heads_per_rank=_opt_int(not ev.has_kv[0], ev.kv_per_rank[0]),
         kv_replicas=_opt_int(not ev.has_kv[0], ev.kv_rep[0]),
         attn_tp=int(ev.attn_tp[0]),
+        release=res.release,
+        executed=res.executed,
+        notice=res.notice,
+        expert_parallel=bool(expert_parallel or ep > 1),
     )
 
 

@@ -68,6 +68,18 @@ class Rule:
     verified_with : for rules checked against a real library run, the library version and what was
         observed (filled by the transformers-matrix helper); None when only read from source.
     note : anything a reader needs to trust the rule (e.g. "upstream raises a bare assert").
+    architectures : Hub ``architectures[0]`` values the rule applies to (empty = every architecture
+        not excluded). Framework code differs per model class (bare asserts, vision towers).
+    exclude_architectures : architectures the rule does not apply to.
+    sites : release -> raise site ``"path/in/package.py:line"`` for the releases whose code was read or
+        run; the engine fills ``{site}`` in the message and :attr:`location` from it.
+    evidence : ``"executed"`` (a conformance table of the release reproduces the rule: same verdict,
+        message and raise site) or ``"source"`` (read from the release's source only).
+    executed_in : releases whose conformance tables reproduce the rule.
+    exc_type : the exception the framework raises (``AssertionError``, ``ValueError`` ...); "" for
+        warnings and for messages that are ours.
+    ours : True when the message is written by this project (the framework prints nothing, or only a
+        log line); shown as ours.
     """
 
     id: str
@@ -83,6 +95,14 @@ class Rule:
     effect: str = ""
     verified_with: str | None = None
     note: str = ""
+    architectures: tuple[str, ...] = ()
+    exclude_architectures: tuple[str, ...] = ()
+    sites: Mapping[str, str] = field(default_factory=dict, compare=False)
+    evidence: str = "source"
+    executed_in: tuple[str, ...] = ()
+    exc_type: str = ""
+    ours: bool = False
+    location: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -91,7 +111,31 @@ class Rule:
             raise ValueError(f"rule {self.id}: severity must be 'error' or 'warning'")
         if self.effect not in EFFECTS:
             raise ValueError(f"rule {self.id}: unknown effect {self.effect!r}")
+        if self.evidence not in ("executed", "source"):
+            raise ValueError(f"rule {self.id}: evidence must be 'executed' or 'source'")
 
+    def applies_to_arch(self, arch: str) -> bool:
+        """Whether the rule covers a model whose ``architectures[0]`` is ``arch``."""
+        if arch in self.exclude_architectures:
+            return False
+        return not self.architectures or arch in self.architectures
+
+    def for_release(self, release: str | None, repo_url: str = "") -> "Rule":
+        """The rule as it reads in ``release``: ``{site}`` filled, :attr:`location` set, the source link
+        pointed at that release's file and line, evidence ``executed`` only when that release's table
+        reproduces it."""
+        import dataclasses
+
+        site = self.sites.get(release or "", "") if self.sites else ""
+        if not site and self.sites:
+            site = self.sites[sorted(self.sites)[-1]] if release is None else ""
+        msg = self.message.replace("{site}", site or "?") if "{site}" in self.message else self.message
+        url = self.source_url
+        if site and repo_url and release:
+            path, _, line = site.rpartition(":")
+            url = f"{repo_url}/v{release}/{path}#L{line}"
+        ev = "executed" if release and release in self.executed_in else "source"
+        return dataclasses.replace(self, message=msg, location=site, source_url=url, evidence=ev)
     @property
     def message_fields(self) -> tuple[str, ...]:
         """Names of the ``{fields}`` in :attr:`message`."""
@@ -116,6 +160,13 @@ class Rule:
             "effect": self.effect,
             "verified_with": self.verified_with,
             "note": self.note,
+            "architectures": ", ".join(self.architectures),
+            "exclude_architectures": ", ".join(self.exclude_architectures),
+            "sites": "; ".join(f"{k}: {v}" for k, v in sorted(self.sites.items())),
+            "evidence": self.evidence,
+            "executed_in": ", ".join(self.executed_in),
+            "exc_type": self.exc_type,
+            "ours": self.ours,
         }
 
 
@@ -145,6 +196,8 @@ class Ctx:
     pp, dp, ep : pipeline, data and expert parallel sizes (scalars, >= 1).
     dp_attention : SGLang DP-attention / TensorRT-LLM attention-DP flag.
     vision_dp : the vision encoder runs data-parallel (vLLM ``mm_encoder_tp_mode="data"``).
+    expert_parallel : vLLM ``--enable-expert-parallel`` (the EP size is then ``tp x dp``, per cell);
+        implied by ``ep > 1``.
     """
 
     def __init__(
@@ -157,6 +210,7 @@ class Ctx:
         ep: int = 1,
         dp_attention: bool = False,
         vision_dp: bool = False,
+        expert_parallel: bool = False,
     ) -> None:
         self.models = models
         self.n_models = len(models)
@@ -170,6 +224,7 @@ class Ctx:
         self.ep = sharding.parallel_size(ep, "ep")
         self.dp_attention = bool(dp_attention)
         self.vision_dp = bool(vision_dp)
+        self.expert_parallel = bool(expert_parallel) or self.ep > 1
         self._memo: dict[object, object] = {}
 
     # -- raw columns --------------------------------------------------------------------------------
@@ -249,6 +304,39 @@ class Ctx:
 
         return self.flag(f"sw:{name}:{prefixes}", fn)
 
+    def arch(self) -> np.ndarray:
+        """``architectures[0]`` per model (object array of str, "" when missing)."""
+
+        def fn() -> np.ndarray:
+            if "architectures" not in self.models.columns:
+                return np.full(self.n_models, "", dtype=object)
+            s = self.models["architectures"].astype("string").fillna("")
+            return s.str.split(",").str[0].str.strip().to_numpy(dtype=object)
+
+        return self.memo(("arch_models",), fn)  # type: ignore[return-value]
+
+    def arch_in(self, names: tuple[str, ...], exclude: tuple[str, ...] = ()) -> np.ndarray:
+        """Per cell: ``architectures[0]`` is in ``names`` (every architecture when empty) and not in
+        ``exclude``."""
+
+        def fn(df: pd.DataFrame) -> np.ndarray:
+            a = self.arch()
+            ok = np.isin(a, list(names)) if names else np.ones(len(a), dtype=bool)
+            if exclude:
+                ok &= ~np.isin(a, list(exclude))
+            return ok
+
+        return self.flag(f"arch:{names}:{exclude}", fn)
+
+    def ep_size(self) -> np.ndarray:
+        """Expert-parallel size per cell: ``tp x dp`` under vLLM's ``--enable-expert-parallel`` (the EP
+        group spans every TP and DP rank), the given ``ep`` otherwise; 1 without EP."""
+        if self.ep > 1:
+            return np.full(self.n, self.ep, dtype=np.int64)
+        if self.expert_parallel:
+            return self.memo(("ep_size",), lambda: self.tp * self.dp)
+        return np.ones(self.n, dtype=np.int64)
+
     def memo(self, key: object, fn: Callable[[], object]):
         """Memoize a derived array under ``key`` (shared by every rule of every framework)."""
         if key not in self._memo:
@@ -285,7 +373,7 @@ class Ctx:
         """TP degree inside one expert's MLP: 1 under expert parallelism (ep > 1) for vLLM (EP spans
         all TP x DP ranks), ``tp // ep`` for SGLang/TensorRT-LLM (``moe_tp_size = tp_size // ep_size``),
         1 for Megatron under EP (expert-tensor-parallel 1 is the documented EP setup), else ``tp``."""
-        if self.ep <= 1:
+        if not self.expert_parallel:
             return self.tp
         if framework in ("sglang", "tensorrt-llm"):
             return self.memo(("moe_tp", "div"), lambda: np.maximum(self.tp // self.ep, 1))

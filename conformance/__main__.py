@@ -1,0 +1,85 @@
+"""``python -m conformance``: run a framework's own code over the catalog, assemble and verify tables.
+
+Commands (see data/conformance/README.md for the venv set-up):
+
+    python -m conformance run --framework vllm --venv /work/venvs/vllm-0.33.0 [--models ID ...] [--depth tp]
+    python -m conformance assemble --framework vllm --version 0.33.0
+    python -m conformance verify --framework vllm --venv /work/venvs/vllm-0.33.0 --sample 40 --seed 0
+    python -m conformance stub --venv /work/venvs/vllm-0.33.0     # build the libcuda.so.1 stand-in
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from conformance import driver, libcuda_stub
+
+DEFAULT_CONFIGS = driver.REPO.parent / "shared" / "hub-configs"
+
+
+def _venv_version(python: str, framework: str) -> str:
+    out = subprocess.run([python, "-c", f"import importlib.metadata as m; print(m.version({framework!r}))"],
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m conformance", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run every model not yet checkpointed (resumable)")
+    r.add_argument("--framework", default="vllm", choices=sorted(driver.WORKER))
+    r.add_argument("--venv", required=True, help="the framework's virtualenv (outside the repo)")
+    r.add_argument("--configs", type=Path, default=DEFAULT_CONFIGS)
+    r.add_argument("--models", nargs="*", help="only these model ids")
+    r.add_argument("--depth", choices=("full", "tp"), default="full")
+    r.add_argument("--workers", type=int, default=2)
+    r.add_argument("--batch", type=int, default=12, help="models per worker process")
+    r.add_argument("--limit", type=int)
+    r.add_argument("--no-assemble", action="store_true")
+    a = sub.add_parser("assemble", help="per-model checkpoints -> data/conformance/<fw>-<version>.parquet")
+    a.add_argument("--framework", default="vllm")
+    a.add_argument("--version", required=True)
+    v = sub.add_parser("verify", help="re-run a fixed sample of the committed table and diff")
+    v.add_argument("--framework", default="vllm", choices=sorted(driver.WORKER))
+    v.add_argument("--venv", required=True)
+    v.add_argument("--configs", type=Path, default=DEFAULT_CONFIGS)
+    v.add_argument("--sample", type=int, default=40)
+    v.add_argument("--seed", type=int, default=0)
+    s = sub.add_parser("stub", help="build the libcuda.so.1 stand-in inside the venv")
+    s.add_argument("--venv", required=True)
+    args = ap.parse_args(argv)
+
+    if args.cmd == "stub":
+        print(libcuda_stub.build(Path(args.venv)))
+        return 0
+    if args.cmd == "assemble":
+        print(driver.assemble(args.framework, args.version))
+        return 0
+    python = driver.python_of(args.venv)
+    libcuda_stub.build(Path(args.venv))
+    version = _venv_version(python, args.framework)
+    if args.cmd == "run":
+        driver.run(python, args.framework, version, args.configs, models=args.models, depth=args.depth,
+                   workers=args.workers, batch=args.batch, limit=args.limit)
+        if not args.no_assemble:
+            print(driver.assemble(args.framework, version))
+        return 0
+    if args.cmd == "verify":
+        df = driver.verify(python, args.framework, version, args.configs, sample=args.sample, seed=args.seed)
+        import pandas as pd
+
+        with pd.option_context("display.width", 200, "display.max_colwidth", 120, "display.max_rows", 500):
+            print(df.to_string(index=False))
+        same = int(df["same"].sum())
+        print(f"{args.framework} {version}: {same} of {len(df)} sampled cells reproduced exactly "
+              f"(outcome, exception type, message, raise site, parameter bytes)")
+        return 0 if same == len(df) else 1
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,372 @@
+"""The conformance driver: which cells to run, one worker process per model, checkpoints, tables.
+
+Runs in the project's Python. For each model it starts the framework venv's interpreter on the
+worker script (``conformance/<framework>_worker.py``), sends the model's cells, and collects one JSON
+record per cell. After each model, its records are written atomically to
+``<work>/<model-file-stem>.json``; a model whose file exists is skipped on the next run, so an
+interrupted run resumes where it stopped and loses at most the model in flight. ``assemble`` turns
+the per-model files into ``data/conformance/<framework>-<version>.parquet`` (atomic).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from dashboard.atomic import atomic_write, atomic_write_text
+from dashboard.catalog import model_id_from_filename
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "data" / "conformance"
+WORKER = {"vllm": Path(__file__).resolve().parent / "vllm_worker.py"}
+CELL_PREFIX = "@@CELL "
+MODEL_START = "@@MODEL_START "
+MODEL_DONE = "@@MODEL_DONE "
+
+#: TP sizes of the tables (the dashboard's defaults).
+TP_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
+#: DP sizes run without EP for MoE models (MoE tensor parallelism spans TP x DP there).
+MOE_DP_SIZES = (2, 3)
+OUTCOMES = ("built", "refused_engine", "refused_build", "harness_error", "not_run")
+
+#: Columns of a conformance table, in order.
+COLUMNS = (
+    "framework", "version", "model_id", "tp", "pp", "dp", "ep", "vision_dp", "outcome", "reason",
+    "exc_type", "message", "file", "line", "function", "param_bytes", "param_count",
+    "param_bytes_by_dtype", "kv_cache", "seconds", "platform",
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    tp: int
+    pp: int = 1
+    dp: int = 1
+    ep: bool = False
+    vision_dp: bool = False
+
+    def as_dict(self) -> dict:
+        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": int(self.ep), "vision_dp": int(self.vision_dp)}
+
+    def key(self) -> tuple:
+        return (self.tp, self.pp, self.dp, int(self.ep), int(self.vision_dp))
+
+
+def config_files(configs_dir: Path) -> list[Path]:
+    return sorted(p for p in Path(configs_dir).glob("*.json") if p.is_file())
+
+
+def _raw(path: Path) -> dict:
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        return d if isinstance(d, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _is_moe(raw: dict) -> bool:
+    text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    for d in (raw, text):
+        for k in ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"):
+            v = d.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 1:
+                return True
+    return False
+
+
+def _has_vision(raw: dict) -> bool:
+    return isinstance(raw.get("vision_config"), dict)
+
+
+def plan_cells(raw: dict, depth: str = "full") -> list[Cell]:
+    """The cells run for one model: every TP size with EP off and on; DP 2 and 3 without EP for MoE
+    models; vision-DP (``mm_encoder_tp_mode="data"``) for models with a vision tower."""
+    cells = [Cell(tp) for tp in TP_SIZES]
+    if depth == "tp":
+        return cells
+    cells += [Cell(tp, ep=True) for tp in TP_SIZES]
+    if _is_moe(raw):
+        cells += [Cell(tp, dp=dp) for dp in MOE_DP_SIZES for tp in TP_SIZES]
+    if _has_vision(raw):
+        cells += [Cell(tp, vision_dp=True) for tp in TP_SIZES if tp > 1]
+    return cells
+
+
+def work_dir(framework: str, version: str) -> Path:
+    return DATA / ".work" / f"{framework}-{version}"
+
+
+def _stem(model_id: str) -> str:
+    return model_id.replace("/", "--")
+
+
+def _env(python: str) -> dict:
+    env = dict(os.environ)
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
+               PYTHONNOUSERSITE="1", CUDA_VISIBLE_DEVICES="", VLLM_LOGGING_LEVEL="ERROR")
+    env.pop("PYTHONPATH", None)
+    venv = Path(python).absolute().parent.parent  # not resolve(): bin/python is a symlink out of the venv
+    stubs = venv / "conformance-stubs"
+    if (stubs / "libcuda.so.1").exists():
+        env["LD_LIBRARY_PATH"] = f"{stubs}:{env.get('LD_LIBRARY_PATH', '')}".rstrip(":")
+    return env
+
+
+def _missing(cells: list[Cell], recs: list[dict], reason: str) -> list[dict]:
+    done = {(r["tp"], r["pp"], r["dp"], int(r["ep"]), int(r.get("vision_dp", 0))) for r in recs}
+    out = []
+    for c in cells:
+        if c.key() not in done:
+            r = c.as_dict()
+            r.update(outcome="harness_error", reason=reason)
+            out.append(r)
+    return out
+
+
+def run_batch(python: str, framework: str, jobs: list[tuple[Path, list[Cell]]], *, platform: str,
+              model_timeout: float, on_model) -> None:
+    """Run several models in one worker process (vLLM's import costs ~15 s; a model's cells ~0.1 s
+    each). ``on_model(model_id, records)`` is called as each model completes. A worker that dies or
+    stalls on a model is killed; that model's unfinished cells become ``harness_error`` and the
+    remaining models go to a new worker."""
+    pending = list(jobs)
+    while pending:
+        job = {"platform": platform,
+               "models": [{"config_path": str(f), "model_id": model_id_from_filename(f),
+                           "cells": [c.as_dict() for c in cells]} for f, cells in pending]}
+        by_id = {model_id_from_filename(f): (f, cells) for f, cells in pending}
+        proc = subprocess.Popen([python, str(WORKER[framework])], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=_env(python), cwd="/tmp")
+        err_tail: list[str] = []
+
+        def _drain_err() -> None:
+            for line in proc.stderr:  # type: ignore[union-attr]
+                err_tail.append(line)
+                del err_tail[:-40]
+
+        import threading
+
+        threading.Thread(target=_drain_err, daemon=True).start()
+        proc.stdin.write(json.dumps(job) + "\n")  # type: ignore[union-attr]
+        proc.stdin.close()  # type: ignore[union-attr]
+        current: str | None = None
+        recs: list[dict] = []
+        finished: set[str] = set()
+        deadline = [time.monotonic() + model_timeout + 120]  # the first model also pays the import
+
+        def _watchdog() -> None:
+            while proc.poll() is None:
+                if time.monotonic() > deadline[0]:
+                    proc.kill()
+                    return
+                time.sleep(1)
+
+        threading.Thread(target=_watchdog, daemon=True).start()
+        for line in proc.stdout:  # type: ignore[union-attr]
+            if line.startswith(MODEL_START):
+                current = json.loads(line[len(MODEL_START):])
+                recs = []
+                deadline[0] = time.monotonic() + model_timeout
+            elif line.startswith(CELL_PREFIX):
+                try:
+                    recs.append(json.loads(line[len(CELL_PREFIX):]))
+                except ValueError:
+                    pass
+            elif line.startswith(MODEL_DONE):
+                mid = json.loads(line[len(MODEL_DONE):])
+                f, cells = by_id[mid]
+                on_model(mid, recs + _missing(cells, recs, "worker produced no record for this cell"))
+                finished.add(mid)
+                current, recs = None, []
+        rc = proc.wait()
+        pending = [(f, cells) for f, cells in pending if model_id_from_filename(f) not in finished]
+        if not pending:
+            break
+        reason = ("worker killed after %.0f s on this model" % model_timeout if time.monotonic() > deadline[0]
+                  else f"worker exited with status {rc}") + "; stderr: " + "".join(err_tail)[-600:]
+        if current is not None:  # the model in flight killed the worker: record it, go on without it
+            f, cells = by_id[current]
+            on_model(current, recs + _missing(cells, recs, reason))
+            pending = [(f2, c2) for f2, c2 in pending if model_id_from_filename(f2) != current]
+        else:  # died before any model started (import failure): every pending model is a harness error
+            for f, cells in pending:
+                on_model(model_id_from_filename(f), _missing(cells, [], reason))
+            return
+
+
+def run(python: str, framework: str, version: str, configs_dir: Path, *, models: Iterable[str] | None = None,
+        depth: str = "full", platform: str = "cuda-sm90", model_timeout: float = 900.0, limit: int | None = None,
+        workers: int = 2, batch: int = 12, log=print) -> Path:
+    """Run every model not yet checkpointed, ``workers`` processes at a time; returns the work folder."""
+    import threading
+
+    wd = work_dir(framework, version)
+    wd.mkdir(parents=True, exist_ok=True)
+    files = config_files(configs_dir)
+    wanted = set(models) if models else None
+    todo = []
+    for f in files:
+        mid = model_id_from_filename(f)
+        if wanted is not None and mid not in wanted:
+            continue
+        if (wd / f"{_stem(mid)}.json").exists():
+            continue
+        todo.append(f)
+    if limit is not None:
+        todo = todo[:limit]
+    log(f"{framework} {version}: {len(todo)} models to run ({len(files)} configs); work folder {wd}")
+    lock = threading.Lock()
+    done = [0]
+    t_start = time.monotonic()
+
+    def on_model(mid: str, recs: list[dict]) -> None:
+        for r in recs:
+            r["model_id"] = mid
+            r["framework"] = framework
+            if r.get("version") not in (None, version):
+                raise SystemExit(f"the venv runs {framework} {r['version']}, not {version}")
+            r["version"] = version
+        recs.sort(key=lambda r: (int(r["ep"]), r["dp"], int(r.get("vision_dp", 0)), r["pp"], r["tp"]))
+        atomic_write_text(wd / f"{_stem(mid)}.json", json.dumps({"model_id": mid, "records": recs}, default=str))
+        counts = pd.Series([r["outcome"] for r in recs]).value_counts().to_dict()
+        with lock:
+            done[0] += 1
+            log(f"[{done[0]}/{len(todo)} {time.monotonic() - t_start:.0f}s] {mid}: {len(recs)} cells {counts}")
+
+    batches = [todo[i:i + batch] for i in range(0, len(todo), batch)]
+    queue = list(batches)
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                b = queue.pop(0)
+            run_batch(python, framework, [(f, plan_cells(_raw(f), depth)) for f in b], platform=platform,
+                      model_timeout=model_timeout, on_model=on_model)
+
+    threads = [threading.Thread(target=worker) for _ in range(max(1, workers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return wd
+
+
+def run_model(python: str, framework: str, config_path: Path, cells: list[Cell], *, platform: str,
+              timeout: float) -> list[dict]:
+    """One model's cells in a fresh worker (used by :func:`verify`)."""
+    out: list[dict] = []
+    run_batch(python, framework, [(config_path, cells)], platform=platform, model_timeout=timeout,
+              on_model=lambda mid, recs: out.extend(recs))
+    return out
+
+
+def load_work(framework: str, version: str) -> pd.DataFrame:
+    wd = work_dir(framework, version)
+    rows = []
+    for p in sorted(wd.glob("*.json")):
+        rows.extend(json.loads(p.read_text())["records"])
+    return records_frame(rows, framework, version)
+
+
+def records_frame(rows: list[dict], framework: str, version: str) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    for c in COLUMNS:
+        if c not in df.columns:
+            df[c] = None
+    df["framework"] = framework
+    df["version"] = version
+    df["param_bytes_by_dtype"] = df["param_bytes_by_dtype"].map(
+        lambda v: json.dumps(v, sort_keys=True) if isinstance(v, dict) else (v if isinstance(v, str) else ""))
+    df["kv_cache"] = df["kv_cache"].map(
+        lambda v: json.dumps(v) if isinstance(v, list) else (v if isinstance(v, str) else ""))
+    df = df[list(COLUMNS)].copy()
+    for c in ("tp", "pp", "dp", "ep", "vision_dp", "line"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").fillna(0).astype("int64")
+    df["ep"] = df["ep"].astype(bool)
+    df["vision_dp"] = df["vision_dp"].astype(bool)
+    for c in ("param_bytes", "param_count"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("Int64")
+    df["seconds"] = pd.to_numeric(df["seconds"], errors="coerce")
+    for c in ("framework", "version", "model_id", "outcome", "reason", "exc_type", "message", "file", "function",
+              "param_bytes_by_dtype", "kv_cache", "platform"):
+        df[c] = df[c].fillna("").astype(str)
+    return df.sort_values(["model_id", "ep", "dp", "vision_dp", "tp"]).reset_index(drop=True)
+
+
+def table_path(framework: str, version: str) -> Path:
+    return DATA / f"{framework}-{version}.parquet"
+
+
+def assemble(framework: str, version: str) -> Path:
+    df = load_work(framework, version)
+    path = table_path(framework, version)
+    atomic_write(path, lambda fh: df.to_parquet(fh, index=False))
+    return path
+
+
+def load_table(framework: str, version: str) -> pd.DataFrame:
+    return pd.read_parquet(table_path(framework, version))
+
+
+def verify(python: str, framework: str, version: str, configs_dir: Path, *, sample: int = 40, seed: int = 0,
+           platform: str = "cuda-sm90", log=print) -> pd.DataFrame:
+    """Re-run a fixed random sample of the committed table's cells and diff outcome, exception type,
+    message and raise site. Returns one row per sampled cell with ``same`` True/False."""
+    table = load_table(framework, version)
+    ran = table[table["outcome"] != "not_run"]
+    pick = ran.sample(n=min(sample, len(ran)), random_state=seed)
+    files = {model_id_from_filename(f): f for f in config_files(configs_dir)}
+    out = []
+    for mid, grp in pick.groupby("model_id", sort=True):
+        cells = [Cell(int(r.tp), int(r.pp), int(r.dp), bool(r.ep), bool(r.vision_dp)) for r in grp.itertuples()]
+        if mid not in files:
+            for r in grp.itertuples():
+                out.append({"model_id": mid, "tp": r.tp, "dp": r.dp, "ep": r.ep, "vision_dp": r.vision_dp,
+                            "table": r.outcome, "rerun": "missing config", "same": False, "diff": "config missing"})
+            continue
+        recs = {(x["tp"], x["pp"], x["dp"], bool(x["ep"]), bool(x.get("vision_dp", 0))): x
+                for x in run_model(python, framework, files[mid], cells, platform=platform, timeout=1800)}
+        for r in grp.itertuples():
+            x = recs.get((r.tp, r.pp, r.dp, bool(r.ep), bool(r.vision_dp)), {})
+            diffs = []
+            for col in ("outcome", "exc_type", "message", "file", "line", "param_bytes"):
+                a = getattr(r, col)
+                b = x.get(col)
+                if col in ("line",):
+                    b = int(b or 0)
+                if col == "param_bytes":
+                    a = None if pd.isna(a) else int(a)
+                    b = None if b is None else int(b)
+                if (a or None) != (b or None):
+                    diffs.append(f"{col}: {a!r} -> {b!r}")
+            out.append({"model_id": mid, "tp": r.tp, "dp": r.dp, "ep": bool(r.ep), "vision_dp": bool(r.vision_dp),
+                        "table": r.outcome, "rerun": x.get("outcome"), "same": not diffs, "diff": "; ".join(diffs)})
+        log(f"verified {mid}: {len(grp)} cells")
+    return pd.DataFrame(out)
+
+
+def sample_models(configs_dir: Path, n: int, seed: int) -> list[str]:
+    ids = [model_id_from_filename(f) for f in config_files(configs_dir)]
+    return random.Random(seed).sample(ids, min(n, len(ids)))
+
+
+def python_of(venv: str | os.PathLike) -> str:
+    p = Path(venv) / "bin" / "python"
+    if not p.exists():
+        raise SystemExit(f"no interpreter at {p}: create the venv first (data/conformance/README.md)")
+    return str(p)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("use: python -m conformance --help")

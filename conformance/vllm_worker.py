@@ -1,0 +1,504 @@
+"""One vLLM worker: builds one model's cells with vLLM's own code and prints one JSON line per cell.
+
+Run by the framework venv's interpreter (``/path/to/venv/bin/python conformance/vllm_worker.py``), not
+imported by the project: it depends only on vLLM, torch and the standard library.
+
+Protocol: the first line on stdin is a JSON job ``{"platform": "cuda-sm90" | "cpu", "models":
+[{"config_path", "model_id", "cells": [{"tp", "pp", "dp", "ep", "vision_dp"}, ...]}, ...]}``. Per
+model, ``@@MODEL_START "<id>"``, then one line per cell prefixed ``@@CELL `` with a JSON record (see
+:func:`run_cell`), then ``@@MODEL_DONE "<id>"``. Anything else on stdout or stderr is vLLM's logging.
+
+Stand-ins (what is simulated, and nothing else):
+
+* **Platform.** ``cuda-sm90``: vLLM's own ``CudaPlatformBase`` with the device queries answered as an
+  H100 80 GB (compute capability 9.0) would answer them, so kernel and quantization-method selection
+  take the same branches as on the GPUs people rent; no CUDA call is made.
+* **Process groups.** ``vllm.distributed.parallel_state``'s TP/PP/DP/EP/DCP/PCP groups are stubs of
+  the requested world size, rank 0 (the rank whose errors a user sees first in the log). Every
+  ``get_*_world_size``/``rank`` helper reads them, so no module needs patching.
+* **Tensors.** The model is constructed under ``torch.device("meta")``: shapes, dtypes and every
+  constructor-time check are real; no memory is allocated and no weight is read.
+* **Hub.** ``HF_HUB_OFFLINE=1``; the config is a local folder holding only the verbatim config.json.
+  ``trust_remote_code`` is off: where vLLM asks for remote code, the cell is ``not_run``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+CELL_PREFIX = "@@CELL "
+MODEL_START = "@@MODEL_START "
+MODEL_DONE = "@@MODEL_DONE "
+H100_MEMORY = 85_520_809_984  # nvidia-smi memory.total 81559 MiB x 2^20 (data/gpus.csv H100-80GB)
+
+
+# ----------------------------------------------------------------------------------------------------
+# stand-ins
+# ----------------------------------------------------------------------------------------------------
+
+
+def install_platform(kind: str):
+    """Make ``vllm.platforms.current_platform`` the stand-in before any other vLLM module imports it."""
+    import vllm.platforms as platforms
+
+    if kind == "cpu":
+        from vllm.platforms.cpu import CpuPlatform
+
+        platforms._current_platform = CpuPlatform()
+        return platforms._current_platform
+
+    from vllm.platforms.cuda import CudaPlatformBase
+    from vllm.platforms.interface import DeviceCapability
+
+    class H100StandIn(CudaPlatformBase):
+        """vLLM's CUDA platform, answering device queries as one H100 80 GB (SM 9.0) would."""
+
+        @classmethod
+        def get_device_capability(cls, device_id: int = 0):
+            return DeviceCapability(major=9, minor=0)
+
+        @classmethod
+        def has_device_capability(cls, capability, device_id: int = 0) -> bool:
+            cap = cls.get_device_capability(device_id)
+            if isinstance(capability, tuple):
+                return (cap.major, cap.minor) >= tuple(capability)
+            return cap.to_int() >= capability
+
+        @classmethod
+        def get_device_name(cls, device_id: int = 0) -> str:
+            return "NVIDIA H100 80GB HBM3"
+
+        @classmethod
+        def get_device_uuid(cls, device_id: int = 0) -> str:
+            return "GPU-00000000-0000-0000-0000-000000000000"
+
+        @classmethod
+        def get_device_total_memory(cls, device_id: int = 0) -> int:
+            return H100_MEMORY
+
+        @classmethod
+        def is_fully_connected(cls, physical_device_ids) -> bool:
+            return True
+
+        @classmethod
+        def current_device(cls):
+            # every tensor of the harness lives on the meta device; a model that moves a tower to
+            # "the current device" (kimi_k25.py) moves it there
+            import torch
+
+            return torch.device("meta")
+
+        @classmethod
+        def device_count(cls) -> int:
+            # as many GPUs as the layout asks for: the harness judges the model, not the node
+            return 4096
+
+        @classmethod
+        def log_warnings(cls):
+            return None
+
+        @classmethod
+        def set_device(cls, device) -> None:
+            return None
+
+    platforms._current_platform = H100StandIn()
+    return platforms._current_platform
+
+
+class _StubStream:
+    """``torch.cuda.Stream``/``Event`` stand-in: created and stored by layers at construction
+    (shared-expert overlap, DeepSeek-V4's aux streams), never used before a forward pass."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return "<harness stream>"
+
+
+def install_streams() -> None:
+    import torch
+    from vllm.utils import torch_utils
+
+    if hasattr(torch_utils, "_aux_stream"):
+        torch_utils._aux_stream = _StubStream()
+    torch.cuda.Stream = _StubStream  # type: ignore[misc]
+    torch.cuda.Event = _StubStream  # type: ignore[misc]
+
+
+def inspect_in_process() -> None:
+    """vLLM inspects a model class in a subprocess "to avoid initializing CUDA"
+    (``registry._run_in_subprocess``); that subprocess would not have the stand-ins. No CUDA exists
+    here, so run the same inspection in this process."""
+    from vllm.model_executor.models import registry
+
+    registry._run_in_subprocess = lambda fn: fn()
+
+
+class StubProcessGroup:
+    """``torch.distributed.ProcessGroup`` stand-in for ``group.device_group``/``cpu_group``: model
+    classes read only ``size()`` and ``rank()`` at construction."""
+
+    def __init__(self, world_size: int) -> None:
+        self._n = int(world_size)
+
+    def size(self) -> int:
+        return self._n
+
+    def rank(self) -> int:
+        return 0
+
+
+class StubGroup:
+    """A ``GroupCoordinator`` stand-in: world size N, this process is rank 0. Construction-time code
+    reads only sizes and ranks; any collective would be a harness bug and raises."""
+
+    def __init__(self, name: str, world_size: int) -> None:
+        self.unique_name = f"{name}:0"
+        self.world_size = int(world_size)
+        self.rank_in_group = 0
+        self.rank = 0
+        self.local_rank = 0
+        self.ranks = list(range(self.world_size))
+        self.is_first_rank = True
+        self.is_last_rank = self.world_size == 1
+        self.first_rank = 0
+        self.last_rank = self.world_size - 1
+        self.next_rank = 1 % self.world_size
+        self.prev_rank = (self.world_size - 1) % self.world_size
+        self.device_group = StubProcessGroup(self.world_size)
+        self.cpu_group = StubProcessGroup(self.world_size)
+        self.device_communicator = None
+        self.mq_broadcaster = None
+        self.use_device_communicator = False
+        self.use_custom_op_call = False
+
+    def destroy(self) -> None:  # parallel_state.destroy_model_parallel calls it
+        return None
+
+    def __getattr__(self, name: str):
+        raise RuntimeError(f"harness: stub process group {self.unique_name!r} has no {name!r}")
+
+
+def install_groups(tp: int, pp: int, dp: int, ep_world: int) -> None:
+    from vllm.distributed import parallel_state as ps
+
+    ps._WORLD = StubGroup("world", tp * pp * dp)
+    ps._TP = StubGroup("tp", tp)
+    ps._PP = StubGroup("pp", pp)
+    ps._DP = StubGroup("dp", dp)
+    ps._EP = StubGroup("ep", ep_world)
+    ps._DCP = StubGroup("dcp", 1)
+    ps._PCP = StubGroup("pcp", 1)
+    if hasattr(ps, "_ETP"):
+        ps._ETP = ps._TP
+    if hasattr(ps, "_EPLB"):
+        ps._EPLB = None
+    if hasattr(ps, "_NODE_COUNT"):
+        ps._NODE_COUNT = 1
+
+
+# ----------------------------------------------------------------------------------------------------
+# one cell
+# ----------------------------------------------------------------------------------------------------
+
+VLLM_MARK = os.sep + "vllm" + os.sep
+
+
+def raise_site(exc: BaseException) -> tuple[str, int, str]:
+    """``(file, line, function)`` of the innermost frame inside the vllm package (the raise the user
+    sees in the traceback), relative to the package root (``vllm/...``); the innermost frame overall
+    when no vllm frame is on the stack."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    pick = None
+    for fr in tb:
+        if VLLM_MARK in fr.filename and "conformance" not in fr.filename:
+            pick = fr
+    if pick is None and tb:
+        pick = tb[-1]
+    if pick is None:
+        return "", 0, ""
+    fn = pick.filename
+    i = fn.rfind(VLLM_MARK)
+    rel = fn[i + 1:] if i >= 0 else os.path.basename(fn)
+    return rel, int(pick.lineno or 0), pick.name
+
+
+def innermost_site(exc: BaseException) -> tuple[str, int]:
+    tb = traceback.extract_tb(exc.__traceback__)
+    if not tb:
+        return "", 0
+    fr = tb[-1]
+    return fr.filename, int(fr.lineno or 0)
+
+
+REMOTE_CODE_MARKERS = ("trust_remote_code", "trust-remote-code", "execute the configuration file",
+                       "contains custom code")
+
+
+def is_remote_code_error(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}"
+    return any(m in text for m in REMOTE_CODE_MARKERS)
+
+
+def _unwrap(exc: BaseException) -> tuple[BaseException, str]:
+    """vLLM's config classes are pydantic dataclasses: a ``ValueError`` raised in a validator reaches
+    the user wrapped in a ``pydantic.ValidationError`` ("1 validation error for VllmConfig\n  Value
+    error, <message> [type=value_error, ...]"). Return the original exception (its message and raise
+    site are what the rules quote) and the wrapper's type name ("" when not wrapped)."""
+    if type(exc).__name__ == "ValidationError" and hasattr(exc, "errors"):
+        try:
+            errs = exc.errors()
+            inner = (errs[0].get("ctx") or {}).get("error") if errs else None
+            if isinstance(inner, BaseException):
+                return inner, type(exc).__name__
+        except Exception:  # noqa: BLE001
+            pass
+    return exc, ""
+
+
+def vllm_stack(exc: BaseException, keep: int = 8) -> list[str]:
+    """The last ``keep`` frames inside the vllm package, innermost last, as ``file:line function``."""
+    out = []
+    for fr in traceback.extract_tb(exc.__traceback__):
+        i = fr.filename.rfind(VLLM_MARK)
+        if i >= 0:
+            out.append(f"{fr.filename[i + 1:]}:{fr.lineno} {fr.name}")
+    return out[-keep:]
+
+
+def exc_record(exc: BaseException) -> dict:
+    inner, wrapper = _unwrap(exc)
+    f, line, func = raise_site(inner)
+    inner_f, inner_line = innermost_site(inner)
+    return {
+        "exc_type": type(inner).__name__,
+        "wrapper": wrapper,
+        "message": str(inner)[:4000],
+        "shown": str(exc)[:4000] if wrapper else "",
+        "file": f,
+        "line": line,
+        "function": func,
+        "innermost": f"{inner_f}:{inner_line}",
+        "stack": vllm_stack(inner),
+    }
+
+
+HARNESS_MARKERS = (
+    ("harness:", "a stub process group was asked for more than sizes and ranks"),
+    ("CUDA error", "the code called the CUDA runtime (no GPU here)"),
+    ("NVIDIA driver", "the code called the CUDA driver (no GPU here)"),
+    ("Torch not compiled with CUDA", "the code called the CUDA runtime (no GPU here)"),
+    ("cudaError", "the code called the CUDA runtime (no GPU here)"),
+    ("failed to be inspected", "vLLM's model-class inspection failed under the stand-ins"),
+    ("meta tensors", "an operation needed real tensor data (meta device)"),
+    ("Cannot copy out of meta tensor", "an operation needed real tensor data (meta device)"),
+)
+
+
+def harness_reason(exc: BaseException) -> str:
+    """Why an exception comes from the stand-ins rather than from vLLM's checks ("" = a real refusal)."""
+    inner, _ = _unwrap(exc)
+    text = f"{type(inner).__name__}: {inner}"
+    if type(inner).__name__ in ("AcceleratorError", "CudaError"):
+        return "the code called the CUDA runtime (no GPU here)"
+    for marker, why in HARNESS_MARKERS:
+        if marker in text:
+            return why
+    return ""
+
+
+def engine_config(model_dir: str, cell: dict):
+    """What ``vllm serve`` builds before any model code runs (``EngineArgs.create_engine_config``)."""
+    from vllm.engine.arg_utils import EngineArgs
+
+    kwargs = dict(
+        model=model_dir,
+        tensor_parallel_size=cell["tp"],
+        pipeline_parallel_size=cell["pp"],
+        data_parallel_size=cell["dp"],
+        enable_expert_parallel=bool(cell["ep"]),
+        load_format="dummy",
+        skip_tokenizer_init=True,
+        trust_remote_code=False,
+        enforce_eager=True,
+    )
+    if cell.get("vision_dp"):
+        kwargs["mm_encoder_tp_mode"] = "data"
+    args = EngineArgs(**kwargs)
+    return args.create_engine_config()
+
+
+def kv_specs(vllm_config) -> list[dict]:
+    """KV-cache spec per attention layer of rank 0 (as the v1 engine collects them)."""
+    out = []
+    ctx = getattr(vllm_config.compilation_config, "static_forward_context", {}) or {}
+    for name, layer in ctx.items():
+        get = getattr(layer, "get_kv_cache_spec", None)
+        if get is None:
+            continue
+        try:
+            spec = get(vllm_config)
+        except Exception as e:  # noqa: BLE001 - a spec we cannot read is recorded, not fatal
+            out.append({"layer": name, "error": f"{type(e).__name__}: {e}"[:300]})
+            continue
+        if spec is None:
+            continue
+        rec = {"layer": name, "spec": type(spec).__name__}
+        for k in ("block_size", "num_kv_heads", "head_size", "head_size_v", "sliding_window",
+                  "attention_chunk_size", "page_size_bytes", "page_size_padded"):
+            v = getattr(spec, k, None)
+            if isinstance(v, (int, float)) or v is None:
+                rec[k] = v
+        dt = getattr(spec, "dtype", None)
+        rec["dtype"] = str(dt).replace("torch.", "") if dt is not None else None
+        try:
+            if rec.get("page_size_bytes") and rec.get("block_size"):
+                rec["bytes_per_token"] = rec["page_size_bytes"] / rec["block_size"]
+        except Exception:  # noqa: BLE001
+            pass
+        out.append(rec)
+    return out
+
+
+def param_bytes(model) -> tuple[int, int, dict]:
+    """Bytes and element count of rank 0's parameters (meta tensors report their real dtype)."""
+    total_b = total_n = 0
+    by_dtype: dict[str, int] = {}
+    seen = set()
+    for p in model.parameters():
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        n = p.numel()
+        b = n * p.element_size()
+        total_b += b
+        total_n += n
+        k = str(p.dtype).replace("torch.", "")
+        by_dtype[k] = by_dtype.get(k, 0) + b
+    return total_b, total_n, by_dtype
+
+
+def run_cell(model_dir: str, cell: dict) -> dict:
+    """Build one cell; returns the outcome record (never raises)."""
+    import torch
+
+    rec = dict(cell)
+    t0 = time.perf_counter()
+    ep_world = cell["tp"] * cell["dp"] if cell["ep"] else 1
+    # 1. engine start: the config checks vllm serve runs before any worker starts
+    try:
+        vllm_config = engine_config(model_dir, cell)
+    except Exception as e:  # noqa: BLE001
+        rec.update(exc_record(e))
+        rec["outcome"] = "not_run" if is_remote_code_error(e) else "refused_engine"
+        if rec["outcome"] == "not_run":
+            rec["reason"] = "remote code"
+        rec["seconds"] = round(time.perf_counter() - t0, 3)
+        return rec
+    # 2. model construction on rank 0 under stub groups, tensors on the meta device
+    try:
+        from vllm.config import set_current_vllm_config
+        from vllm.model_executor.model_loader.utils import initialize_model
+        from vllm.utils.torch_utils import set_default_torch_dtype
+    except Exception as e:  # noqa: BLE001
+        rec.update(exc_record(e))
+        rec["outcome"] = "harness_error"
+        rec["reason"] = "import of vLLM's model loader failed"
+        return rec
+    install_groups(cell["tp"], cell["pp"], cell["dp"], ep_world)
+    # the device every layer allocates on: meta (the Transformers-backend wrapper reads it from here)
+    try:
+        vllm_config.device_config.device = torch.device("meta")
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        with set_current_vllm_config(vllm_config):
+            with set_default_torch_dtype(vllm_config.model_config.dtype), torch.device("meta"):
+                model = initialize_model(vllm_config=vllm_config)
+    except Exception as e:  # noqa: BLE001
+        rec.update(exc_record(e))
+        harness = harness_reason(e)
+        rec["outcome"] = "harness_error" if harness else "refused_build"
+        if harness:
+            rec["reason"] = harness
+        rec["seconds"] = round(time.perf_counter() - t0, 3)
+        return rec
+    b, n, by_dtype = param_bytes(model)
+    rec.update(outcome="built", param_bytes=b, param_count=n, param_bytes_by_dtype=by_dtype)
+    try:
+        rec["kv_cache"] = kv_specs(vllm_config)
+    except Exception as e:  # noqa: BLE001
+        rec["kv_cache_error"] = f"{type(e).__name__}: {e}"[:300]
+    rec["seconds"] = round(time.perf_counter() - t0, 3)
+    del model
+    return rec
+
+
+def emit(rec: dict) -> None:
+    sys.stdout.write(CELL_PREFIX + json.dumps(rec, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def run_model(job_model: dict, platform_kind: str, version: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="conf-") as d:
+        with open(job_model["config_path"], "rb") as src, open(os.path.join(d, "config.json"), "wb") as dst:
+            dst.write(src.read())
+        for cell in job_model["cells"]:
+            try:
+                r = run_cell(d, cell)
+            except BaseException as e:  # noqa: BLE001 - one cell never stops the others
+                r = dict(cell)
+                r.update(exc_record(e))
+                r.update(outcome="harness_error", reason="worker exception outside the cell")
+            r["version"] = version
+            r["platform"] = platform_kind
+            r["model_id"] = job_model["model_id"]
+            emit(r)
+    sys.stdout.write(MODEL_DONE + json.dumps(job_model["model_id"]) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> int:
+    job = json.loads(sys.stdin.readline())
+    platform_kind = job.get("platform", "cuda-sm90")
+    models = job["models"] if "models" in job else [job]
+    try:
+        install_platform(platform_kind)
+        import vllm  # noqa: F401
+
+        inspect_in_process()
+        install_streams()
+
+        version = vllm.__version__
+    except Exception as e:  # noqa: BLE001
+        for m in models:
+            for cell in m["cells"]:
+                r = dict(cell)
+                r.update(exc_record(e))
+                r.update(outcome="harness_error", reason="vLLM import or platform stand-in failed",
+                         model_id=m["model_id"])
+                emit(r)
+            sys.stdout.write(MODEL_DONE + json.dumps(m["model_id"]) + "\n")
+        return 0
+    for m in models:
+        sys.stdout.write(MODEL_START + json.dumps(m["model_id"]) + "\n")
+        sys.stdout.flush()
+        run_model(m, platform_kind, version)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
