@@ -136,7 +136,7 @@ _NUMERIC = (
     "params_total", "params_active", "params_vision",
 )
 _BOOL = ("tie_word_embeddings", "is_mla", "is_moe", "has_linear_attention", "has_vision", "is_quantized")
-_STR = ("model_id", "linear_attention_kind", "quant_method", "quant_format", "torch_dtype", "status")
+_STR = ("model_id", "model_type", "text_model_type", "linear_attention_kind", "quant_method", "quant_format", "torch_dtype", "status")
 
 
 # --------------------------------------------------------------------------------------------
@@ -465,9 +465,96 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
+#: Architectures whose MoE router (``gate``) vLLM 0.33.0 allocates in float32 (``GateLinear(...,
+#: params_dtype=torch.float32)``), keyed by catalog ``text_model_type``; the rest use the model dtype.
+FP32_ROUTER_MODEL_TYPES: dict[str, str] = {
+    "minimax_m2": "vllm/model_executor/models/minimax_m2.py:114",
+    "mimo_v2_flash": "vllm/model_executor/models/mimo_v2.py:159 (moe_router_dtype, default float32)",
+    "glm4_moe": "vllm/model_executor/models/glm4_moe.py:145",
+    "ernie4_5_moe": "vllm/model_executor/models/ernie45_moe.py:160",
+    "step3p5": "vllm/model_executor/models/step3p5.py:343",
+    "afmoe": "vllm/model_executor/models/afmoe.py:90",
+    "hy_v3": "vllm/model_executor/models/hy_v3.py:159",
+}
+
+
+#: Architectures whose vision encoder honours ``--mm-encoder-tp-mode data`` (``supports_encoder_tp_data
+#: = True``): the whole tower is then replicated on every rank instead of split over TP. Keyed by
+#: catalog ``model_type``; elsewhere vLLM 0.33.0 ignores the flag (``interfaces.py:196``, default False).
+VISION_ENCODER_DP_MODEL_TYPES: dict[str, str] = {
+    "qwen2_5_vl": "vllm/model_executor/models/qwen2_5_vl.py:1324",
+    "qwen3_vl": "vllm/model_executor/models/qwen3_vl.py:1962",
+    "qwen3_vl_moe": "vllm/model_executor/models/qwen3_vl.py:1962 (Qwen3VLMoeForConditionalGeneration subclass)",
+    "qwen3_5": "vllm/model_executor/models/qwen3_vl.py:1962 (qwen3_5.py:473 subclass)",
+    "qwen3_5_moe": "vllm/model_executor/models/qwen3_vl.py:1962 (qwen3_5.py:703 subclass)",
+    "glm4v_moe": "vllm/model_executor/models/glm4_1v.py:1762",
+    "kimi_k25": "vllm/model_executor/models/kimi_k25.py:307",
+    "llama4": "vllm/model_executor/models/mllama4.py:742",
+}
+
+
+def _router_bytes(c: dict[str, np.ndarray]) -> np.ndarray:
+    """Bytes per router element: 4 for :data:`FP32_ROUTER_MODEL_TYPES`, else 0 (= the model dtype)."""
+    mt = c["text_model_type"] if "text_model_type" in c else c["model_type"]
+    return np.where(np.isin(mt, list(FP32_ROUTER_MODEL_TYPES)), 4.0, 0.0)
+
+
+def _block_fp8(c: dict[str, np.ndarray]) -> np.ndarray:
+    """Block-FP8 checkpoints (``fp8`` / compressed-tensors float with a ``weight_block_size``)."""
+    fmt, method = c["quant_format"].astype(str), c["quant_method"]
+    fp8 = (method == "fp8") | (np.char.find(fmt, "float-quantized") >= 0) | (np.char.find(fmt, "fp8") >= 0)
+    return fp8 & ~np.isnan(c["weight_block_n"]) & ~np.isnan(c["weight_block_k"])
+
+
+def _fp8_moe_scale_count(c: dict[str, np.ndarray], moe_tp: np.ndarray) -> np.ndarray:
+    """float32 block scales per expert per rank of a block-FP8 MoE layer (models x tp).
+
+    vLLM 0.33.0 ``Fp8MoEMethod.create_weights`` (``layers/quantization/fp8.py:619-632``): ``w13`` holds
+    ``2 * ceil(I_p / block_n) * ceil(H / block_k)`` scales and ``w2`` ``ceil(H / block_n) * ceil(I_p /
+    block_k)``, for ``I_p = moe_intermediate_size / moe_tp``. When ``I_p`` is not a multiple of the
+    block (``fp8.py:559-566``), ``refine_fp8_moe_block_shape`` (``layers/fused_moe/oracle/fp8.py:
+    314-321``) refines the grid to ``gcd(block_n, block_k, I_p, H)`` square blocks (>= 32; below that
+    vLLM refuses the layout).
+    """
+    H = c["hidden_size"][:, None]
+    bn = c["weight_block_n"][:, None]
+    bk = c["weight_block_k"][:, None]
+    Ip = c["moe_intermediate_size"][:, None] / moe_tp
+    ok = ~(np.isnan(bn) | np.isnan(bk) | np.isnan(Ip) | np.isnan(H))
+    Ipi, Hi = np.where(ok, Ip, 1).astype(np.int64), np.where(ok, H, 1).astype(np.int64)
+    bni, bki = np.where(ok, bn, 1).astype(np.int64), np.where(ok, bk, 1).astype(np.int64)
+    g = np.gcd(np.gcd(bni, bki), np.gcd(Ipi, Hi)).astype(np.float64)
+    refine = (np.mod(Ip, bn) != 0) | ((moe_tp > 1) & (np.mod(Ip, bk) != 0))
+    bn_ = np.where(refine & (g >= 32), g, bn)
+    bk_ = np.where(refine & (g >= 32), g, bk)
+    n = 2 * np.ceil(Ip / bn_) * np.ceil(H / bk_) + np.ceil(H / bn_) * np.ceil(Ip / bk_)
+    return np.where(ok, n, 0.0)
+
+
+def _moe_layout(framework: str, t: np.ndarray, *, ep: int = 1, dp: int = 1,
+                expert_parallel: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(EP size, MoE-TP size) for TP sizes ``t`` (float arrays broadcastable with ``t``).
+
+    vLLM 0.33.0 ``FusedMoEParallelConfig.make`` (``layers/fused_moe/config.py:1198-1243``): the MoE
+    layer flattens TP across DP (``flatten_tp_across_dp_and_pcp``: ``tp * dp`` ranks). Without
+    ``--enable-expert-parallel`` every expert is split over those ``tp * dp`` ranks (MoE-TP = tp * dp,
+    EP 1); with it, EP = tp * dp and MoE-TP = 1. ``expert_parallel=True`` applies that rule to every
+    framework; otherwise an explicit ``ep`` keeps the generic layout (EP ``ep``, MoE-TP ``tp // ep``),
+    and for vLLM ``ep == 1`` means MoE-TP ``tp * dp``.
+    """
+    d = float(max(int(dp), 1))
+    if expert_parallel:
+        return t * d, np.ones_like(t)
+    e = float(max(int(ep), 1))
+    if framework == "vllm" and e == 1:
+        return np.ones_like(t), t * d
+    return np.full_like(t, e), np.maximum(1.0, np.floor(t / e))
+
+
 def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, *, pp: int = 1,
                          ep: int = 1, weight_dtype: str | None = None, dp: int = 1,
-                         dp_attention: bool = False) -> np.ndarray:
+                         dp_attention: bool = False, expert_parallel: bool = False,
+                         vision_dp: bool = False) -> np.ndarray:
     """Weight bytes per rank on the most loaded pipeline stage, shape (models, len(tp))."""
     tp = np.atleast_1d(np.asarray(tp, dtype=np.float64))
     t = tp[None, :]
@@ -497,16 +584,23 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     hd, vhd = _head_dims(c)
     kv_r = np.where(_flag(c["is_mla"])[:, None], 0.0, col("n_attn") * H * kvr * (hd + vhd)[:, None] * lin_b * sc)
     attn_r = col("attn_sharded") / atp * lin_b + col("mla_replicated") * lin_b
-    # experts: ceil(E / ep) experts per EP rank, each split over moe_tp = tp // ep
-    e = float(max(int(ep), 1))
-    moe_tp = np.maximum(1.0, np.floor(t / e))
+    # experts: ceil(E / ep) experts per EP rank, each split over moe_tp
+    e, moe_tp = _moe_layout(framework, t, ep=ep, dp=dp, expert_parallel=expert_parallel)
     E = col("num_experts")
     per_expert = np.where(E > 0, col("experts") / np.where(E > 0, E, 1.0), 0.0)
-    experts_r = np.ceil(E / e) * per_expert / moe_tp * exp_b
-    router_r = col("router") * base_
+    local_experts = np.ceil(E / e)
+    experts_r = local_experts * per_expert / moe_tp * exp_b
+    # block-FP8 experts: 1 B weights + float32 scales on the per-partition block grid (exact, not 4/blk)
+    blk_fp8 = (_block_fp8(c) & (weight_dtype is None))[:, None]
+    scales = _fp8_moe_scale_count(c, moe_tp)
+    experts_fp8 = local_experts * (per_expert / moe_tp * 1.0 + scales * 4.0)
+    experts_r = np.where(blk_fp8 & (E > 0), experts_fp8, experts_r)
+    router_r = col("router") * np.maximum(base_, _router_bytes(c)[:, None])
     mlp_r = col("sharded_mlp") / t * lin_b
     norms_r = col("norms") * base_
-    vision_r = col("vision") / t * base_
+    # vision tower: split over TP, or whole on every rank under ``mm_encoder_tp_mode="data"``
+    vdp = (np.isin(c["model_type"], list(VISION_ENCODER_DP_MODEL_TYPES)) if vision_dp else np.zeros(len(base), bool))[:, None]
+    vision_r = col("vision") / np.where(vdp, 1.0, t) * base_
     layer_part = kv_r + attn_r + experts_r + router_r + mlp_r + norms_r
     stages = float(max(int(pp), 1))
     if stages == 1:
@@ -519,7 +613,8 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
 
 
 def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, ep: int = 1,
-                          weight_dtype: str | None = None, dp: int = 1, dp_attention: bool = False) -> float:
+                          weight_dtype: str | None = None, dp: int = 1, dp_attention: bool = False,
+                          expert_parallel: bool = False, vision_dp: bool = False) -> float:
     """Weight bytes one GPU holds (bytes, float): the most loaded pipeline stage's TP shard.
 
     Partitioning (shapes from the record; anything in ``params_total`` the shapes do not explain, e.g.
@@ -531,9 +626,20 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
     * attention q/o (and MLA q_b/kv_b/o) split over attention-TP; k/v over KV heads with the
       framework's per-rank KV heads (replicated when ``tp > kv``); MLA ``q_a``/``kv_a`` latent
       projections replicated on every rank;
-    * routed experts: ``ceil(num_experts / ep)`` experts per rank, each split over ``moe_tp = tp // ep``
-      (MoE-TP is 1 under full EP); router replicated; shared experts and dense MLPs split over TP;
-    * norms replicated; vision tower (``params_vision``) split over TP, on the first PP stage;
+    * routed experts (:func:`_moe_layout`, vLLM 0.33.0 ``layers/fused_moe/config.py:1198-1243``):
+      without expert parallelism vLLM splits every expert over MoE-TP = ``tp * dp`` ranks (TP flattened
+      across DP); with ``expert_parallel=True`` (``--enable-expert-parallel``) EP = ``tp * dp`` and rank
+      0 holds ``ceil(num_experts / EP)`` whole experts (``determine_expert_map``,
+      ``layers/fused_moe/expert_map_manager.py:67-69``: the first ``E % EP`` ranks get one more). An
+      explicit ``ep`` > 1 without the flag keeps the generic layout (EP ``ep``, MoE-TP ``tp // ep``).
+      Block-FP8 experts are 1 B per weight plus float32 scales on the per-partition block grid, refined
+      to ``gcd`` blocks when the shard is not a block multiple (:func:`_fp8_moe_scale_count`,
+      ``quantization/fp8.py:554-632``);
+    * router replicated, in float32 for :data:`FP32_ROUTER_MODEL_TYPES` (``GateLinear(params_dtype=
+      torch.float32)``), else the model dtype; shared experts and dense MLPs split over TP;
+    * norms replicated; vision tower (``params_vision``) split over TP, on the first PP stage; with
+      ``vision_dp=True`` (``--mm-encoder-tp-mode data``) whole on every rank for the architectures in
+      :data:`VISION_ENCODER_DP_MODEL_TYPES` (others ignore the flag);
     * PP: ``ceil(layers / pp)`` layers on the heaviest stage plus the larger of (embedding + vision) and
       LM head.
 
@@ -542,13 +648,20 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
     (experts only, as gpt-oss keeps attention in 16-bit), otherwise 2 B. An explicit ``weight_dtype``
     (see :data:`WEIGHT_DTYPE_BYTES`) applies to every linear layer.
 
+    ``dp`` is the data-parallel size (dense layers are replicated across DP; it only matters for the
+    MoE layout above and SGLang / TensorRT-LLM ``dp_attention``).
+
+    Checked against vLLM 0.33.0's own rank-0 parameter bytes for every built cell of the conformance
+    table (``tests/test_memory_conformance.py``: within 1 % except the documented expected misses).
+
     Returns ``nan`` when the record lacks shapes. Raises ``ValueError`` for an unknown framework /
     dtype or ``tp < 1``.
     """
     tp, pp, ep, dp = _check(framework, tp, pp=pp, ep=ep, dp=dp)
     c = _cols(record)
     return float(_weight_bytes_matrix(c, framework, np.array([tp]), pp=pp, ep=ep, weight_dtype=weight_dtype,
-                                      dp=dp, dp_attention=dp_attention)[0, 0])
+                                      dp=dp, dp_attention=dp_attention, expert_parallel=expert_parallel,
+                                      vision_dp=vision_dp)[0, 0])
 
 
 # --------------------------------------------------------------------------------------------
@@ -638,7 +751,8 @@ def _non_torch_bytes(t: np.ndarray) -> np.ndarray:
 def _capacity_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, memory_bytes: int, *, pp: int = 1,
                      ep: int = 1, kv_dtype: str = "bf16", weight_dtype: str | None = None,
                      context_len: np.ndarray | float | None = None, mem_fraction: float | None = None,
-                     dp: int = 1, dp_attention: bool = False) -> dict[str, np.ndarray]:
+                     dp: int = 1, dp_attention: bool = False, expert_parallel: bool = False,
+                     vision_dp: bool = False) -> dict[str, np.ndarray]:
     tp = np.atleast_1d(np.asarray(tp, dtype=np.int64))
     t = tp.astype(np.float64)[None, :]
     n = len(c["hidden_size"])
@@ -653,7 +767,8 @@ def _capacity_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, m
         L = c["num_hidden_layers"]
         kv_tok = kv_tok * (np.ceil(L / pp) / L)[:, None]
     state = _state_bytes_matrix(c, tp, state_bytes=kvb if kvb >= 2 else 2.0)
-    weights = _weight_bytes_matrix(c, framework, tp, pp=pp, ep=ep, weight_dtype=weight_dtype, dp=dp, dp_attention=dp_attention)
+    weights = _weight_bytes_matrix(c, framework, tp, pp=pp, ep=ep, weight_dtype=weight_dtype, dp=dp, dp_attention=dp_attention,
+                                   expert_parallel=expert_parallel, vision_dp=vision_dp)
     act = _activation_bytes(c, framework, t, ep, memory_bytes)
     nt = np.broadcast_to(_non_torch_bytes(t), weights.shape)
     M = float(memory_bytes)
@@ -697,7 +812,8 @@ def _capacity_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, m
 
 def capacity(record: Any, framework: str, gpu: Any, tp: int, *, pp: int = 1, ep: int = 1, kv_dtype: str = "bf16",
              weight_dtype: str | None = None, context_len: int | None = None, mem_fraction: float | None = None,
-             dp: int = 1, dp_attention: bool = False) -> dict[str, Any]:
+             dp: int = 1, dp_attention: bool = False, expert_parallel: bool = False,
+             vision_dp: bool = False) -> dict[str, Any]:
     """How much KV cache fits on each GPU of a (model, framework, GPU, TP) deployment.
 
     Parameters
@@ -707,6 +823,7 @@ def capacity(record: Any, framework: str, gpu: Any, tp: int, *, pp: int = 1, ep:
     gpu : GPU id from :func:`load_gpus` (e.g. ``"H100-80GB"``), a row of that table, or total bytes.
     tp, pp, ep : parallel sizes (one GPU per rank).
     kv_dtype, weight_dtype : see :func:`kv_cache_bytes_per_token_per_rank`, :func:`weight_bytes_per_rank`.
+    dp, dp_attention, expert_parallel, vision_dp : see :func:`weight_bytes_per_rank`.
     context_len : tokens per sequence (default: the model's ``max_position_embeddings``, else 8192).
     mem_fraction : the framework's budget knob: vLLM ``gpu_memory_utilization`` (default 0.9), SGLang
         ``mem_fraction_static`` (default: :func:`sglang_default_mem_fraction_static`), TensorRT-LLM
@@ -734,7 +851,8 @@ def capacity(record: Any, framework: str, gpu: Any, tp: int, *, pp: int = 1, ep:
     name, mem = _gpu_memory(gpu)
     c = _cols(record)
     m = _capacity_matrix(c, framework, np.array([tp]), mem, pp=pp, ep=ep, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
-                         context_len=context_len, mem_fraction=mem_fraction, dp=dp, dp_attention=dp_attention)
+                         context_len=context_len, mem_fraction=mem_fraction, dp=dp, dp_attention=dp_attention,
+                         expert_parallel=expert_parallel, vision_dp=vision_dp)
     out: dict[str, Any] = {"framework": framework, "gpu": name, "tp": int(tp), "pp": int(pp), "ep": int(ep),
                            "memory_bytes": mem, "budget_rule": BUDGET_RULES[framework]}
     for k, v in m.items():
