@@ -172,8 +172,8 @@ class DashboardApp(pn.viewable.Viewer):
             items = "".join(f"<li>{esc(n)}</li>" for n in self.notices)
             self.notice_pane.object = (
                 '<div class="tp-notice tp-notice-warning" style="background:#fff4e0;color:#7a4a00;padding:10px 14px;'
-                'border-radius:6px;font-size:15px">Some settings in the link were not understood and defaults '
-                f"are shown for them:<ul style='margin:4px 0'>{items}</ul></div>"
+                'border-radius:6px;font-size:15px">Some settings in the link were not understood (their '
+                f"defaults are shown) or were adjusted:<ul style='margin:4px 0'>{items}</ul></div>"
             )
             self.notice_pane.visible = True
         else:

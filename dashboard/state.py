@@ -30,6 +30,7 @@ import pandas as pd
 import param
 
 from dashboard import schema
+from dashboard.rules import versions as _versions
 
 #: Environment variable naming a catalog parquet file the dashboard opens instead of the shipped one.
 CATALOG_ENV = "TP_PLANNER_CATALOG"
@@ -54,6 +55,9 @@ TAB_LABELS: dict[str, str] = {
 
 #: Tri-state filter values of the catalog view.
 TRISTATE: tuple[str, ...] = ("any", "yes", "no")
+
+#: vLLM release the rules are evaluated at by default: the newest run through the conformance harness.
+DEFAULT_VLLM_VERSION: str = _versions.newest_executed("vllm") or ""
 
 #: Longest query value accepted (characters); longer values are rejected with a notice.
 MAX_QUERY_VALUE = 4000
@@ -112,35 +116,96 @@ class AppData:
             self._records[model_id] = rec
         return self._records[model_id]
 
-    def grid(self, *, pp: int = 1, dp: int = 1, ep: int = 1, dp_attention: bool = False) -> pd.DataFrame:
-        """Validity grid over the whole catalog x :data:`TP_CHOICES` x every framework.
+    def grid(self, *, pp: int = 1, dp: int = 1, ep: int = 1, dp_attention: bool = False,
+             vllm_version: str | None = None, frameworks=None) -> pd.DataFrame:
+        """Validity grid over the whole catalog x :data:`TP_CHOICES` x ``frameworks`` (default: every one).
 
-        Computed by :func:`dashboard.rules.grid` once per distinct ``(pp, dp, ep, dp_attention)`` and
-        kept for the life of the process (at most 64 variants; oldest dropped). Read-only: callers
-        filter, never assign into it.
+        Each framework's part is computed by :func:`dashboard.rules.grid` once per distinct setting (see
+        :func:`rule_args`: for vLLM the release ``vllm_version`` resolves to and EP on/off; for the others
+        ``(pp, dp, ep, dp_attention)``) and kept for the life of the process (at most 64 parts; oldest
+        dropped), so another vLLM release computes only vLLM's part, when first asked for. Read-only:
+        callers filter, never assign into it. Framework-major, then catalog order, then TP.
         """
-        key = (int(pp), int(dp), int(ep), bool(dp_attention))
+        fws = tuple(schema.FRAMEWORKS if frameworks is None else frameworks)
+        if not fws:
+            raise ValueError("no frameworks given")
+        keys = [_part_key(fw, pp, dp, ep, dp_attention, vllm_version) for fw in fws]
+        if len(keys) == 1:
+            return self._part(keys[0])
+        return self.memo(("grid", *keys), lambda: _concat([self._part(k) for k in keys]), maxsize=64)
+
+    def _part(self, key: tuple) -> pd.DataFrame:
+        """One framework's grid for a :func:`_part_key` (cached)."""
         with self._lock:
             hit = self._grids.get(key)
         if hit is not None:
             return hit
         from dashboard import rules  # imported lazily: the rules engine is a sibling module
 
-        g = rules.grid(
-            self.catalog,
-            tp_sizes=TP_CHOICES,
-            frameworks=schema.FRAMEWORKS,
-            pp=key[0],
-            dp=key[1],
-            ep=key[2],
-            dp_attention=key[3],
-        )
-        g = g.reset_index(drop=True)
+        fw, kw = key[0], dict(key[1:])
+        g = rules.grid(self.catalog, tp_sizes=TP_CHOICES, frameworks=(fw,), **kw).reset_index(drop=True)
         with self._lock:
             if len(self._grids) >= 64:
                 self._grids.pop(next(iter(self._grids)))
             self._grids[key] = g
         return g
+
+
+def rule_args(framework: str, *, pp: int = 1, dp: int = 1, ep: int = 1, dp_attention: bool = False,
+              vllm_version: str | None = None) -> dict[str, Any]:
+    """Keyword arguments of :func:`dashboard.rules.check` / :func:`dashboard.rules.grid` for ``framework``
+    under the dashboard's parallel settings.
+
+    The dashboard has one EP control. For vLLM it means ``--enable-expert-parallel``: vLLM has no EP size
+    of its own (its EP group spans every TP x DP rank), so any ``ep > 1`` turns the flag on and the rules
+    get ``ep=1, expert_parallel=True``; vLLM also gets ``version=vllm_version`` (``None`` or ``""``: the
+    newest release run through the conformance harness). The other frameworks get ``ep`` as the EP size
+    and their current rules.
+    """
+    kw: dict[str, Any] = {"pp": int(pp), "dp": int(dp), "ep": int(ep), "dp_attention": bool(dp_attention)}
+    if framework == "vllm":
+        kw.update(ep=1, expert_parallel=int(ep) > 1, version=(vllm_version or None))
+    return kw
+
+
+def state_rule_args(state: PlannerState, framework: str) -> dict[str, Any]:
+    """:func:`rule_args` of ``framework`` under ``state``'s PP / DP / EP / DP-attention and vLLM version."""
+    return rule_args(framework, pp=state.pp, dp=state.dp, ep=state.ep, dp_attention=state.dp_attention,
+                     vllm_version=state.vllm_version)
+
+
+def state_grid_args(state: PlannerState) -> dict[str, Any]:
+    """Keyword arguments of :meth:`AppData.grid` for ``state`` (its parallel settings and vLLM version)."""
+    return {"pp": state.pp, "dp": state.dp, "ep": state.ep, "dp_attention": bool(state.dp_attention),
+            "vllm_version": state.vllm_version}
+
+
+def _part_key(framework: str, pp, dp, ep, dp_attention, vllm_version) -> tuple:
+    """Cache key of one framework's grid: the framework and its :func:`rule_args` (the vLLM version as the
+    release it resolves to, so "", None and the newest executed release share one entry)."""
+    kw = rule_args(framework, pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vllm_version=vllm_version)
+    if "version" in kw:
+        from dashboard import rules
+
+        kw["version"] = rules.resolve_version(framework, kw["version"]).release
+    return (framework, *sorted(kw.items()))
+
+
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Framework grids one under the other; categorical columns stay categorical (categories united)."""
+    from pandas.api.types import union_categoricals
+
+    cols = {}
+    for c in parts[0].columns:
+        if isinstance(parts[0][c].dtype, pd.CategoricalDtype):
+            if c == "framework":
+                cols[c] = pd.Categorical(pd.concat([p[c].astype(object) for p in parts], ignore_index=True),
+                                         categories=list(schema.FRAMEWORKS))
+            else:
+                cols[c] = union_categoricals([p[c] for p in parts], ignore_order=True)
+        else:
+            cols[c] = pd.concat([p[c] for p in parts], ignore_index=True)
+    return pd.DataFrame(cols)
 
 
 def _is_na(v: Any) -> bool:
@@ -201,6 +266,12 @@ class PlannerState(param.Parameterized):
         default=list(DEFAULT_FRAMEWORKS),
         objects=list(schema.FRAMEWORKS),
         doc="Frameworks whose heatmaps are shown side by side (ids of dashboard.schema.FRAMEWORKS).",
+    )
+    vllm_version = param.String(
+        default=DEFAULT_VLLM_VERSION,
+        doc="vLLM release whose rules the vLLM cells follow (a release of data/releases/vllm.csv). The "
+        "default is the newest release run through the conformance harness; in a link, a date such as "
+        "2025-05 means the release current then.",
     )
     disagreement = param.Boolean(
         default=False,
@@ -368,6 +439,8 @@ class PlannerState(param.Parameterized):
                 notices.append(f"Model {_short(raw)!r} from the link is not in the catalog; none selected.")
                 return _SKIP
             return raw
+        if key == "vllm_version":
+            return vllm_release(raw, notices)
         if key == "frameworks":
             vals = [s.strip() for s in raw.split(",") if s.strip()]
             bad = [v for v in vals if v not in schema.FRAMEWORKS]
@@ -409,6 +482,71 @@ class PlannerState(param.Parameterized):
     def search_terms(self) -> list[str]:
         """Lower-cased non-empty terms of :attr:`search`."""
         return [t for t in re.split(r"[\s,]+", self.search.lower()) if t]
+
+
+def vllm_releases() -> list[tuple[str, str, bool]]:
+    """``(release, first upload date YYYY-MM-DD, executed)`` of every vLLM release the selector offers:
+    the releases run through the conformance harness first (newest first), then every other release of
+    ``data/releases/vllm.csv``, newest first."""
+    from packaging.version import InvalidVersion, Version
+
+    executed = list(_versions.EXECUTED.get("vllm", ()))
+    dates = {v: t[:10] for v, t in _versions.releases("vllm")}
+
+    def order(v: str):
+        try:
+            return (1, Version(v))
+        except InvalidVersion:
+            return (0, Version("0"))
+
+    rest = sorted((v for v in dates if v not in executed), key=order, reverse=True)
+    return ([(v, dates.get(v, ""), True) for v in sorted(executed, key=order, reverse=True)]
+            + [(v, dates[v], False) for v in rest])
+
+
+_DATE = re.compile(r"\d{4}(-\d{1,2}){0,2}")
+
+
+def vllm_release(raw: str, notices: list[str] | None = None) -> str:
+    """The vLLM release a link's ``vllm_version`` names, spelled as in :func:`vllm_releases`.
+
+    Accepts a release (``0.22.0``, ``v0.22.0``; PEP 440 spellings of a listed release) or a date
+    (``2025``, ``2025-05``, ``2025-05-20``: the newest release uploaded by then, see
+    :func:`dashboard.rules.versions.release_at`; a notice in ``notices`` says which). An empty value is
+    the default (:data:`DEFAULT_VLLM_VERSION`). Raises ValueError for anything else.
+    """
+    from packaging.version import InvalidVersion, Version
+
+    text = raw.strip()
+    if not text:
+        return DEFAULT_VLLM_VERSION
+    if any(ord(c) < 32 for c in text):
+        raise ValueError("control characters")
+    listed = vllm_releases()
+    if _DATE.fullmatch(text):
+        rel = _versions.release_at("vllm", text)
+        if rel is None:
+            first = listed[-1][1] if listed else "?"
+            raise ValueError(f"no vLLM release by that date (the first is from {first}); the default is used")
+        if notices is not None:
+            notices.append(f"vllm_version={text}: the link names a date; vLLM {rel}, the release current then, "
+                           "is shown.")
+        return rel
+    by_version = {}
+    for v, _date, _ex in listed:
+        try:
+            by_version.setdefault(Version(v), v)
+        except InvalidVersion:
+            continue
+    try:
+        hit = by_version.get(Version(text[1:] if text[:1] in "vV" else text))
+    except InvalidVersion:
+        hit = None
+    if hit is None:
+        span = f" (releases {listed[-1][0]} to {max(by_version)})" if listed and by_version else ""
+        raise ValueError(f"not a vLLM release or a date such as 2025-05{span}; the default, "
+                         f"{DEFAULT_VLLM_VERSION}, is used")
+    return hit
 
 
 #: How a refused free-text value is named in its notice.

@@ -735,3 +735,247 @@ def test_selected_model_is_scrolled_into_view():
     ly = linked.validity.figure.y_range
     assert int(round(-ly.end)) <= 100 < int(round(-ly.end)) + linked.validity._rows
     assert linked.validity.selected_cell() == ("vllm", model, "8")
+
+
+# ------------------------------------------------------------------------------------------------
+# vLLM version selector, evidence in the details, vLLM's --enable-expert-parallel
+# ------------------------------------------------------------------------------------------------
+
+
+def _csv_releases() -> list[str]:
+    from pathlib import Path
+
+    lines = (Path(__file__).resolve().parents[1] / "data" / "releases" / "vllm.csv").read_text().splitlines()
+    return [ln.split(",", 1)[0] for ln in lines[1:] if ln.strip()]
+
+
+def test_vllm_version_selector_offers_executed_releases_first_then_every_release_newest_first(app):
+    from packaging.version import Version
+
+    from dashboard.rules import versions
+    from dashboard.state import DEFAULT_VLLM_VERSION
+
+    executed = list(versions.EXECUTED["vllm"])
+    assert DEFAULT_VLLM_VERSION == executed[-1] == app.state.vllm_version
+    w = app.controls.vllm_version
+    assert w.value == DEFAULT_VLLM_VERSION
+    groups = list(w.groups.values())
+    assert list(groups[0].items()) == [(f"{v} (executed)", v) for v in sorted(executed, key=Version, reverse=True)]
+    rest = list(groups[1].values())
+    assert rest == sorted(rest, key=Version, reverse=True)
+    assert set(rest) | set(executed) == set(_csv_releases()) and not set(rest) & set(executed)
+    assert all(label.startswith(v + " (20") for label, v in groups[1].items())  # (with the release date)
+
+
+def test_vllm_version_round_trips_through_the_url_and_the_widget(small_catalog):
+    from dashboard.app import DashboardApp
+    from dashboard.state import DEFAULT_VLLM_VERSION
+
+    app = DashboardApp(catalog=small_catalog, query="?vllm_version=0.22.0&model=acme/h30&framework=vllm&tp=4")
+    assert app.notices == [] and app.state.vllm_version == "0.22.0"
+    assert app.controls.vllm_version.value == "0.22.0"
+    assert "vllm_version=0.22.0" in app.state.query_string()
+    assert "vLLM 0.22.0 accepts" in app.validity._summary.object
+    assert "vLLM 0.22.0" in app.validity._details._html.object
+    # The widget drives the state (and so the link); the default release leaves the link.
+    app.controls.vllm_version.value = "0.10.0"
+    assert app.state.vllm_version == "0.10.0" and "vllm_version=0.10.0" in app.state.query_string()
+    assert "vLLM 0.10.0 accepts" in app.validity._summary.object
+    app.controls.vllm_version.value = DEFAULT_VLLM_VERSION
+    assert "vllm_version" not in app.state.query_string()
+    # Spellings of a release are read as that release; the link is rewritten to its canonical form.
+    s = PlannerState()
+    assert s.apply_query("?vllm_version=v0.22") == [] and s.vllm_version == "0.22.0"
+    assert s.query_string() == "?vllm_version=0.22.0"
+
+
+def test_a_date_in_the_link_means_the_release_current_then():
+    from dashboard.rules import versions
+
+    s = PlannerState()
+    notices = s.apply_query("?vllm_version=2025-05")
+    assert s.vllm_version == versions.release_at("vllm", "2025-05")
+    assert notices == [f"vllm_version=2025-05: the link names a date; vLLM {s.vllm_version}, the release current "
+                       "then, is shown."]
+    assert s.query_string() == f"?vllm_version={s.vllm_version}"
+
+
+@pytest.mark.parametrize("raw", ["9.9.9", "0.33.0x", "latest", "1999-01", "<script>alert(1)</script>", "%00",
+                                 "0.33.0%0a0.22.0", "v"])
+def test_bad_vllm_version_in_the_link_falls_back_with_an_escaped_notice(raw, small_catalog):
+    from dashboard.app import DashboardApp
+    from dashboard.state import DEFAULT_VLLM_VERSION
+
+    app = DashboardApp(catalog=small_catalog, query=f"?vllm_version={raw}&tp=4")
+    assert app.state.vllm_version == DEFAULT_VLLM_VERSION and app.state.tp == 4
+    assert len(app.notices) == 1 and app.notices[0].startswith("Ignored link parameter vllm_version=")
+    assert app.notice_pane.visible and "<script" not in app.notice_pane.object
+    assert app.controls.vllm_version.value == DEFAULT_VLLM_VERSION
+    assert app.state.query_string() == "?tp=4"  # the canonical link the address bar is rewritten to
+
+
+def test_version_change_recomputes_only_vllm_and_lazily(small_catalog, monkeypatch):
+    """The grid is cached per framework and vLLM release: the first render computes the default release
+    only, another release computes vLLM's part once when first shown, and the other frameworks' parts are
+    reused."""
+    from dashboard import rules
+    from dashboard.app import DashboardApp
+
+    calls = []
+    real = rules.grid
+
+    def spy(*a, **k):
+        calls.append((tuple(k.get("frameworks", ())), k.get("version"), k.get("expert_parallel", False)))
+        return real(*a, **k)
+
+    monkeypatch.setattr(rules, "grid", spy)
+    app = DashboardApp(catalog=small_catalog)
+    assert sorted(calls) == [(("sglang",), None, False), (("vllm",), app.state.vllm_version, False)]
+    calls.clear()
+    app.state.vllm_version = "0.22.0"
+    assert calls == [(("vllm",), "0.22.0", False)]
+    calls.clear()
+    app.state.vllm_version = "0.33.0"
+    app.state.vllm_version = "0.22.0"
+    assert calls == []  # both cached
+
+
+def test_vllm_ep_means_enable_expert_parallel(small_catalog, monkeypatch):
+    """EP > 1 turns on vLLM's --enable-expert-parallel (EP size TP x DP, never the EP number) in the grid,
+    the details and the memory view's refusals; the other frameworks keep the EP size."""
+    from dashboard import rules
+    from dashboard.app import DashboardApp
+    from dashboard.state import rule_args
+
+    assert rule_args("vllm", ep=4, dp=2, vllm_version="0.22.0") == {
+        "pp": 1, "dp": 2, "ep": 1, "dp_attention": False, "expert_parallel": True, "version": "0.22.0"}
+    assert rule_args("sglang", ep=4) == {"pp": 1, "dp": 1, "ep": 4, "dp_attention": False}
+    assert rule_args("vllm", ep=1)["expert_parallel"] is False
+
+    grid_calls, check_calls = [], []
+    real_grid, real_check = rules.grid, rules.check
+    monkeypatch.setattr(rules, "grid", lambda *a, **k: grid_calls.append(k) or real_grid(*a, **k))
+    monkeypatch.setattr(rules, "check", lambda *a, **k: check_calls.append((a[1], k)) or real_check(*a, **k))
+    app = DashboardApp(catalog=small_catalog, query="?ep=4&model=acme/h30&framework=vllm&tp=2")
+    by_fw = {k["frameworks"][0]: k for k in grid_calls}
+    assert by_fw["vllm"]["ep"] == 1 and by_fw["vllm"]["expert_parallel"] is True
+    assert by_fw["sglang"]["ep"] == 4 and not by_fw["sglang"].get("expert_parallel")
+    vllm_checks = [k for fw, k in check_calls if fw == "vllm"]
+    assert vllm_checks and all(k["expert_parallel"] is True and k["ep"] == 1 for k in vllm_checks)
+    html = app.validity._details._html.object
+    assert "--enable-expert-parallel</code>, EP size = TP &times; DP = 2)" in html and "EP on (<code" in html
+    app.state.framework = "sglang"
+    assert "EP = 4" in app.validity._details._html.object
+    # ep=2 and ep=4 are the same vLLM setting: one cached vLLM part.
+    grid_calls.clear()
+    app.state.ep = 2
+    assert [k["frameworks"] for k in grid_calls] == [("sglang",)]
+    # The memory view's refusals come from the same vLLM grid.
+    from dashboard.views.memory import refusals
+
+    got = refusals(app.state, app.data, "acme/h24-kv3", ["vllm"], [1, 2, 4, 8])
+    want = real_grid(small_catalog.loc[small_catalog["model_id"] == "acme/h24-kv3"], tp_sizes=[1, 2, 4, 8],
+                     frameworks=("vllm",), expert_parallel=True, version=app.state.vllm_version)
+    assert set(got) == {("vllm", int(t)) for t, ok in zip(want["tp"], want["valid"]) if not ok}
+
+
+def test_details_say_where_the_verdict_comes_from(small_catalog):
+    """vLLM at an unexecuted release: 'Read from vLLM <release> source (not executed)' and the version notice;
+    at the default release the text follows the verdict's own evidence."""
+    from dashboard import rules
+    from dashboard.app import DashboardApp
+    from dashboard.views.common import esc
+
+    app = DashboardApp(catalog=small_catalog, query="?model=acme/h24-kv3&framework=vllm&tp=8&vllm_version=0.22.0")
+    html = app.validity._details._html.object
+    v = rules.check(app.data.record("acme/h24-kv3"), "vllm", 8, version="0.22.0")
+    assert v.evidence == "source" and v.notice
+    assert "Read from vLLM 0.22.0 source (not executed)." in html
+    assert '<div class="tp-version-notice"' in html and esc(v.notice) in html
+    assert html.count(esc(v.notice)) == 1  # (not repeated as a warning)
+    app.state.vllm_version = "0.33.0"
+    html = app.validity._details._html.object
+    v = rules.check(app.data.record("acme/h24-kv3"), "vllm", 8)
+    want = ("Reproduced by running vLLM 0.33.0's own code (conformance table)." if v.evidence == "executed"
+            else "Read from vLLM 0.33.0 source (not executed).")
+    assert esc(want) in html and "tp-version-notice" not in html
+    app.state.framework = "sglang"
+    assert "Read from SGLang source (not executed)." in app.validity._details._html.object
+
+
+def test_details_show_raise_site_and_our_wording_escaped(small_catalog, monkeypatch):
+    """An executed verdict: the evidence line, each failing rule's exception type and raise site, '(our
+    wording)' for messages the project wrote; every string escaped (details and the HTML report)."""
+    from dashboard import rules
+    from dashboard.app import DashboardApp
+    from dashboard.views.export import report_html
+
+    evil = "<img src=x onerror=alert(1)>"
+    hits = (
+        rules.RuleHit("vllm.llama_assert", "vllm", "attention_heads", "AssertionError (no message)",
+                      "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/llama.py#L151",
+                      "error", location="vllm/model_executor/models/llama.py:151", exc_type="AssertionError",
+                      evidence="executed", ours=True),
+        rules.RuleHit("vllm.vocab", "vllm", "vocab", f"1024 is not divisible by 6 {evil}", "javascript:alert(1)",
+                      "error", location=f"vllm/distributed/utils.py:53{evil}", exc_type=f"ValueError{evil}",
+                      evidence="executed", ours=False),
+    )
+    real = rules.check
+
+    def fake(record, framework, tp, **kw):
+        v = real(record, framework, tp, **kw)
+        if framework != "vllm":
+            return v
+        import dataclasses
+
+        return dataclasses.replace(v, valid=False, status="invalid", failures=hits, warnings=(), release="0.33.0",
+                                   executed=True, notice=f"notice {evil}")
+
+    monkeypatch.setattr(rules, "check", fake)
+    app = DashboardApp(catalog=small_catalog, query="?model=acme/h30&framework=vllm&tp=6")
+    for html in (app.validity._details._html.object, report_html(app.state, app.data)):
+        assert "Reproduced by running vLLM 0.33.0&#x27;s own code (conformance table)." in html
+        assert ">AssertionError at vllm/<wbr>model_executor/<wbr>models/<wbr>llama.py:151</code>" in html
+        assert "AssertionError (no message)</span> <span class=\"tp-ours\"" in html
+        assert html.count("(our wording)") == 1
+        assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+        assert "ValueError&lt;img src=x onerror=alert(1)&gt; at vllm/<wbr>distributed/<wbr>utils.py:53&lt;img" in html
+        assert "javascript:" not in html
+        assert "notice &lt;img" in html
+
+
+def test_exports_carry_the_vllm_version(app):
+    from dashboard.views.export import grid_csv, report_html
+
+    app.state.param.update(frameworks=["vllm", "sglang"], tp_sizes=[1, 2], vllm_version="0.22.0", ep=2)
+    df = pd.read_csv(grid_csv(app.state, app.data), keep_default_na=False)
+    assert set(df.loc[df["framework"] == "vllm", "version"]) == {"0.22.0"}
+    assert set(df.loc[df["framework"] == "sglang", "version"]) == {""}
+    assert len(df) == 5 * 2 * 2
+    rep = report_html(app.state, app.data)
+    assert "0.22.0 (rules read from source)" in rep and "<h2>vLLM 0.22.0</h2>" in rep
+    assert "--enable-expert-parallel" in rep
+
+
+def test_memory_view_reads_ep_as_the_rules_do():
+    """The memory view's weights per rank for vLLM with EP > 1 are those of --enable-expert-parallel (EP size
+    TP x DP), not of an EP size equal to the EP control; other frameworks keep the EP size."""
+    from dashboard import memory
+    from dashboard.state import load_app_data
+    from dashboard.views.memory import per_rank_frame
+
+    data = load_app_data()
+    model = "Qwen/Qwen3-30B-A3B"
+    rec = data.record(model)
+    assert rec is not None and rec["is_moe"]
+    s = PlannerState(model=model, frameworks=["vllm", "sglang"], tp_sizes=[2, 4], ep=2, dp=2)
+    got = per_rank_frame(s, data, rec).set_index(["framework", "tp"])["weight_bytes"]
+    for tp in (2, 4):
+        common = dict(pp=1, dp=2, kv_dtype=s.kv_dtype, context_len=s.context_len)
+        want_v = memory.capacity(rec, "vllm", 80 << 30, tp, ep=1, expert_parallel=True, **common)
+        want_s = memory.capacity(rec, "sglang", 80 << 30, tp, ep=2, **common)
+        assert got[("vllm", tp)] == pytest.approx(want_v["weight_bytes_per_gpu"])
+        assert got[("sglang", tp)] == pytest.approx(want_s["weight_bytes_per_gpu"])
+    # (EP over TP x DP = 2 x 2 ranks holds fewer experts per rank than EP 2 would)
+    ep2 = memory.capacity(rec, "vllm", 80 << 30, 2, ep=2, dp=2, kv_dtype=s.kv_dtype, context_len=s.context_len)
+    assert got[("vllm", 2)] < ep2["weight_bytes_per_gpu"]

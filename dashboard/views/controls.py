@@ -6,7 +6,15 @@ import panel as pn
 import param
 
 from dashboard import schema
-from dashboard.state import KV_DTYPES, TP_CHOICES, WEIGHT_DTYPES, AppData, PlannerState
+from dashboard.state import (
+    DEFAULT_VLLM_VERSION,
+    KV_DTYPES,
+    TP_CHOICES,
+    WEIGHT_DTYPES,
+    AppData,
+    PlannerState,
+    vllm_releases,
+)
 from dashboard.views.common import bind_two_way, esc
 
 
@@ -52,6 +60,24 @@ def gpu_names() -> list[str]:
     return [str(x) for x in g[col].tolist()]
 
 
+#: Option groups of the vLLM version selector.
+EXECUTED_GROUP = "Run through vLLM's own code"
+SOURCE_GROUP = "Rules read from source"
+
+
+def vllm_version_groups() -> dict[str, dict[str, str]]:
+    """Options of the vLLM version selector, ``{group: {label: release}}``: the releases run through the
+    conformance harness first (``"0.33.0 (executed)"``), then every other release newest first, labelled
+    with the date it reached PyPI (``"0.22.0 (2026-05-29)"``)."""
+    groups: dict[str, dict[str, str]] = {EXECUTED_GROUP: {}, SOURCE_GROUP: {}}
+    for v, date, executed in vllm_releases():
+        if executed:
+            groups[EXECUTED_GROUP][f"{v} (executed)"] = v
+        else:
+            groups[SOURCE_GROUP][f"{v} ({date})" if date else v] = v
+    return {g: o for g, o in groups.items() if o}
+
+
 #: GPU shown when the state names none (or one the table lacks).
 DEFAULT_GPU = "H100-80GB"
 
@@ -64,7 +90,8 @@ def resolve_gpu(name: str, gpus: list[str]) -> str:
 
 
 class Controls(pn.viewable.Viewer):
-    """Model search and selection, frameworks, TP sizes, PP/DP/EP, DP-attention, dtypes, GPU, context."""
+    """Model search and selection, frameworks and the vLLM version, TP sizes, PP/DP/EP, DP-attention, dtypes,
+    GPU, context."""
 
     state = param.ClassSelector(class_=PlannerState, doc="Session state.")
     data = param.ClassSelector(class_=AppData, doc="Process-wide catalog and grid (read-only).")
@@ -92,6 +119,12 @@ class Controls(pn.viewable.Viewer):
         self.frameworks = CheckBoxGroup(label="Frameworks", options=fw_opts, css_classes=["tp-frameworks"])
         bind_two_way(self.frameworks, s, "frameworks", to_widget=list, to_param=lambda v: [f for f in schema.FRAMEWORKS if f in v])
         self.disagreement = flag_box("Show only where frameworks disagree", s, "disagreement", ["tp-disagree"])
+        groups = vllm_version_groups()
+        releases = {v for opts in groups.values() for v in opts.values()}
+        self.vllm_version = Select(label="vLLM version", groups=groups, css_classes=["tp-vllm-version"],
+                                   sizing_mode="stretch_width")
+        bind_two_way(self.vllm_version, s, "vllm_version",
+                     to_widget=lambda v: v if v in releases else DEFAULT_VLLM_VERSION)
         self.cell_fw = Select(label="Framework of the selected cell", options=fw_opts)
         bind_two_way(self.cell_fw, s, "framework")
         self.tp_sizes = CheckBoxGroup(
@@ -110,6 +143,11 @@ class Controls(pn.viewable.Viewer):
         self.ep = pn.widgets.IntInput(label="EP", start=1, end=1024, width=80)
         for w, p in ((self.pp, "pp"), (self.dp, "dp"), (self.ep, "ep")):
             bind_two_way(w, s, p)
+        self.ep_hint = pn.pane.HTML(
+            '<div style="font-size:13px;color:#555;line-height:1.35">vLLM: EP &gt; 1 means '
+            '<code style="white-space:nowrap;color:inherit;font-size:12px">--enable-expert-parallel</code>, '
+            "an EP size of TP &times; DP. The other frameworks use EP as given.</div>",
+            sizing_mode="stretch_width", css_classes=["tp-ep-hint"])
         self.dp_attention = flag_box("DP-attention (SGLang: attn_tp = TP / DP)", s, "dp_attention", ["tp-dp-attention"])
         self.weight_dtype = Select(label="Weight dtype", options=list(WEIGHT_DTYPES), width=130)
         bind_two_way(self.weight_dtype, s, "weight_dtype")
@@ -140,10 +178,10 @@ class Controls(pn.viewable.Viewer):
         h = lambda t: pn.pane.HTML(f'<div style="font-size:13px;font-weight:600;letter-spacing:.04em;color:#555;margin-top:8px">{esc(t)}</div>')  # noqa: E731
         return pn.Column(
             h("MODELS"), self.search, self.model, self.picked, self.clear_picks,
-            h("FRAMEWORKS"), self.frameworks, self.disagreement,
+            h("FRAMEWORKS"), self.frameworks, self.vllm_version, self.disagreement,
             h("TP SIZES"), self.tp_sizes,
             h("SELECTED CELL"), self.cell_fw, self.tp,
-            h("PARALLELISM"), pn.Row(self.pp, self.dp, self.ep), self.dp_attention,
+            h("PARALLELISM"), pn.Row(self.pp, self.dp, self.ep), self.ep_hint, self.dp_attention,
             h("MEMORY"), pn.Row(self.weight_dtype, self.kv_dtype), pn.Row(self.gpu, self.gpu_count), self.context_len,
             sizing_mode="stretch_width",
         )

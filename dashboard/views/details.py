@@ -6,9 +6,59 @@ import panel as pn
 import param
 
 from dashboard import plots
-from dashboard.state import AppData, PlannerState
+from dashboard.state import AppData, PlannerState, state_rule_args
 from dashboard.views.common import esc, notice_html, safe_url, when_shown
 from dashboard.views.layout import layout_object
+
+
+def fw_label(state: PlannerState, framework: str | None = None) -> str:
+    """The selected cell's framework as shown in its details: vLLM with the release its rules follow."""
+    fw = framework or state.framework
+    label = plots.framework_label(fw)
+    return f"{label} {state.vllm_version}" if fw == "vllm" and state.vllm_version else label
+
+
+def ep_text(state: PlannerState) -> str:
+    """The EP part of the details' layout line (HTML): for vLLM, EP > 1 means ``--enable-expert-parallel``
+    with an EP size of TP x DP (see :func:`dashboard.state.rule_args`)."""
+    if state.framework == "vllm":
+        return (' &middot; EP on (<code style="color:inherit">--enable-expert-parallel</code>, EP size = '
+                f"TP &times; DP = {state.tp * state.dp})")
+    return f" &middot; EP = {state.ep}"
+
+
+def evidence_text(verdict) -> str:
+    """Where a verdict comes from: vLLM's own code, run by the conformance harness (``evidence ==
+    "executed"``), or the framework's source read by hand."""
+    fw = plots.framework_label(getattr(verdict, "framework", ""))
+    release = getattr(verdict, "release", None)
+    if getattr(verdict, "evidence", "source") == "executed":
+        return f"Reproduced by running {fw} {release}'s own code (conformance table)"
+    return f"Read from {fw} {release} source (not executed)" if release else f"Read from {fw} source (not executed)"
+
+
+def evidence_html(verdict) -> str:
+    """:func:`evidence_text` and the verdict's version notice (escaped)."""
+    executed = getattr(verdict, "evidence", "source") == "executed"
+    out = (f'<div class="tp-evidence tp-evidence-{"executed" if executed else "source"}" '
+           f'style="font-size:15px;margin:8px 0 4px;color:{"#0b5d3b" if executed else "#444"}">'
+           f'{"&#10003; " if executed else ""}{esc(evidence_text(verdict))}.</div>')
+    notice = getattr(verdict, "notice", "")
+    if notice:
+        out += f'<div class="tp-version-notice" style="margin:4px 0 8px">{notice_html(notice)}</div>'
+    return out
+
+
+def raise_site_html(hit) -> str:
+    """``<br>AssertionError at vllm/.../llama.py:151`` for a failing rule whose raise site is known
+    (escaped), else ""."""
+    exc, loc = getattr(hit, "exc_type", ""), getattr(hit, "location", "")
+    if not (exc or loc):
+        return ""
+    text = f"{exc} at {loc}" if exc and loc else (exc or f"at {loc}")
+    # (a long path may wrap after a "/", never inside a file name or line number)
+    return (f'<br><span class="tp-raise-site" style="font-size:14px;color:#444">'
+            f'<code style="color:inherit;overflow-wrap:break-word">{esc(text).replace("/", "/<wbr>")}</code></span>')
 
 
 def verdict_html(state: PlannerState, data: AppData) -> str:
@@ -21,10 +71,10 @@ def verdict_html(state: PlannerState, data: AppData) -> str:
         return notice_html(f"Model {s.model} is not in the catalog.", "warning")
     head = (
         f'<div class="tp-details-model" style="font-size:18px;font-weight:600;overflow-wrap:anywhere">{esc(s.model)}</div>'
-        f'<div style="font-size:16px;margin:2px 0 8px">{esc(plots.framework_label(s.framework))} &middot; TP = {s.tp}'
+        f'<div style="font-size:16px;margin:2px 0 8px">{esc(fw_label(s))} &middot; TP = {s.tp}'
         + (f" &middot; PP = {s.pp}" if s.pp > 1 else "")
         + (f" &middot; DP = {s.dp}" if s.dp > 1 else "")
-        + (f" &middot; EP = {s.ep}" if s.ep > 1 else "")
+        + (ep_text(s) if s.ep > 1 else "")
         + (" &middot; DP-attention" if s.dp_attention else "")
         + "</div>"
     )
@@ -37,7 +87,7 @@ def verdict_html(state: PlannerState, data: AppData) -> str:
     except ImportError:
         return head + notice_html("The rules engine (dashboard.rules) is not installed.", "error")
     try:
-        v = rules.check(rec, s.framework, s.tp, pp=s.pp, dp=s.dp, ep=s.ep, dp_attention=s.dp_attention)
+        v = rules.check(rec, s.framework, s.tp, **state_rule_args(s, s.framework))
     except Exception as exc:  # noqa: BLE001 -- show the reason instead of a broken page
         return head + notice_html(f"The rules engine could not check this cell: {exc}", "error")
     status = getattr(v, "status", "unknown")
@@ -58,18 +108,24 @@ def verdict_html(state: PlannerState, data: AppData) -> str:
         val = getattr(v, attr, None)
         if val is not None:
             facts.append(f"<li>{label}: <b>{esc(val)}</b></li>")
+    parts.append(evidence_html(v))
     if facts:
         parts.append(f'<ul style="font-size:15px;margin:8px 0">{"".join(facts)}</ul>')
+    notice = getattr(v, "notice", "")
     for title, hits in (("Failing rules", getattr(v, "failures", ())), ("Warnings", getattr(v, "warnings", ()))):
+        # (the engine repeats the version notice as a warning; it is shown once, above)
+        hits = [h for h in hits if not (notice and getattr(h, "message", "") == notice)]
         if not hits:
             continue
         items = []
         for h in hits:
             url = safe_url(getattr(h, "source_url", ""))
             link = f' <a href="{url}" target="_blank" rel="noopener noreferrer">source</a>' if url else ""
+            ours = (' <span class="tp-ours" style="color:#555;font-style:italic">(our wording)</span>'
+                    if getattr(h, "ours", False) else "")
             items.append(
                 f'<li style="margin-bottom:6px"><code>{esc(getattr(h, "rule_id", ""))}</code>{link}<br>'
-                f'<span class="tp-message">{esc(getattr(h, "message", ""))}</span></li>'
+                f'<span class="tp-message">{esc(getattr(h, "message", ""))}</span>{ours}{raise_site_html(h)}</li>'
             )
         parts.append(f'<h3 style="margin:10px 0 4px;font-size:17px;font-weight:600">{title}</h3><ul style="font-size:15px">{"".join(items)}</ul>')
     sugg = getattr(v, "suggestions", ())
@@ -93,7 +149,7 @@ class CellDetails(pn.viewable.Viewer):
         self._html = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-details"])
         self._layout = pn.pane.HoloViews(None)
         self._layout_note = pn.pane.HTML(visible=False, sizing_mode="stretch_width")
-        self.state.param.watch(when_shown(self, "validity", self._refresh), ["model", "framework", "tp", "pp", "dp", "ep", "dp_attention"])
+        self.state.param.watch(when_shown(self, "validity", self._refresh), ["model", "framework", "tp", "pp", "dp", "ep", "dp_attention", "vllm_version"])
         self._refresh()
 
     def _refresh(self, *_):

@@ -11,7 +11,7 @@ import panel as pn
 import param
 
 from dashboard import plots
-from dashboard.state import TAB_LABELS, AppData, PlannerState, filter_models
+from dashboard.state import TAB_LABELS, AppData, PlannerState, filter_models, state_grid_args
 from dashboard.views.common import esc
 
 #: Browser-side PNG export of every validity heatmap on the page (Bokeh renders its canvas to a PNG blob;
@@ -92,7 +92,15 @@ for (const v of views) {
   });
 }
 """
-from dashboard.views.details import verdict_html
+from dashboard.views.details import fw_label, verdict_html
+
+
+def _vllm_version_text(release: str) -> str:
+    """``0.33.0 (run through vLLM's own code)`` or ``0.22.0 (rules read from source)``."""
+    from dashboard.rules import versions
+
+    how = "run through vLLM's own code" if release in versions.EXECUTED.get("vllm", ()) else "rules read from source"
+    return f"{release} ({how})"
 
 
 def _gpu_name(gpu: str) -> str:
@@ -101,25 +109,29 @@ def _gpu_name(gpu: str) -> str:
 
     return resolve_gpu(gpu, gpu_names()) or gpu or "(GPU table unavailable)"
 
-GRID_COLUMNS = ["model_id", "framework", "tp", "valid", "status", "rule_id", "message", "n_failures", "messages",
+GRID_COLUMNS = ["model_id", "framework", "version", "tp", "valid", "status", "rule_id", "message", "n_failures", "messages",
                 "q_heads_per_rank", "kv_heads_per_rank", "kv_replicas"]
 
 
 def grid_csv_frame(state: PlannerState, data: AppData) -> pd.DataFrame:
-    """The grid rows the page shows: selected models x frameworks x TP sizes, with every message."""
-    grid = data.grid(pp=state.pp, dp=state.dp, ep=state.ep, dp_attention=state.dp_attention)
+    """The grid rows the page shows: selected models x frameworks x TP sizes, with every message.
+
+    ``version`` is the framework release whose rules were applied (vLLM: the selected one; empty for
+    frameworks whose rules are not keyed by release); ``ep`` is the EP control's value, which for vLLM
+    means ``--enable-expert-parallel`` (EP size TP x DP) when above 1."""
+    grid = data.grid(**state_grid_args(state), frameworks=state.frameworks)
     models = filter_models(state, data)
-    sub = grid.loc[grid["model_id"].isin(models) & grid["framework"].isin(state.frameworks)
-                   & grid["tp"].isin(state.tp_sizes)]
+    sub = grid.loc[grid["model_id"].isin(models) & grid["tp"].isin(state.tp_sizes)]
+    sub = sub.assign(version=sub["framework"].astype(object).map({"vllm": state.vllm_version}).fillna(""))
     cols = [c for c in GRID_COLUMNS if c in sub.columns]
     sub = sub[cols].copy()
     order = {m: i for i, m in enumerate(models)}
     sub["_o"] = sub["model_id"].map(order)
     sub = sub.sort_values(["_o", "framework", "tp"]).drop(columns="_o")
-    sub.insert(3, "pp", state.pp)
-    sub.insert(4, "dp", state.dp)
-    sub.insert(5, "ep", state.ep)
-    sub.insert(6, "dp_attention", state.dp_attention)
+    sub.insert(4, "pp", state.pp)
+    sub.insert(5, "dp", state.dp)
+    sub.insert(6, "ep", state.ep)
+    sub.insert(7, "dp_attention", state.dp_attention)
     return sub.reset_index(drop=True)
 
 
@@ -150,7 +162,9 @@ def report_html(state: PlannerState, data: AppData, link: str = "") -> str:
     cfg = [
         ("Catalog", data.path), ("Models shown", f"{len(models)}"), ("Name filter", s.search or "(none)"),
         ("Frameworks", ", ".join(plots.framework_label(f) for f in s.frameworks)),
-        ("TP sizes", ", ".join(map(str, tps))), ("PP / DP / EP", f"{s.pp} / {s.dp} / {s.ep}"),
+        ("vLLM version", _vllm_version_text(s.vllm_version)),
+        ("TP sizes", ", ".join(map(str, tps))), ("PP / DP / EP", f"{s.pp} / {s.dp} / {s.ep}"
+                                                  + (" (vLLM: --enable-expert-parallel, EP = TP × DP)" if s.ep > 1 else "")),
         ("DP-attention", "on" if s.dp_attention else "off"), ("Weight dtype", s.weight_dtype),
         ("KV-cache dtype", s.kv_dtype), ("GPU", f"{s.gpu_count} × {_gpu_name(s.gpu)}"),
         ("Context length", f"{s.context_len:,} tokens"), ("View", TAB_LABELS.get(s.tab, s.tab)),
@@ -166,10 +180,10 @@ def report_html(state: PlannerState, data: AppData, link: str = "") -> str:
         "<h2>Configuration</h2><table>" + "".join(f"<tr><th>{esc(k)}</th><td class='m'>{esc(v)}</td></tr>" for k, v in cfg) + "</table>",
     ]
     if models and tps and s.frameworks:
-        grid = data.grid(pp=s.pp, dp=s.dp, ep=s.ep, dp_attention=s.dp_attention)
+        grid = data.grid(**state_grid_args(s), frameworks=s.frameworks)
         for fw in s.frameworks:
             f = plots.heatmap_frame(grid, fw, models[:200], tps)
-            parts.append(f"<h2>{esc(plots.framework_label(fw))}</h2><table><tr><th>model</th>"
+            parts.append(f"<h2>{esc(fw_label(s, fw))}</h2><table><tr><th>model</th>"
                          + "".join(f"<th>TP {t}</th>" for t in tps) + "</tr>")
             for m, sub in f.groupby("model_id", sort=False):
                 cells = "".join(

@@ -9,7 +9,7 @@ import panel as pn
 import param
 
 from dashboard import plots
-from dashboard.state import AppData, PlannerState
+from dashboard.state import AppData, PlannerState, state_grid_args, state_rule_args
 from dashboard.views.common import esc, notice_html, when_shown
 from dashboard.views.controls import gpu_names, resolve_gpu
 
@@ -27,6 +27,14 @@ def _pick(d: dict, *names: str, default=float("nan")):
     return default
 
 
+def _ep_args(state: PlannerState, framework: str) -> dict:
+    """``ep`` / ``expert_parallel`` of :func:`dashboard.memory.capacity` for ``framework``: the same reading
+    of the EP control as the rules (:func:`dashboard.state.rule_args`; for vLLM, EP > 1 is
+    ``--enable-expert-parallel`` with an EP size of TP x DP)."""
+    kw = state_rule_args(state, framework)
+    return {"ep": kw["ep"], "expert_parallel": bool(kw.get("expert_parallel", False))}
+
+
 #: GPU memory assumed for the per-rank curves: the KV bytes per token and the weight bytes per rank do not
 #: depend on the card, only the budget does (which the curves do not show).
 _NOMINAL_GPU_BYTES = 80 << 30
@@ -39,7 +47,7 @@ def refusals(state: PlannerState, data: AppData, model: str, frameworks, tp_size
     fws, tps = list(frameworks), [int(t) for t in tp_sizes]
     out: dict[tuple[str, int], str] = {}
     try:
-        g = data.grid(pp=state.pp, dp=state.dp, ep=state.ep, dp_attention=bool(state.dp_attention))
+        g = data.grid(**state_grid_args(state), frameworks=fws)
         sub = g.loc[g["model_id"] == model]
         seen = set()
         for fw, tp, valid, msg in zip(sub["framework"].astype(str), sub["tp"].astype(int), sub["valid"],
@@ -61,7 +69,7 @@ def refusals(state: PlannerState, data: AppData, model: str, frameworks, tp_size
             return out
         for fw, tp in missing:
             try:
-                v = rules.check(rec, fw, tp, pp=state.pp, dp=state.dp, ep=state.ep, dp_attention=state.dp_attention)
+                v = rules.check(rec, fw, tp, **state_rule_args(state, fw))
             except Exception:  # noqa: BLE001 -- unknown: not marked refused
                 continue
             if not v.valid:
@@ -86,7 +94,7 @@ def per_rank_frame(state: PlannerState, data: AppData, record: dict) -> pd.DataF
     for fw in state.frameworks:
         for tp in sorted(state.tp_sizes):
             try:
-                c = memory.capacity(record, fw, _NOMINAL_GPU_BYTES, tp, pp=state.pp, ep=state.ep,
+                c = memory.capacity(record, fw, _NOMINAL_GPU_BYTES, tp, pp=state.pp, **_ep_args(state, fw),
                                     kv_dtype=state.kv_dtype, weight_dtype=_weight_dtype(state),
                                     context_len=state.context_len, dp=state.dp, dp_attention=state.dp_attention)
                 kv = float(_pick(c, "kv_bytes_per_token_per_rank"))
@@ -126,7 +134,8 @@ def capacity_frame(state: PlannerState, data: AppData, record: dict, gpu: str) -
     for tp in sorted(state.tp_sizes):
         row = {"tp": int(tp), "error": ""}
         try:
-            c = memory.capacity(record, state.framework, gpu, tp, pp=state.pp, ep=state.ep, kv_dtype=state.kv_dtype,
+            c = memory.capacity(record, state.framework, gpu, tp, pp=state.pp, **_ep_args(state, state.framework),
+                                kv_dtype=state.kv_dtype,
                                 weight_dtype=_weight_dtype(state), context_len=state.context_len, dp=state.dp,
                                 dp_attention=state.dp_attention)
         except Exception as exc:  # noqa: BLE001
@@ -211,7 +220,7 @@ class MemoryView(pn.viewable.Viewer):
         self._table = pn.pane.HTML(sizing_mode="stretch_width")
         self.state.param.watch(when_shown(self, "memory", self._refresh), ["model", "framework", "frameworks", "tp_sizes", "pp", "ep", "kv_dtype",
                                                "weight_dtype", "gpu", "gpu_count", "context_len", "dp",
-                                               "dp_attention"])
+                                               "dp_attention", "vllm_version"])
         self._refresh()
 
     def _show(self, note: str | None) -> None:

@@ -26,18 +26,24 @@ import param
 from dashboard import plots
 from dashboard.state import AppData, PlannerState, filter_models
 from dashboard.views.common import esc, notice_html, when_shown
-from dashboard.views.details import CellDetails
+from dashboard.views.details import CellDetails, fw_label
 
 #: Most models drawn at once; beyond that the user narrows with the filter.
 MAX_ROWS = 400
 #: Width of the "Selected cell" column (pixels).
 DETAILS_PX = 380
 
-_WATCHED = ["search", "models", "frameworks", "disagreement", "tp_sizes", "pp", "dp", "ep", "dp_attention"]
+_WATCHED = ["search", "models", "frameworks", "disagreement", "tp_sizes", "pp", "dp", "ep", "dp_attention",
+            "vllm_version"]
 
 
-def _grid_key(state: PlannerState) -> tuple:
-    return (state.pp, state.dp, state.ep, bool(state.dp_attention))
+def _grid_key(state: PlannerState, key: str) -> tuple:
+    """The settings heatmap ``key``'s cells depend on: PP / DP / EP / DP-attention, and the vLLM release
+    when vLLM is among its frameworks (so other frameworks' cached cells survive a version change, and a
+    release nobody asked for is never computed)."""
+    fws = tuple(state.frameworks) if key == "disagreement" else (key,)
+    version = state.vllm_version if "vllm" in fws else None
+    return (state.pp, state.dp, state.ep, bool(state.dp_attention), version)
 
 
 def group_label(key: str, frameworks: tuple[str, ...] = ()) -> str:
@@ -59,11 +65,12 @@ def heatmap_cube(data: AppData, state: PlannerState, key: str) -> tuple:
     (:func:`cell_frame`, :func:`cell_source`), so a control change never re-runs the pandas work."""
     from dashboard.state import TP_CHOICES
 
-    gkey = _grid_key(state)
+    gkey = _grid_key(state, key)
     fws = tuple(state.frameworks) if key == "disagreement" else ()
 
     def build():
-        grid = data.grid(pp=gkey[0], dp=gkey[1], ep=gkey[2], dp_attention=gkey[3])
+        grid = data.grid(pp=gkey[0], dp=gkey[1], ep=gkey[2], dp_attention=gkey[3], vllm_version=gkey[4],
+                         frameworks=fws or (key,))
         models, tps = list(data.model_ids), [int(t) for t in TP_CHOICES]
         if key == "disagreement":
             frame, colors = plots.disagreement_frame(grid, fws, models, tps), plots.DISAGREE_COLORS
@@ -85,7 +92,7 @@ def heatmap_cube(data: AppData, state: PlannerState, key: str) -> tuple:
 
 def _cells(data: AppData, state: PlannerState, key: str, models: list[str], tps: list[int]) -> tuple:
     """``(frame, source)`` of the cells (``models`` x ``tps``, model-major) of one heatmap (cached)."""
-    gkey = _grid_key(state)
+    gkey = _grid_key(state, key)
     fws = tuple(state.frameworks) if key == "disagreement" else ()
 
     def build():
@@ -225,7 +232,7 @@ class ValidityView(pn.viewable.Viewer):
         self._rows = geo["rows"]
         self._window = plots.window_rows(self._y_range.start, self._y_range.end, len(models))
         if disagreement:
-            names = ", ".join(plots.framework_label(f) for f in s.frameworks)
+            names = ", ".join(fw_label(s, f) for f in s.frameworks)
             style = {"colors": plots.DISAGREE_COLORS, "labels": plots.DISAGREE_LABELS,
                      "markers": plots.DISAGREE_MARKERS, "tooltip": plots.DISAGREE_TOOLTIP}
             title = "Where frameworks disagree"
@@ -244,7 +251,7 @@ class ValidityView(pn.viewable.Viewer):
             for fw in keys:
                 frame = frames[fw]
                 n_ok = int(frame["status"].isin(["valid", "valid_replicated", "valid_padded"]).sum())
-                parts.append(f"{esc(plots.framework_label(fw))} accepts <b>{n_ok}</b>/{len(frame)}")
+                parts.append(f"{esc(fw_label(s, fw))} accepts <b>{n_ok}</b>/{len(frame)}")
             summary = f"<b>{len(models)}</b> models &times; <b>{len(tps)}</b> TP sizes. " + "; ".join(parts) + "."
             if s.disagreement:
                 summary += " (Pick two or more frameworks for the disagreement view.)"

@@ -413,6 +413,44 @@ def test_tap_cell_shows_details_and_layout(server, rpage, artifacts_dir):
     _assert_clean(rpage, server.url)
 
 
+def test_vllm_version_selector_changes_the_details_and_the_link(server, rpage, artifacts_dir):
+    """Picking another vLLM release in the sidebar re-checks the selected cell at that release: the details
+    say where the verdict comes from (the default release, then 'Read from vLLM 0.22.0 source (not
+    executed)' with the version notice), the summary names the release, and the link carries it."""
+    from dashboard import rules
+    from dashboard.state import DEFAULT_VLLM_VERSION, load_app_data
+    from dashboard.views.controls import vllm_version_groups
+
+    model = "meta-llama/Meta-Llama-3.1-70B"
+    page = _open(rpage, server.url + f"?search=llama&model={model}&framework=vllm&tp=8")
+    evidence = page.locator(".tp-evidence")
+    evidence.wait_for(timeout=30_000)
+    v = rules.check(load_app_data().record(model), "vllm", 8)
+    want = (f"Reproduced by running vLLM {DEFAULT_VLLM_VERSION}'s own code (conformance table)."
+            if v.evidence == "executed" else f"Read from vLLM {DEFAULT_VLLM_VERSION} source (not executed).")
+    assert evidence.inner_text().strip().lstrip("✓ ") == want
+    select = page.locator(".tp-vllm-version select")  # (option values are the labels)
+    assert select.input_value() == f"{DEFAULT_VLLM_VERSION} (executed)"
+    assert select.locator("option").first.inner_text() == f"{DEFAULT_VLLM_VERSION} (executed)"
+    assert select.locator("optgroup").count() == 2
+    page.locator(".tp-details-col").screenshot(path=str(artifacts_dir / "screenshot-details-default-version.png"))
+    label = next(lab for opts in vllm_version_groups().values() for lab, rel in opts.items() if rel == "0.22.0")
+    select.select_option(label=label)
+    expect(evidence).to_have_text("Read from vLLM 0.22.0 source (not executed).", timeout=30_000)
+    notice = page.locator(".tp-version-notice")
+    expect(notice).to_contain_text("vLLM 0.22.0 was never run through the conformance harness")
+    expect(page.locator(".tp-summary")).to_contain_text("vLLM 0.22.0 accepts")
+    _wait_url(page, "vllm_version=0.22.0")
+    page.wait_for_timeout(500)
+    page.locator(".tp-details-col").screenshot(path=str(artifacts_dir / "screenshot-details-0.22.0.png"))
+    page.screenshot(path=str(artifacts_dir / "screenshot-vllm-version.png"))
+    # Controls with the selector (the whole sidebar of the template: a viewport tall enough for it).
+    page.set_viewport_size({"width": 1920, "height": 1700})
+    page.wait_for_timeout(500)
+    page.locator("#sidebar").screenshot(path=str(artifacts_dir / "screenshot-controls.png"))
+    _assert_clean(rpage, server.url)
+
+
 def test_url_state_round_trips(server, rpage, browser):
     q = ("?search=llama&frameworks=sglang,tensorrt-llm&tp_sizes=1,2,4,8&model=meta-llama/Meta-Llama-3.1-70B"
          "&framework=tensorrt-llm&tp=4&pp=2&dp_attention=1&kv_dtype=fp8&tab=memory")
@@ -581,7 +619,9 @@ def test_screenshots_of_every_view(server, rpage, artifacts_dir):
     _tab(page, "Validity")
     page.locator(".tp-frameworks label", has_text="continuous-batching").click()
     page.locator(".tp-disagree input").click()
-    names = "vLLM, SGLang, transformers (continuous-batching cache)"
+    from dashboard.state import DEFAULT_VLLM_VERSION
+
+    names = f"vLLM {DEFAULT_VLLM_VERSION}, SGLang, transformers (continuous-batching cache)"
     hm = _wait_heatmap(page, lambda h: h["title"] == "Where frameworks disagree", "the disagreement heatmap")
     _wait_heatmap(page, lambda h: _groups(h) == ["vLLM vs SGLang vs transformers CB cache"], "one disagreement column group")
     assert _tps(hm, _groups(hm)[0]) == ["1", "2", "3", "4", "6", "8", "12", "16", "32", "64"]
