@@ -5,6 +5,7 @@ Commands (see data/conformance/README.md for the venv set-up):
     python -m conformance run --framework vllm --venv /work/venvs/vllm-0.33.0 [--models ID ...] [--depth tp]
     python -m conformance assemble --framework vllm --version 0.33.0
     python -m conformance verify --framework vllm --venv /work/venvs/vllm-0.33.0 --sample 40 --seed 0
+    python -m conformance report --version 0.33.0      # results + remaining mismatches in the README
     python -m conformance stub --venv /work/venvs/vllm-0.33.0     # build the libcuda.so.1 stand-in
 """
 
@@ -49,12 +50,19 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--configs", type=Path, default=DEFAULT_CONFIGS)
     v.add_argument("--sample", type=int, default=40)
     v.add_argument("--seed", type=int, default=0)
+    rp = sub.add_parser("report", help="regenerate data/conformance/README.md's results for a release")
+    rp.add_argument("--version", required=True)
     s = sub.add_parser("stub", help="build the libcuda.so.1 stand-in inside the venv")
     s.add_argument("--venv", required=True)
     args = ap.parse_args(argv)
 
     if args.cmd == "stub":
         print(libcuda_stub.build(Path(args.venv)))
+        return 0
+    if args.cmd == "report":
+        from conformance import report
+
+        print(report.update(args.version))
         return 0
     if args.cmd == "assemble":
         print(driver.assemble(args.framework, args.version))
@@ -63,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     libcuda_stub.build(Path(args.venv))
     version = _venv_version(python, args.framework)
     if args.cmd == "run":
+        print(driver.dump_registry(python, args.framework, version))
         driver.run(python, args.framework, version, args.configs, models=args.models, depth=args.depth,
                    workers=args.workers, batch=args.batch, limit=args.limit)
         if not args.no_assemble:

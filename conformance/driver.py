@@ -271,6 +271,23 @@ def run_model(python: str, framework: str, config_path: Path, cells: list[Cell],
     return out
 
 
+def dump_registry(python: str, framework: str, version: str) -> Path:
+    """Write ``data/conformance/<framework>-<version>-architectures.json``: the architectures the
+    release's model registry knows (in its own order), the ones it dropped and the ones moved out of
+    tree -- the data of the "architecture registry" rules."""
+    out = DATA / f"{framework}-{version}-architectures.json"
+    tmp = out.with_suffix(".tmp.json")
+    job = {"platform": "cuda-sm90", "models": [], "registry_out": str(tmp)}
+    subprocess.run([python, str(WORKER[framework])], input=json.dumps(job) + "\n", text=True, capture_output=True,
+                   env=_env(python), cwd="/tmp", check=True, timeout=600)
+    data = json.loads(tmp.read_text())
+    tmp.unlink()
+    if data.get("version") != version:
+        raise SystemExit(f"the venv runs {framework} {data.get('version')}, not {version}")
+    atomic_write_text(out, json.dumps(data, indent=1) + "\n")
+    return out
+
+
 def load_work(framework: str, version: str) -> pd.DataFrame:
     wd = work_dir(framework, version)
     rows = []

@@ -192,6 +192,42 @@ class StubGroup:
         raise RuntimeError(f"harness: stub process group {self.unique_name!r} has no {name!r}")
 
 
+def meta_device_mode():
+    """A ``TorchFunctionMode`` that puts every tensor on the meta device: the default device of
+    factories (as ``torch.device("meta")`` does) and also explicit CUDA devices that some model
+    classes pass (``device=current_platform.device_type`` buffers in DeepSeek-V3.2/V4), and
+    ``Tensor.to("cuda")``/``.cuda()``. Shapes and dtypes are unchanged; no memory is allocated."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._device import _device_constructors
+
+    ctors = _device_constructors()
+    meta = torch.device("meta")
+
+    def _is_cuda(d) -> bool:
+        if isinstance(d, torch.device):
+            return d.type == "cuda"
+        return isinstance(d, str) and d.startswith("cuda")
+
+    class MetaEverywhere(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if func in ctors:
+                d = kwargs.get("device")
+                if d is None or _is_cuda(d) or (isinstance(d, int) and not isinstance(d, bool)):
+                    kwargs["device"] = meta
+            elif func in (torch.Tensor.to,):
+                if _is_cuda(kwargs.get("device")):
+                    kwargs["device"] = meta
+                args = tuple(meta if (i > 0 and _is_cuda(a) and not isinstance(a, torch.dtype)) else a
+                             for i, a in enumerate(args))
+            elif func in (torch.Tensor.cuda,):
+                return args[0]
+            return func(*args, **kwargs)
+
+    return MetaEverywhere()
+
+
 def install_groups(tp: int, pp: int, dp: int, ep_world: int) -> None:
     from vllm.distributed import parallel_state as ps
 
@@ -304,6 +340,10 @@ HARNESS_MARKERS = (
     ("cudaError", "the code called the CUDA runtime (no GPU here)"),
     ("failed to be inspected", "vLLM's model-class inspection failed under the stand-ins"),
     ("meta tensors", "an operation needed real tensor data (meta device)"),
+    ("Can't load image processor", "the harness folder holds only config.json (a Hub repo has the "
+     "processor files)"),
+    ("preprocessor_config.json", "the harness folder holds only config.json (a Hub repo has the "
+     "processor files)"),
     ("Cannot copy out of meta tensor", "an operation needed real tensor data (meta device)"),
 )
 
@@ -403,9 +443,14 @@ def run_cell(model_dir: str, cell: dict) -> dict:
         vllm_config = engine_config(model_dir, cell)
     except Exception as e:  # noqa: BLE001
         rec.update(exc_record(e))
-        rec["outcome"] = "not_run" if is_remote_code_error(e) else "refused_engine"
-        if rec["outcome"] == "not_run":
-            rec["reason"] = "remote code"
+        rec["outcome"] = "refused_engine"
+        harness = harness_reason(e)
+        if is_remote_code_error(e) or (cell.get("auto_map") and "transformers_utils/config.py" in rec["file"]):
+            # the config names remote code (auto_map) and the installed transformers cannot read it
+            # without running that code: the user would need --trust-remote-code, which we never pass
+            rec["outcome"], rec["reason"] = "not_run", "remote code"
+        elif harness:
+            rec["outcome"], rec["reason"] = "harness_error", harness
         rec["seconds"] = round(time.perf_counter() - t0, 3)
         return rec
     # 2. model construction on rank 0 under stub groups, tensors on the meta device
@@ -426,7 +471,7 @@ def run_cell(model_dir: str, cell: dict) -> dict:
         pass
     try:
         with set_current_vllm_config(vllm_config):
-            with set_default_torch_dtype(vllm_config.model_config.dtype), torch.device("meta"):
+            with set_default_torch_dtype(vllm_config.model_config.dtype), meta_device_mode():
                 model = initialize_model(vllm_config=vllm_config)
     except Exception as e:  # noqa: BLE001
         rec.update(exc_record(e))
@@ -455,14 +500,21 @@ def emit(rec: dict) -> None:
 def run_model(job_model: dict, platform_kind: str, version: str) -> None:
     with tempfile.TemporaryDirectory(prefix="conf-") as d:
         with open(job_model["config_path"], "rb") as src, open(os.path.join(d, "config.json"), "wb") as dst:
-            dst.write(src.read())
+            raw = src.read()
+            dst.write(raw)
+        try:
+            auto_map = bool(json.loads(raw).get("auto_map"))
+        except Exception:  # noqa: BLE001
+            auto_map = False
         for cell in job_model["cells"]:
+            cell = dict(cell, auto_map=auto_map)
             try:
                 r = run_cell(d, cell)
             except BaseException as e:  # noqa: BLE001 - one cell never stops the others
                 r = dict(cell)
                 r.update(exc_record(e))
                 r.update(outcome="harness_error", reason="worker exception outside the cell")
+            r.pop("auto_map", None)
             r["version"] = version
             r["platform"] = platform_kind
             r["model_id"] = job_model["model_id"]
@@ -493,6 +545,15 @@ def main() -> int:
                 emit(r)
             sys.stdout.write(MODEL_DONE + json.dumps(m["model_id"]) + "\n")
         return 0
+    if job.get("registry_out"):
+        from vllm.model_executor.models import registry as reg
+
+        with open(job["registry_out"], "w") as fh:
+            json.dump({"version": version,
+                       # insertion order: vLLM prints this dict_keys view in its "not supported" message
+                       "architectures": list(reg.ModelRegistry.get_supported_archs()),
+                       "previously_supported": dict(getattr(reg, "_PREVIOUSLY_SUPPORTED_MODELS", {})),
+                       "out_of_tree": dict(getattr(reg, "_OOT_SUPPORTED_MODELS", {}))}, fh, indent=0)
     for m in models:
         sys.stdout.write(MODEL_START + json.dumps(m["model_id"]) + "\n")
         sys.stdout.flush()

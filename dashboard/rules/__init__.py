@@ -215,8 +215,10 @@ def _evaluate(ctx: Ctx, framework: str, version: str | None) -> _Eval:
             f = f & ctx.arch_in(r.architectures, r.exclude_architectures)
         fire.append(f)
         fields.append(flds)
+        scope = ctx.arch_in(r.architectures, r.exclude_architectures) if (
+            r.architectures or r.exclude_architectures) else True
         for col in r.needs:
-            unknown |= ~ctx.has(col)
+            unknown |= ~ctx.has(col) & scope
         if r.effect == "padded":
             padded |= f
     t = ctx.attn_tp(framework)
@@ -688,16 +690,25 @@ def _md_escape(s: str) -> str:
 
 def rules_markdown() -> str:
     """The rule page (``docs/rules.md``), generated from :data:`RULES`."""
+    ex = ", ".join(f"{fw} {', '.join(v)}" for fw, v in _versions.EXECUTED.items())
     lines = [
         "# TP rules, per framework",
         "",
         "Generated from `dashboard.rules.RULES` by `python -m dashboard.rules.docs` -- do not edit by hand.",
         "",
-        "Each rule: id, kind, the framework versions it holds for (empty = every version we checked; the",
-        "source link is pinned to the commit that was read), the condition as the framework tests it, the",
-        "message with `{fields}` the engine fills in, and the upstream source. Severity `warning` = the",
-        "framework runs, with a caveat. Effect `run_time` = the failure appears only when the model is",
-        "built/run, not at load; `padded` = dummy heads (status `valid_padded`).",
+        "Each rule: id, kind, the framework releases it holds for (PEP 440 specifier; empty = every",
+        "version we checked), the architectures it applies to (empty = all not excluded), the condition",
+        "as the framework tests it, the message with `{fields}` the engine fills in (`{site}` = the raise",
+        "site of the release asked about), the source, and the evidence:",
+        "",
+        f"- **executed**: a conformance table reproduces the rule (the release's own code raised it, same",
+        f"  message and raise site; `data/conformance/`). Releases run so far: {ex}.",
+        "- **source**: read from the release's source only (older releases, and rules the harness does not",
+        "  reach).",
+        "",
+        "Severity `warning` = the framework runs, with a caveat. A message marked *ours* is this project's",
+        "wording (the framework prints none, or only a log line). Effect `run_time` = the failure appears only",
+        "when the model is built/run, not at load; `padded` = dummy heads (status `valid_padded`).",
         "",
     ]
     for fw in schema.FRAMEWORKS:
@@ -714,8 +725,8 @@ def rules_markdown() -> str:
                     "",
                 ]
         lines += [
-            "| id | kind | versions | severity | condition | message | source | notes |",
-            "|---|---|---|---|---|---|---|---|",
+            "| id | kind | versions | architectures | severity | condition | message | source | evidence | notes |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in rules:
             note = r.note
@@ -723,7 +734,17 @@ def rules_markdown() -> str:
                 note = (f"effect: {r.effect}. " + note).strip()
             if r.verified_with:
                 note = (note + f" Verified with: {r.verified_with}").strip()
-            src = f"[{r.source_url.split('/blob/')[-1][:12]}…]({r.source_url})" if r.source_url else ""
+            if r.exclude_architectures:
+                note = (note + " Not for: " + ", ".join(r.exclude_architectures) + ".").strip()
+            src = ""
+            if r.source_url:
+                src = f"[{r.source_url.split('/blob/')[-1][:48]}]({r.source_url})"
+            if r.sites:
+                src = "; ".join(f"{k}: `{v}`" for k, v in sorted(r.sites.items())) + (f" ({src})" if src else "")
+            evidence = r.evidence + (f" ({', '.join(r.executed_in)})" if r.executed_in else "")
+            msg = "`" + _md_escape(r.message if len(r.message) < 300 else r.message[:300] + "...") + "`"
+            if r.ours:
+                msg += " *(ours)*"
             lines.append(
                 "| "
                 + " | ".join(
@@ -731,10 +752,12 @@ def rules_markdown() -> str:
                         f"`{r.id}`",
                         r.kind,
                         _md_escape(r.versions or "all checked"),
+                        _md_escape(", ".join(r.architectures) or "all"),
                         r.severity,
                         _md_escape(r.condition),
-                        "`" + _md_escape(r.message) + "`",
+                        msg,
                         src,
+                        evidence,
                         _md_escape(note),
                     ]
                 )

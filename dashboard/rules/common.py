@@ -126,9 +126,7 @@ class Rule:
         reproduces it."""
         import dataclasses
 
-        site = self.sites.get(release or "", "") if self.sites else ""
-        if not site and self.sites:
-            site = self.sites[sorted(self.sites)[-1]] if release is None else ""
+        site = _nearest_site(self.sites, release)
         msg = self.message.replace("{site}", site or "?") if "{site}" in self.message else self.message
         url = self.source_url
         if site and repo_url and release:
@@ -168,6 +166,26 @@ class Rule:
             "exc_type": self.exc_type,
             "ours": self.ours,
         }
+
+
+def _nearest_site(sites: Mapping[str, str], release: str | None) -> str:
+    """The raise site in ``release``; for a release whose code was not read, the site in the nearest
+    read release at or below it (else the oldest above it): the file is right, the line may drift."""
+    if not sites:
+        return ""
+    if release in sites:
+        return sites[release]
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        known = sorted(sites, key=Version)
+        if release is None:
+            return sites[known[-1]]
+        v = Version(release)
+    except InvalidVersion:
+        return ""
+    below = [k for k in known if Version(k) <= v]
+    return sites[below[-1]] if below else sites[known[0]]
 
 
 def _plain(v: object) -> object:

@@ -17,5 +17,16 @@ def write_rules_page(path: str | os.PathLike = DEFAULT_PATH) -> Path:
     return atomic_write_text(path, rules_markdown())
 
 
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m dashboard.rules.docs",
+                                 description="Write the rule page generated from dashboard.rules.RULES.")
+    ap.add_argument("path", nargs="?", default=str(DEFAULT_PATH), help=f"output file (default {DEFAULT_PATH})")
+    args = ap.parse_args(argv)
+    print(write_rules_page(args.path))
+    return 0
+
+
 if __name__ == "__main__":  # pragma: no cover
-    print(write_rules_page(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_PATH))
+    sys.exit(main())

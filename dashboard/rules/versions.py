@@ -111,8 +111,9 @@ def resolve(framework: str, version: str | None) -> Resolved:
             return Resolved(rel, False, "")
         if rel in executed:
             return Resolved(rel, True, "")
-        return Resolved(rel, False, f"{label} {rel} was never run through the conformance harness; its rules "
-                                    f"are read from source (executed releases: {', '.join(executed)}).")
+        return Resolved(rel, False, f"{label} {rel} was never run through the conformance harness: the verdict "
+                                    f"uses the rules that hold for it, checked only against the executed releases "
+                                    f"({', '.join(executed)}) and the source (evidence: source).")
     rel = release_at(framework, text)
     if rel is not None:
         ex = rel in executed
