@@ -134,6 +134,12 @@ def install_streams() -> None:
 
     if hasattr(torch_utils, "_aux_stream"):
         torch_utils._aux_stream = _StubStream()
+    try:  # torch.nonzero on meta tensors: vLLM 0.22 logs the expert map with it at construction
+        import torch.fx.experimental._config as fx_config
+
+        fx_config.meta_nonzero_assume_all_nonzero = True
+    except Exception:  # noqa: BLE001
+        pass
     torch.cuda.Stream = _StubStream  # type: ignore[misc]
     torch.cuda.Event = _StubStream  # type: ignore[misc]
 
@@ -497,6 +503,23 @@ def emit(rec: dict) -> None:
     sys.stdout.flush()
 
 
+def _known_model_types() -> list[str]:
+    out: set[str] = set()
+    try:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+        out |= set(CONFIG_MAPPING_NAMES)
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        from vllm.transformers_utils import config as vcfg
+
+        out |= set(getattr(vcfg, "_CONFIG_REGISTRY", {}))
+    except Exception:  # noqa: BLE001
+        pass
+    return sorted(out)
+
+
 def run_model(job_model: dict, platform_kind: str, version: str) -> None:
     with tempfile.TemporaryDirectory(prefix="conf-") as d:
         with open(job_model["config_path"], "rb") as src, open(os.path.join(d, "config.json"), "wb") as dst:
@@ -553,7 +576,10 @@ def main() -> int:
                        # insertion order: vLLM prints this dict_keys view in its "not supported" message
                        "architectures": list(reg.ModelRegistry.get_supported_archs()),
                        "previously_supported": dict(getattr(reg, "_PREVIOUSLY_SUPPORTED_MODELS", {})),
-                       "out_of_tree": dict(getattr(reg, "_OOT_SUPPORTED_MODELS", {}))}, fh, indent=0)
+                       "out_of_tree": dict(getattr(reg, "_OOT_SUPPORTED_MODELS", {})),
+                       # config model_types the release can read without remote code: its own config
+                       # classes plus those of the transformers it installs
+                       "model_types": _known_model_types()}, fh, indent=0)
     for m in models:
         sys.stdout.write(MODEL_START + json.dumps(m["model_id"]) + "\n")
         sys.stdout.flush()

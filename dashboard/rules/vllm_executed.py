@@ -32,7 +32,14 @@ from dashboard.rules.common import Ctx, Rule, not_multiple
 
 FW = "vllm"
 V = ">=0.22.0"
-EXECUTED = ("0.33.0",)
+EXECUTED = ("0.22.0", "0.33.0")
+
+
+def release_range(release: str) -> str:
+    """The releases whose behaviour the executed ``release`` stands for: from it up to the next
+    executed release (releases in between were not run: evidence ``source``)."""
+    i = EXECUTED.index(release)
+    return f">={release}" + (f",<{EXECUTED[i + 1]}" if i + 1 < len(EXECUTED) else "")
 DIVIDE = "{a} is not divisible by {b}"
 BARE = "AssertionError (no message) at {site}"
 DIVIDE_SITE = {"0.33.0": "vllm/distributed/utils.py:53"}
@@ -207,6 +214,31 @@ def chatglm_v1(ctx: Ctx):
     return ctx.flag("chatglm_v1", fn) & ctx.arch_in(("ChatGLMModel", "ChatGLMForConditionalGeneration")), {}
 
 
+_UNKNOWN_TYPE = (
+    "The checkpoint you are trying to load has model type `{model_type}` but Transformers does not recognize "
+    "this architecture. This could be because of an issue with the checkpoint, or because your version of "
+    "Transformers is out of date.\n\nYou can update Transformers with the command `pip install --upgrade "
+    "transformers`. If this does not work, and the checkpoint is very new, then there may not be a release version "
+    "that supports this model yet. In this case, you can get the most up-to-date code by installing Transformers "
+    "from source with the command `pip install git+https://github.com/huggingface/transformers.git`")
+
+
+def _unknown_model_type(release: str):
+    """The config's ``model_type`` is neither one of vLLM's own config classes nor known to the
+    transformers the release installs (``AutoConfig`` refuses it without remote code)."""
+
+    def pred(ctx: Ctx):
+        known = set(registry(release).get("model_types", []))
+        if not known or "model_type" not in ctx.models.columns:
+            return _none(ctx)
+        mt = ctx.models["model_type"].astype("string").fillna("")
+        fire_m = (mt != "") & ~mt.isin(known)
+        fire = np.repeat(fire_m.to_numpy(dtype=bool), ctx.n_tp)
+        return fire, {"model_type": np.repeat(mt.to_numpy(dtype=object), ctx.n_tp)}
+
+    return pred
+
+
 def ep_flag_without_moe(ctx: Ctx):
     """``--enable-expert-parallel`` on a model without experts (checked at every size, even 1)."""
     return ctx.expert_parallel & ~ctx.is_moe() & ctx.has("num_attention_heads"), {}
@@ -241,9 +273,10 @@ def moonvit_mlp(ctx: Ctx):
 
 def _fp8_mlp(ctx: Ctx) -> np.ndarray:
     """Block-FP8 MLP weights: a block size, and the experts / MLPs are not NVFP4 or MXFP4 (mixed
-    checkpoints keep the 128x128 FP8 blocks for attention only)."""
+    checkpoints keep the 128x128 FP8 blocks for attention only). DeepSeek-V4's own model class builds
+    its experts in FP4 (``expert_dtype``) and its shared expert without the block check."""
     low = ctx.str_in("quant_format", ("nvfp4", "mixed-precision", "mxfp4", "mxfp4-pack-quantized"))
-    return ctx.fp8_block() & ~low
+    return ctx.fp8_block() & ~low & ~ctx.arch_in(("DeepseekV4ForCausalLM",))
 
 
 def vocab(ctx: Ctx):
@@ -280,6 +313,24 @@ def gdn_conv(ctx: Ctx):
     fire = ctx.linear_kind("gdn") & ctx.has("linear_num_key_heads") & ctx.has("linear_num_value_heads") \
         & ctx.has("linear_key_head_dim") & ctx.has("linear_value_head_dim") & not_multiple(conv, ctx.tp)
     return fire, {"a": conv, "b": ctx.tp}
+
+
+def mxfp8_down_k(ctx: Ctx):
+    """ModelOpt mixed checkpoints with MXFP8 MLPs (MiniMax-M3 NVFP4): every down_proj input per rank
+    (dense layers first, then the shared expert of MoE layers) must be a multiple of the MXFP8 block, 32."""
+    t = np.maximum(ctx.tp, 1)
+    base = ctx.str_in("quant_method", ("modelopt",)) & (ctx.tp > 1)
+    d, sh = ctx.i("intermediate_size"), ctx.i("shared_expert_intermediate_size")
+    d_bad = ctx.has_dense_mlp() & ~not_multiple(d, t) & not_multiple(d // t, 32)
+    s_bad = ctx.has("shared_expert_intermediate_size") & ~not_multiple(sh, t) & not_multiple(sh // t, 32)
+    return base & (d_bad | s_bad), {"size": np.where(d_bad, d // t, sh // t)}
+
+
+def zero_kv_heads(ctx: Ctx):
+    """gpt-oss passes ``num_kv_heads = total_kv // tp`` (no max(1, ...)) to ``Attention``: 0 when
+    tp > KV heads, and ``num_heads % num_kv_heads`` divides by zero."""
+    kv = ctx.i("num_key_value_heads")
+    return ctx.has("num_key_value_heads") & (ctx.tp > kv), {}
 
 
 def _dense_mlp(gated: bool):
@@ -388,7 +439,8 @@ def _fp8_moe(which: str):
         needed = not_multiple(ispp, bn) | ((mt > 1) & not_multiple(ispp, bk))
         hidden = ctx.i("hidden_size")
         g = np.gcd(np.gcd(np.gcd(np.maximum(bn, 1), np.maximum(bk, 1)), ispp), np.maximum(hidden, 1))
-        refined = needed & (g >= 32)
+        # compressed-tensors FP8 MoE validates without refining (compressed_tensors_moe_w8a8_fp8.py)
+        refined = needed & (g >= 32) & ctx.str_in("quant_method", ("fp8",))
         fail_n = applies & ~refined & not_multiple(ispp, bn)
         if which == "n":
             return fail_n, {"size": ispp, "block": bn}
@@ -444,6 +496,10 @@ def _kv_rules() -> list[Rule]:
 
 RULES: list[Rule] = [
     # -- 1. engine start -------------------------------------------------------------------------------
+    _rule("vllm.config.unknown_model_type", "attention_heads",
+          "the config's model_type is neither a vLLM config class nor known to the transformers release vLLM "
+          "installs (with remote code allowed, a config with auto_map would load instead)",
+          _UNKNOWN_TYPE, {"0.33.0": "vllm/transformers_utils/config.py:445"}, None, exc_type="ValueError"),
     _rule("vllm.architecture.removed", "attention_heads",
           "every architecture the config lists is unknown to this release's model registry, and one was "
           "supported by an older release (registry _PREVIOUSLY_SUPPORTED_MODELS)",
@@ -468,7 +524,10 @@ RULES: list[Rule] = [
     _rule("vllm.moe_experts.ep_without_moe", "moe_experts",
           "--enable-expert-parallel on a model without experts (at any size, even tp x dp = 1)",
           "Number of experts in the model must be greater than 0 when expert parallelism is enabled.",
-          {"0.33.0": "vllm/config/model.py:1500"}, ep_flag_without_moe, exc_type="ValueError"),
+          {"0.33.0": "vllm/config/model.py:1500"}, ep_flag_without_moe, exc_type="ValueError",
+          exclude=("NemotronHForCausalLM",),
+          note="vLLM counts experts on the transformers config object: NemotronHConfig's class default "
+          "n_routed_experts makes dense Nemotron-H checkpoints look like MoE, so the check passes for them"),
     _rule("vllm.quantization.gptq_bits", "group_size",
           "GPTQ checkpoint with bits other than 4 or 8 (GPTQConfig.TYPE_MAP; sym=True assumed: the catalog "
           "does not keep the sym flag)",
@@ -528,6 +587,11 @@ RULES: list[Rule] = [
           "Kimi Delta Attention: assert self.num_heads % self.tp_size == 0",
           BARE, {"0.33.0": "vllm/model_executor/layers/mamba/gdn/kimi_gdn_linear_attn.py:189"}, P.kda_heads(FW)),
     *_kv_rules(),
+    _rule("vllm.kv_heads.gpt_oss_zero", "kv_heads",
+          "gpt-oss: tp > num_key_value_heads gives 0 KV heads per rank; Attention computes num_heads % "
+          "num_kv_heads", "integer modulo by zero",
+          {"0.33.0": "vllm/model_executor/layers/attention/attention.py:329"}, zero_kv_heads,
+          exc_type="ZeroDivisionError", archs=("GptOssForCausalLM",)),
     _rule("vllm.kv_heads", "kv_heads",
           "QKVParallelLinear: tp >= kv needs tp % kv == 0 (KV heads replicated), else kv % tp == 0; "
           "divide(a, b). For attention classes without their own assert.",
@@ -560,6 +624,11 @@ RULES: list[Rule] = [
           archs=("DeepseekV4ForCausalLM",), versions="~=0.27.0",
           note="read from the 0.27.1 wheel; 0.33.0 keeps the check only on the MegaMoE path, which the "
           "harness (moe_backend=auto) does not take"),
+    _rule("vllm.mxfp8.down_proj", "group_size",
+          "ModelOpt MXFP8 MLP (MiniMax-M3 NVFP4 checkpoints): down_proj input per rank = intermediate/tp % 32",
+          "MXFP8 requires input size divisible by 32, got {size}",
+          {"0.33.0": "vllm/model_executor/layers/quantization/modelopt.py:2336"}, mxfp8_down_k, exc_type="ValueError",
+          archs=("MiniMaxM3SparseForConditionalGeneration", "MiniMaxM3ForCausalLM")),
     _rule("vllm.moe_intermediate", "moe_intermediate",
           "FusedMoEConfig: assert intermediate_size % tp_size == 0, with the MoE-TP size = tp x dp without "
           "expert parallelism (1 with --enable-expert-parallel)",
@@ -619,17 +688,24 @@ def _uneven(ctx: Ctx):
 
 
 def _bind() -> None:
-    """Predicates that need the release's data or are defined below their rules."""
+    """Rules whose data is per release (the model registry, the readable model types) get one copy per
+    executed release, each bound to that release's data and valid for :func:`release_range`."""
     import dataclasses
 
-    rel = EXECUTED[-1]
-    preds = {"vllm.architecture.removed": _registry_state(rel, "previous"),
-             "vllm.architecture.out_of_tree": _registry_state(rel, "oot"),
-             "vllm.architecture.unsupported": _registry_state(rel, "unsupported"),
-             "vllm.moe_experts.uneven": _uneven}
-    for i, r in enumerate(RULES):
-        if r.id in preds:
-            RULES[i] = dataclasses.replace(r, predicate=preds[r.id])
+    per_release = {"vllm.config.unknown_model_type": lambda rel: _unknown_model_type(rel),
+                   "vllm.architecture.removed": lambda rel: _registry_state(rel, "previous"),
+                   "vllm.architecture.out_of_tree": lambda rel: _registry_state(rel, "oot"),
+                   "vllm.architecture.unsupported": lambda rel: _registry_state(rel, "unsupported")}
+    out: list[Rule] = []
+    for r in RULES:
+        if r.id == "vllm.moe_experts.uneven":
+            out.append(dataclasses.replace(r, predicate=_uneven))
+        elif r.id in per_release:
+            for rel in EXECUTED:
+                out.append(dataclasses.replace(r, predicate=per_release[r.id](rel), versions=release_range(rel)))
+        else:
+            out.append(r)
+    RULES[:] = out
 
 
 _bind()
