@@ -52,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--seed", type=int, default=0)
     rp = sub.add_parser("report", help="regenerate data/conformance/README.md's results for a release")
     rp.add_argument("--version", required=True)
+    st = sub.add_parser("sites", help="print the rules' raise sites in another executed release")
+    st.add_argument("--version", required=True)
+    st.add_argument("--src-new", type=Path, required=True, help="unpacked wheel of the newest executed release")
+    st.add_argument("--src-old", type=Path, required=True, help="unpacked wheel of --version")
     s = sub.add_parser("stub", help="build the libcuda.so.1 stand-in inside the venv")
     s.add_argument("--venv", required=True)
     args = ap.parse_args(argv)
@@ -63,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         from conformance import report
 
         print(report.update(args.version))
+        return 0
+    if args.cmd == "sites":
+        from conformance import sites
+
+        print(sites.render(args.version, sites.derive(args.version, args.src_new, args.src_old)))
         return 0
     if args.cmd == "assemble":
         print(driver.assemble(args.framework, args.version))

@@ -140,6 +140,14 @@ def install_streams() -> None:
         fx_config.meta_nonzero_assume_all_nonzero = True
     except Exception:  # noqa: BLE001
         pass
+    try:  # a logging helper that reads the (meta) expert map's values: log a placeholder instead
+        from vllm.model_executor.layers.fused_moe import expert_map_manager as emm
+
+        for obj in vars(emm).values():
+            if isinstance(obj, type) and "get_compressed_map_string" in vars(obj):
+                obj.get_compressed_map_string = lambda self: "<expert map: meta tensors in the harness>"
+    except Exception:  # noqa: BLE001
+        pass
     torch.cuda.Stream = _StubStream  # type: ignore[misc]
     torch.cuda.Event = _StubStream  # type: ignore[misc]
 
@@ -470,6 +478,14 @@ def run_cell(model_dir: str, cell: dict) -> dict:
         rec["reason"] = "import of vLLM's model loader failed"
         return rec
     install_groups(cell["tp"], cell["pp"], cell["dp"], ep_world)
+    # the model runner initializes the workspace manager before loading the model (GPUModelRunner)
+    try:
+        from vllm.v1.worker import workspace
+
+        if getattr(workspace, "_manager", None) is None:
+            workspace.init_workspace_manager(torch.device("meta"))
+    except Exception:  # noqa: BLE001 - releases without it, or a manager that needs a real device
+        pass
     # the device every layer allocates on: meta (the Transformers-backend wrapper reads it from here)
     try:
         vllm_config.device_config.device = torch.device("meta")

@@ -42,7 +42,7 @@ def release_range(release: str) -> str:
     return f">={release}" + (f",<{EXECUTED[i + 1]}" if i + 1 < len(EXECUTED) else "")
 DIVIDE = "{a} is not divisible by {b}"
 BARE = "AssertionError (no message) at {site}"
-DIVIDE_SITE = {"0.33.0": "vllm/distributed/utils.py:53"}
+DIVIDE_SITE = {"0.22.0": "vllm/distributed/utils.py:55", "0.33.0": "vllm/distributed/utils.py:53"}
 SRC = "https://github.com/vllm-project/vllm/blob/v0.33.0/"
 
 _CONF = Path(__file__).resolve().parents[2] / "data" / "conformance"
@@ -326,6 +326,30 @@ def mxfp8_down_k(ctx: Ctx):
     return base & (d_bad | s_bad), {"size": np.where(d_bad, d // t, sh // t)}
 
 
+def wna16_moe_group(ctx: Ctx):
+    """Compressed-tensors WNA16 (pack-quantized) MoE with group scales: the expert width per MoE-TP rank
+    must be a multiple of group_size (compressed_tensors_moe_wna16.py)."""
+    mt = moe_tp(ctx)
+    m = ctx.i("moe_intermediate_size")
+    g = np.maximum(ctx.i("quant_group_size"), 1)
+    applies = ctx.str_in("quant_method", ("compressed-tensors",)) & ctx.str_in("quant_format", ("pack-quantized",)) \
+        & ctx.has("quant_group_size") & ctx.is_moe() & ctx.has("moe_intermediate_size") & ~not_multiple(m, mt)
+    ispp = m // np.maximum(mt, 1)
+    return applies & not_multiple(ispp, g), {"size": ispp, "group": g}
+
+
+def tp_gt_1(ctx: Ctx):
+    return ctx.has("num_attention_heads") & (ctx.tp > 1), {}
+
+
+def dsv4_always(ctx: Ctx):
+    return ctx.has("num_attention_heads"), {}
+
+
+def dsv4_compressed_tensors(ctx: Ctx):
+    return ctx.str_in("quant_method", ("compressed-tensors",)), {}
+
+
 def zero_kv_heads(ctx: Ctx):
     """gpt-oss passes ``num_kv_heads = total_kv // tp`` (no max(1, ...)) to ``Attention``: 0 when
     tp > KV heads, and ``num_heads % num_kv_heads`` divides by zero."""
@@ -424,7 +448,7 @@ def fp8_o_proj_k(ctx: Ctx):
     return applies & (vd > 0) & not_multiple(size, bk), {"size": size, "block": bk}
 
 
-def _fp8_moe(which: str):
+def _fp8_moe(which: str, refine: bool = True):
     """Block FP8 fused MoE (``Fp8MoEMethod.create_weights``). The checkpoint block is refined to
     ``gcd(block_n, block_k, ispp, hidden)`` when that is >= 32 (``refine_fp8_moe_block_shape``,
     ``moe_backend="auto"``); otherwise ``validate_fp8_block_shape_moe``: ispp % block_n, then
@@ -440,7 +464,7 @@ def _fp8_moe(which: str):
         hidden = ctx.i("hidden_size")
         g = np.gcd(np.gcd(np.gcd(np.maximum(bn, 1), np.maximum(bk, 1)), ispp), np.maximum(hidden, 1))
         # compressed-tensors FP8 MoE validates without refining (compressed_tensors_moe_w8a8_fp8.py)
-        refined = needed & (g >= 32) & ctx.str_in("quant_method", ("fp8",))
+        refined = needed & (g >= 32) & ctx.str_in("quant_method", ("fp8",)) & refine
         fail_n = applies & ~refined & not_multiple(ispp, bn)
         if which == "n":
             return fail_n, {"size": ispp, "block": bn}
@@ -537,6 +561,13 @@ RULES: list[Rule] = [
           "ChatGLM-6B v1 config under vLLM's ChatGLM class, which reads ChatGLM2+ keys",
           "'ChatGLMConfig' object has no attribute 'original_rope'",
           {"0.33.0": "vllm/model_executor/models/chatglm.py:107"}, chatglm_v1, exc_type="AttributeError"),
+    _rule("vllm.transformers_backend.no_tp", "attention_heads",
+          "architectures this release no longer implements natively but transformers does are served by vLLM's "
+          "Transformers backend, which refuses TP > 1 for a model without a base_model_tp_plan",
+          "<class 'transformers.models.mllama.modeling_mllama.MllamaModel'> does not support tensor parallel. See "
+          "https://docs.vllm.ai/en/latest/models/supported_models.html#writing-custom-models for instructions on how "
+          "to add support yourself.", {"0.22.0": "vllm/model_executor/models/transformers/base.py:471"}, tp_gt_1,
+          exc_type="ValueError", archs=("MllamaForConditionalGeneration",), versions=">=0.22.0,<0.33.0"),
     # -- 2. vision tower -------------------------------------------------------------------------------
     _rule("vllm.vision_heads.qwen_vit", "vision_heads",
           "Qwen2.5-VL-style vision attention: divide(vision num_heads, tp), unless mm_encoder_tp_mode='data'",
@@ -571,6 +602,22 @@ RULES: list[Rule] = [
           DIVIDE, DIVIDE_SITE, vocab,
           note="raised from vllm/model_executor/layers/vocab_parallel_embedding.py:111"),
     # -- 4. decoder layer 0: linear attention, attention, MLP / MoE -------------------------------------
+    _rule("vllm.deepseek_v4.scale_fmt", "block_fp8",
+          "DeepSeek-V4 model class of this release reads quantization_config['scale_fmt'], which "
+          "compressed-tensors checkpoints do not have",
+          "'scale_fmt'", {"0.22.0": "vllm/models/deepseek_v4/nvidia/model.py:754"}, dsv4_compressed_tensors,
+          exc_type="KeyError", archs=("DeepseekV4ForCausalLM",), versions=">=0.22.0,<0.33.0"),
+    _rule("vllm.falcon.rope_parameters", "attention_heads",
+          "RefinedWeb configs (falcon-7b/40b, RWForCausalLM) lack rope_parameters, which this release's "
+          "falcon.py reads", "'RWConfig' object has no attribute 'rope_parameters'",
+          {"0.22.0": "vllm/model_executor/models/falcon.py:171"}, lambda ctx: (ctx.has("num_attention_heads"), {}),
+          exc_type="AttributeError", archs=("RWForCausalLM",), versions=">=0.22.0,<0.33.0"),
+    _rule("vllm.deepseek_v4.kv_cache_dtype", "attention_heads",
+          "DeepSeek-V4 attention of this release needs --kv-cache-dtype fp8 (the default is auto)",
+          "DeepseekV4 only supports fp8 kv-cache format for now, got auto",
+          {"0.22.0": "vllm/models/deepseek_v4/attention.py:671"}, dsv4_always, exc_type="AssertionError",
+          archs=("DeepseekV4ForCausalLM",), versions=">=0.22.0,<0.33.0",
+          note="the harness launches with the default --kv-cache-dtype auto"),
     _rule("vllm.linear_attention_heads.gdn", "linear_attention_heads",
           "Gated DeltaNet: conv1d = ColumnParallelLinear(conv_dim), conv_dim = 2*key_heads*key_dim + "
           "value_heads*value_dim; divide(conv_dim, tp)",
@@ -639,17 +686,35 @@ RULES: list[Rule] = [
           "then FusedMoEConfig asserts padded % (tp x dp) == 0",
           BARE, {"0.33.0": "vllm/model_executor/layers/fused_moe/config.py:1352"}, moe_intermediate_kimi_k3,
           archs=("KimiK3ForConditionalGeneration",)),
+    _rule("vllm.group_size.wna16_moe", "group_size",
+          "compressed-tensors WNA16 MoE with group scales: moe_intermediate / MoE-TP % group_size != 0",
+          "CompressedTensors WNA16 MoE with static group scales requires the MoE intermediate size per tensor-parallel "
+          "partition ({size}) to be divisible by group_size ({group}). Scale groups would otherwise cross TP shard "
+          "boundaries; use a compatible TP size or enable expert parallelism.",
+          {"0.33.0": "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe/"
+                     "compressed_tensors_moe_wna16.py:245"}, wna16_moe_group, exc_type="ValueError", versions=">=0.33.0"),
     _rule("vllm.block_fp8.moe_n", "block_fp8",
-          "block FP8 MoE: ispp = moe_intermediate / MoE-TP; no refinement (gcd(block_n, block_k, ispp, hidden) < 32) "
-          "and ispp % block_n != 0",
+          "block FP8 MoE: ispp = moe_intermediate / MoE-TP; no refinement (gcd(block_n, block_k, ispp, hidden) < 32, "
+          "or a compressed-tensors checkpoint) and ispp % block_n != 0",
           "The output_size of gate's and up's weight = {size} is not divisible by weight quantization block_n = "
           "{block}.", {"0.33.0": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1362"}, _fp8_moe("n"),
-          exc_type="ValueError"),
+          exc_type="ValueError", versions=">=0.33.0"),
     _rule("vllm.block_fp8.moe_k", "block_fp8",
           "block FP8 MoE: no refinement, ispp % block_n == 0, global tp > 1 and ispp % block_k != 0",
           "The input_size of down's weight = {size} is not divisible by weight quantization block_k = {block}.",
           {"0.33.0": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1370"}, _fp8_moe("k"),
-          exc_type="ValueError"),
+          exc_type="ValueError", versions=">=0.33.0"),
+    _rule("vllm.block_fp8.moe_n", "block_fp8",
+          "block FP8 MoE (Fp8MoEMethod.create_weights, before block scales could be refined): ispp = "
+          "moe_intermediate / MoE-TP; ispp % block_n != 0",
+          "The output_size of gate's and up's weight = {size} is not divisible by weight quantization block_n = "
+          "{block}.", {"0.22.0": "vllm/model_executor/layers/quantization/fp8.py:637"}, _fp8_moe("n", refine=False),
+          exc_type="ValueError", versions=">=0.22.0,<0.33.0"),
+    _rule("vllm.block_fp8.moe_k", "block_fp8",
+          "block FP8 MoE (before refinement): ispp % block_n == 0, tp > 1 and ispp % block_k != 0",
+          "The input_size of down's weight = {size} is not divisible by weight quantization block_k = {block}.",
+          {"0.22.0": "vllm/model_executor/layers/quantization/fp8.py:644"}, _fp8_moe("k", refine=False),
+          exc_type="ValueError", versions=">=0.22.0,<0.33.0"),
     _rule("vllm.group_size", "group_size",
           "AWQ: a row-parallel input per rank (o_proj heads/tp*head_dim, down_proj intermediate/tp, expert down "
           "moe_intermediate/MoE-TP) % group_size != 0, where the Marlin kernel cannot take the layer; no AWQ "
@@ -687,6 +752,20 @@ def _uneven(ctx: Ctx):
     return fire, {"n": n, "ep": ep, "lo": lo, "hi": lo + 1}
 
 
+#: Raise sites in other executed releases, per rule id: from that release's conformance table where
+#: the rule fired there (same message), else the same source line found in that release's file
+#: (``python -m conformance sites --version <release>`` prints this mapping).
+SITES: dict[str, dict[str, str]] = {
+    "0.22.0": {
+    },
+}
+
+
+#: Dropped architectures that a release still serves through its Transformers backend (seen in its
+#: table: the model builds at TP 1).
+TRANSFORMERS_BACKEND: dict[str, tuple[str, ...]] = {"0.22.0": ("MllamaForConditionalGeneration",)}
+
+
 def _bind() -> None:
     """Rules whose data is per release (the model registry, the readable model types) get one copy per
     executed release, each bound to that release's data and valid for :func:`release_range`."""
@@ -697,12 +776,24 @@ def _bind() -> None:
                    "vllm.architecture.out_of_tree": lambda rel: _registry_state(rel, "oot"),
                    "vllm.architecture.unsupported": lambda rel: _registry_state(rel, "unsupported")}
     out: list[Rule] = []
-    for r in RULES:
+    for i, r in enumerate(RULES):
+        from packaging.specifiers import SpecifierSet
+
+        spec = SpecifierSet(r.versions)
+        extra = {rel: SITES[rel][r.id] for rel in SITES
+                 if r.id in SITES[rel] and rel not in r.sites and spec.contains(rel)}
+        if extra:
+            sites = {**r.sites, **extra}
+            executed_in = tuple(x for x in EXECUTED if x in sites)
+            r = dataclasses.replace(r, sites=sites, executed_in=executed_in,
+                                    evidence="executed" if executed_in else "source")
         if r.id == "vllm.moe_experts.uneven":
             out.append(dataclasses.replace(r, predicate=_uneven))
         elif r.id in per_release:
             for rel in EXECUTED:
-                out.append(dataclasses.replace(r, predicate=per_release[r.id](rel), versions=release_range(rel)))
+                skip = TRANSFORMERS_BACKEND.get(rel, ()) if r.id == "vllm.architecture.removed" else ()
+                out.append(dataclasses.replace(r, predicate=per_release[r.id](rel), versions=release_range(rel),
+                                               exclude_architectures=tuple(r.exclude_architectures) + skip))
         else:
             out.append(r)
     RULES[:] = out
