@@ -531,6 +531,11 @@ def _fp8_moe_scale_count(c: dict[str, np.ndarray], moe_tp: np.ndarray) -> np.nda
     return np.where(ok, n, 0.0)
 
 
+#: vLLM 0.33.0 pads an MXFP4 expert's intermediate size per rank to this multiple on the default
+#: (Triton) MoE backend (``layers/fused_moe/oracle/mxfp4.py:915-916``).
+MXFP4_MOE_ALIGN = 64
+
+
 def _moe_layout(framework: str, t: np.ndarray, *, ep: int = 1, dp: int = 1,
                 expert_parallel: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(EP size, MoE-TP size) for TP sizes ``t`` (float arrays broadcastable with ``t``).
@@ -590,6 +595,15 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     per_expert = np.where(E > 0, col("experts") / np.where(E > 0, E, 1.0), 0.0)
     local_experts = np.ceil(E / e)
     experts_r = local_experts * per_expert / moe_tp * exp_b
+    # MXFP4 experts: vLLM 0.33.0 rounds each rank's intermediate shard up to the MoE kernel's tile,
+    # 64 for the default (Triton) backend a Hopper GPU selects
+    # (``layers/fused_moe/oracle/mxfp4.py:915-916``, via ``Mxfp4MoEMethod.maybe_roundup_sizes``,
+    # ``layers/quantization/mxfp4.py:185-198``): e.g. gpt-oss's 2880 / 4 = 720 -> 768 per rank.
+    Ip = c["moe_intermediate_size"][:, None] / moe_tp
+    Ip_ok = ~np.isnan(Ip) & (Ip > 0)
+    pad = np.where(Ip_ok, np.ceil(np.where(Ip_ok, Ip, 1.0) / MXFP4_MOE_ALIGN) * MXFP4_MOE_ALIGN
+                   / np.where(Ip_ok, Ip, 1.0), 1.0)
+    experts_r = np.where(experts_only[:, None], experts_r * pad, experts_r)
     # block-FP8 experts: 1 B weights + float32 scales on the per-partition block grid (exact, not 4/blk)
     blk_fp8 = (_block_fp8(c) & (weight_dtype is None))[:, None]
     scales = _fp8_moe_scale_count(c, moe_tp)
@@ -645,7 +659,8 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
 
     ``weight_dtype`` ``None`` reads the checkpoint: ``fp8`` 1 B (+ fp32 block scales ``4 / (block_n *
     block_k)``), AWQ/GPTQ/int4 ``0.5 + 2.5 / group_size`` B, NVFP4 ``0.5625`` B, MXFP4 ``0.53125`` B
-    (experts only, as gpt-oss keeps attention in 16-bit), otherwise 2 B. An explicit ``weight_dtype``
+    (experts only, as gpt-oss keeps attention in 16-bit; each rank's expert intermediate shard padded
+    to a multiple of :data:`MXFP4_MOE_ALIGN`, ``layers/fused_moe/oracle/mxfp4.py:915-916``), otherwise 2 B. An explicit ``weight_dtype``
     (see :data:`WEIGHT_DTYPE_BYTES`) applies to every linear layer.
 
     ``dp`` is the data-parallel size (dense layers are replicated across DP; it only matters for the
