@@ -78,10 +78,14 @@ def test_block_fp8_and_moe_models_are_built_not_skipped(table, catalog) -> None:
     ran = set(table.loc[table["outcome"] != "not_run", "model_id"])
     assert fp8 & built and moe & built
     # every block-FP8 / MoE model the harness could run was built at some layout, unless vLLM refused the
-    # model itself at engine start (the same error at every layout, e.g. a model_type it cannot read)
+    # model itself: one error at every layout the engine check lets through (a model_type it cannot read,
+    # a quantization config its model class cannot parse)
     for mid in sorted((fp8 | moe) & ran - built):
         cells = table[(table["model_id"] == mid) & (table["outcome"] != "harness_error")]
-        assert (cells["outcome"] == "refused_engine").all() and cells["message"].nunique() == 1, mid
+        assert cells["outcome"].isin(["refused_engine", "refused_build"]).all(), mid
+        passed_engine = cells[~cells["message"].str.startswith("Total number of attention heads")
+                              & ~cells["message"].str.startswith("Number of experts in the model")]
+        assert passed_engine["message"].nunique() == 1, (mid, passed_engine["message"].unique()[:3])
 
 
 def test_verdicts_match_vllm_on_every_cell(comparison) -> None:
