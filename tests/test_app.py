@@ -886,11 +886,11 @@ def test_details_say_where_the_verdict_comes_from(small_catalog):
     from dashboard.app import DashboardApp
     from dashboard.views.common import esc
 
-    app = DashboardApp(catalog=small_catalog, query="?model=acme/h24-kv3&framework=vllm&tp=8&vllm_version=0.22.0")
+    app = DashboardApp(catalog=small_catalog, query="?model=acme/h24-kv3&framework=vllm&tp=8&vllm_version=0.27.1")
     html = app.validity._details._html.object
-    v = rules.check(app.data.record("acme/h24-kv3"), "vllm", 8, version="0.22.0")
+    v = rules.check(app.data.record("acme/h24-kv3"), "vllm", 8, version="0.27.1")
     assert v.evidence == "source" and v.notice
-    assert "Read from vLLM 0.22.0 source (not executed)." in html
+    assert "Read from vLLM 0.27.1 source (not executed)." in html
     assert '<div class="tp-version-notice"' in html and esc(v.notice) in html
     assert html.count(esc(v.notice)) == 1  # (not repeated as a warning)
     app.state.vllm_version = "0.33.0"
@@ -947,13 +947,13 @@ def test_details_show_raise_site_and_our_wording_escaped(small_catalog, monkeypa
 def test_exports_carry_the_vllm_version(app):
     from dashboard.views.export import grid_csv, report_html
 
-    app.state.param.update(frameworks=["vllm", "sglang"], tp_sizes=[1, 2], vllm_version="0.22.0", ep=2)
+    app.state.param.update(frameworks=["vllm", "sglang"], tp_sizes=[1, 2], vllm_version="0.27.1", ep=2)
     df = pd.read_csv(grid_csv(app.state, app.data), keep_default_na=False)
-    assert set(df.loc[df["framework"] == "vllm", "version"]) == {"0.22.0"}
+    assert set(df.loc[df["framework"] == "vllm", "version"]) == {"0.27.1"}
     assert set(df.loc[df["framework"] == "sglang", "version"]) == {""}
     assert len(df) == 5 * 2 * 2
     rep = report_html(app.state, app.data)
-    assert "0.22.0 (rules read from source)" in rep and "<h2>vLLM 0.22.0</h2>" in rep
+    assert "0.27.1 (rules read from source)" in rep and "<h2>vLLM 0.27.1</h2>" in rep
     assert "--enable-expert-parallel" in rep
 
 

@@ -415,7 +415,7 @@ def test_tap_cell_shows_details_and_layout(server, rpage, artifacts_dir):
 
 def test_vllm_version_selector_changes_the_details_and_the_link(server, rpage, artifacts_dir):
     """Picking another vLLM release in the sidebar re-checks the selected cell at that release: the details
-    say where the verdict comes from (the default release, then 'Read from vLLM 0.22.0 source (not
+    say where the verdict comes from (the default release, then 'Read from vLLM 0.27.1 source (not
     executed)' with the version notice), the summary names the release, and the link carries it."""
     from dashboard import rules
     from dashboard.state import DEFAULT_VLLM_VERSION, load_app_data
@@ -434,15 +434,15 @@ def test_vllm_version_selector_changes_the_details_and_the_link(server, rpage, a
     assert select.locator("option").first.inner_text() == f"{DEFAULT_VLLM_VERSION} (executed)"
     assert select.locator("optgroup").count() == 2
     page.locator(".tp-details-col").screenshot(path=str(artifacts_dir / "screenshot-details-default-version.png"))
-    label = next(lab for opts in vllm_version_groups().values() for lab, rel in opts.items() if rel == "0.22.0")
+    label = next(lab for opts in vllm_version_groups().values() for lab, rel in opts.items() if rel == "0.27.1")
     select.select_option(label=label)
-    expect(evidence).to_have_text("Read from vLLM 0.22.0 source (not executed).", timeout=30_000)
+    expect(evidence).to_have_text("Read from vLLM 0.27.1 source (not executed).", timeout=30_000)
     notice = page.locator(".tp-version-notice")
-    expect(notice).to_contain_text("vLLM 0.22.0 was never run through the conformance harness")
-    expect(page.locator(".tp-summary")).to_contain_text("vLLM 0.22.0 accepts")
-    _wait_url(page, "vllm_version=0.22.0")
+    expect(notice).to_contain_text("vLLM 0.27.1 was never run through the conformance harness")
+    expect(page.locator(".tp-summary")).to_contain_text("vLLM 0.27.1 accepts")
+    _wait_url(page, "vllm_version=0.27.1")
     page.wait_for_timeout(500)
-    page.locator(".tp-details-col").screenshot(path=str(artifacts_dir / "screenshot-details-0.22.0.png"))
+    page.locator(".tp-details-col").screenshot(path=str(artifacts_dir / "screenshot-details-0.27.1.png"))
     page.screenshot(path=str(artifacts_dir / "screenshot-vllm-version.png"))
     # Controls with the selector (the whole sidebar of the template: a viewport tall enough for it).
     page.set_viewport_size({"width": 1920, "height": 1700})
