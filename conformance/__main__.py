@@ -1,4 +1,4 @@
-"""``python -m conformance``: run a framework's own code over the catalog, assemble and verify tables.
+"""python -m conformance: run a framework's own code over the catalog, assemble and verify tables.
 
 Commands (see data/conformance/README.md for the venv set-up):
 
@@ -32,15 +32,17 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run every model not yet checkpointed (resumable)")
-    r.add_argument("--framework", default="vllm", choices=sorted(driver.WORKER))
+    r.add_argument("--framework", default="vllm", choices=sorted(driver.WORKER), help="(default: vllm)")
     r.add_argument("--venv", required=True, help="the framework's virtualenv (outside the repo)")
-    r.add_argument("--configs", type=Path, default=DEFAULT_CONFIGS)
+    r.add_argument("--configs", type=Path, default=DEFAULT_CONFIGS,
+                   help="folder of <org>--<name>.json configs (default: ../shared/hub-configs)")
     r.add_argument("--models", nargs="*", help="only these model ids")
-    r.add_argument("--depth", choices=("full", "tp"), default="full")
-    r.add_argument("--workers", type=int, default=2)
-    r.add_argument("--batch", type=int, default=12, help="models per worker process")
-    r.add_argument("--limit", type=int)
-    r.add_argument("--no-assemble", action="store_true")
+    r.add_argument("--depth", choices=("full", "tp"), default="full",
+                   help="full: TP sizes x EP off/on, DP 2/3 for MoE, vision DP; tp: TP sizes only (default: full)")
+    r.add_argument("--workers", type=int, default=2, help="worker processes at once (default: 2)")
+    r.add_argument("--batch", type=int, default=12, help="models per worker process (default: 12)")
+    r.add_argument("--limit", type=int, help="run at most this many models (the rest stay for the next run)")
+    r.add_argument("--no-assemble", action="store_true", help="do not rebuild the parquet table afterwards")
     a = sub.add_parser("assemble", help="per-model checkpoints -> data/conformance/<fw>-<version>.parquet")
     a.add_argument("--framework", default="vllm")
     a.add_argument("--version", required=True)

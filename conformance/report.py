@@ -59,7 +59,7 @@ def section(release: str, table: pd.DataFrame, catalog: pd.DataFrame) -> str:
     for r in miss.sort_values(["model_id", "ep", "dp", "tp"]).itertuples():
         esc = lambda t: str(t).replace("|", "\\|").replace("\n", " ")[:120]  # noqa: E731
         lines.append(f"| `{r.model_id}` | {r.tp} | {r.dp} | {'on' if r.ep else 'off'} | "
-                     f"{'on' if r.vision_dp else 'off'} | {esc(r.table_message)} at {r.table_location} | "
+                     f"{'on' if r.vision_dp else 'off'} | {esc(r.table_message)}" + ("" if r.table_location in r.table_message else f" at {r.table_location}") + " | "
                      f"{esc(r.engine_message)} | " + _reason(r).replace("|", "\\|") + " |")
     if miss.empty:
         lines.append("| (none) | | | | | | | |")

@@ -73,6 +73,7 @@ class RuleHit:
     exc_type: str = ""  # the exception the framework raises ("" for warnings / our own messages)
     evidence: str = "source"  # "executed" (a conformance table reproduces it) or "source"
     ours: bool = False  # the message is this project's words, not the framework's
+    condition: str = ""  # the rule's condition in words (what is wrong, for messages that say nothing)
 
 
 @dataclass(frozen=True)
@@ -493,7 +494,7 @@ def _hits(ev: _Eval, row: int) -> tuple[list[RuleHit], list[RuleHit]]:
             continue
         vals = {k: (np.asarray(v)[row] if np.ndim(v) else v) for k, v in flds.items()}
         hit = RuleHit(r.id, r.framework, r.kind, r.format(vals), r.source_url, r.severity, r.location,
-                      r.exc_type, r.evidence, r.ours)
+                      r.exc_type, r.evidence, r.ours, r.condition)
         (failures if r.severity == "error" else warnings).append(hit)
         if r.severity == "error" and r.effect == "run_time":
             warnings.append(
@@ -530,6 +531,12 @@ def _suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, visio
     ok = _ok_sizes(record, framework, version, sizes, **base)
     if not failures:
         return out
+    if any(f.rule_id.endswith("ep_without_moe") for f in failures):
+        out.append("This model has no experts: launch it without expert parallelism "
+                   + ("(drop --enable-expert-parallel)." if framework == "vllm" else "(ep = 1)."))
+        if valid_with_ep_off(record, framework, version, tp, pp, dp, dp_attention, vision_dp):
+            out.append(f"Valid at tp={tp} without expert parallelism.")
+            return out
     below = ok[ok < tp]
     above = ok[ok > tp]
     near = []
@@ -569,6 +576,11 @@ def _suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, visio
     if not vision_dp and any(f.kind == "vision_heads" for f in failures) and valid_with(vision_dp=True):
         out.append(f"Valid at tp={tp} with a data-parallel vision encoder (mm_encoder_tp_mode='data').")
     return out
+
+
+def valid_with_ep_off(record, framework, version, tp, pp, dp, dp_attention, vision_dp) -> bool:
+    return bool(_ok_sizes(record, framework, version, np.array([tp], dtype=np.int64), pp=pp, dp=dp, ep=1,
+                          dp_attention=dp_attention, vision_dp=vision_dp, expert_parallel=False).size)
 
 
 def _is_moe_record(record) -> bool:
@@ -742,7 +754,7 @@ def rules_markdown() -> str:
             if r.sites:
                 src = "; ".join(f"{k}: `{v}`" for k, v in sorted(r.sites.items())) + (f" ({src})" if src else "")
             evidence = r.evidence + (f" ({', '.join(r.executed_in)})" if r.executed_in else "")
-            msg = "`" + _md_escape(r.message if len(r.message) < 300 else r.message[:300] + "...") + "`"
+            msg = "`" + _md_escape(r.message if len(r.message) < 700 else r.message[:700] + "...") + "`"
             if r.ours:
                 msg += " *(ours)*"
             lines.append(

@@ -36,6 +36,7 @@ KINDS: tuple[str, ...] = (
     "pipeline_layers",
     "cross_attention_heads",
     "mla",
+    "architecture",  # the release cannot build this model at all (registry, config class, model-level error)
 )
 
 #: Effects a firing rule has on the cell besides validity.

@@ -95,6 +95,17 @@ def release_at(framework: str, date: str) -> str | None:
     return best
 
 
+def _unexecuted(label: str, rel: str, executed: tuple[str, ...]) -> str:
+    from packaging.version import Version
+
+    text = (f"{label} {rel} was never run through the conformance harness: its rules are read from source, "
+            f"checked only against the executed releases ({', '.join(executed)}).")
+    if Version(rel) < Version(executed[0]):
+        text += (f" Before {executed[0]} the engine does not check whether the release knows the model's "
+                 "architecture: a model newer than the release is not refused here.")
+    return text
+
+
 def resolve(framework: str, version: str | None) -> Resolved:
     """Map a user's ``version`` (None, a release such as "0.22.0", or a date such as "2025-05") to the
     release whose rules apply."""
@@ -111,14 +122,12 @@ def resolve(framework: str, version: str | None) -> Resolved:
             return Resolved(rel, False, "")
         if rel in executed:
             return Resolved(rel, True, "")
-        return Resolved(rel, False, f"{label} {rel} was never run through the conformance harness: the verdict "
-                                    f"uses the rules that hold for it, checked only against the executed releases "
-                                    f"({', '.join(executed)}) and the source (evidence: source).")
+        return Resolved(rel, False, _unexecuted(label, rel, executed))
     rel = release_at(framework, text)
     if rel is not None:
         ex = rel in executed
-        extra = "" if ex or not executed else " (not run through the conformance harness; rules read from source)"
-        return Resolved(rel, ex, f"{text!s} means {label} {rel}, the release current then{extra}.")
+        extra = "" if ex or not executed else " " + _unexecuted(label, rel, executed)
+        return Resolved(rel, ex, f"{text!s} means {label} {rel}, the release current then.{extra}")
     rel = newest_executed(framework)
     if rel is not None:
         return Resolved(rel, True, f"Version {text!r} is not a release number or a date; {label} {rel}'s rules "

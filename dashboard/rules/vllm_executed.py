@@ -520,22 +520,22 @@ def _kv_rules() -> list[Rule]:
 
 RULES: list[Rule] = [
     # -- 1. engine start -------------------------------------------------------------------------------
-    _rule("vllm.config.unknown_model_type", "attention_heads",
+    _rule("vllm.config.unknown_model_type", "architecture",
           "the config's model_type is neither a vLLM config class nor known to the transformers release vLLM "
           "installs (with remote code allowed, a config with auto_map would load instead)",
           _UNKNOWN_TYPE, {"0.33.0": "vllm/transformers_utils/config.py:445"}, None, exc_type="ValueError"),
-    _rule("vllm.architecture.removed", "attention_heads",
+    _rule("vllm.architecture.removed", "architecture",
           "every architecture the config lists is unknown to this release's model registry, and one was "
           "supported by an older release (registry _PREVIOUSLY_SUPPORTED_MODELS)",
           "Model architecture {arch} was supported in vLLM until v{prev}, and is not supported anymore. Please "
           "use an older version of vLLM if you want to use this model architecture.",
           {"0.33.0": "vllm/model_executor/models/registry.py:1234"}, None, exc_type="ValueError"),
-    _rule("vllm.architecture.out_of_tree", "attention_heads",
+    _rule("vllm.architecture.out_of_tree", "architecture",
           "every listed architecture is unknown in-tree and one moved to an out-of-tree plugin",
           "Model architecture {arch} is not supported in-tree anymore. Please install the plugin at {url} if you "
           "want to use this model architecture.",
           {"0.33.0": "vllm/model_executor/models/registry.py:1242"}, None, exc_type="ValueError"),
-    _rule("vllm.architecture.unsupported", "attention_heads",
+    _rule("vllm.architecture.unsupported", "architecture",
           "no architecture the config lists is in this release's model registry",
           "Model architectures {archs} are not supported for now. Supported architectures: {supported}",
           {"0.33.0": "vllm/model_executor/models/registry.py:1249"}, None, exc_type="ValueError"),
@@ -557,11 +557,11 @@ RULES: list[Rule] = [
           "does not keep the sym flag)",
           "Unsupported quantization config: bits={bits}, sym=True",
           {"0.33.0": "vllm/model_executor/layers/quantization/auto_gptq.py:153"}, gptq_bits, exc_type="ValueError"),
-    _rule("vllm.architecture.chatglm_v1", "attention_heads",
+    _rule("vllm.architecture.chatglm_v1", "architecture",
           "ChatGLM-6B v1 config under vLLM's ChatGLM class, which reads ChatGLM2+ keys",
           "'ChatGLMConfig' object has no attribute 'original_rope'",
           {"0.33.0": "vllm/model_executor/models/chatglm.py:107"}, chatglm_v1, exc_type="AttributeError"),
-    _rule("vllm.transformers_backend.no_tp", "attention_heads",
+    _rule("vllm.transformers_backend.no_tp", "architecture",
           "architectures this release no longer implements natively but transformers does are served by vLLM's "
           "Transformers backend, which refuses TP > 1 for a model without a base_model_tp_plan",
           "<class 'transformers.models.mllama.modeling_mllama.MllamaModel'> does not support tensor parallel. See "
@@ -606,17 +606,17 @@ RULES: list[Rule] = [
           DIVIDE, DIVIDE_SITE, vocab,
           note="raised from vllm/model_executor/layers/vocab_parallel_embedding.py:111"),
     # -- 4. decoder layer 0: linear attention, attention, MLP / MoE -------------------------------------
-    _rule("vllm.deepseek_v4.scale_fmt", "block_fp8",
+    _rule("vllm.deepseek_v4.scale_fmt", "architecture",
           "DeepSeek-V4 model class of this release reads quantization_config['scale_fmt'], which "
           "compressed-tensors checkpoints do not have",
           "'scale_fmt'", {"0.22.0": "vllm/models/deepseek_v4/nvidia/model.py:754"}, dsv4_compressed_tensors,
           exc_type="KeyError", archs=("DeepseekV4ForCausalLM",), versions=">=0.22.0,<0.33.0"),
-    _rule("vllm.falcon.rope_parameters", "attention_heads",
+    _rule("vllm.falcon.rope_parameters", "architecture",
           "RefinedWeb configs (falcon-7b/40b, RWForCausalLM) lack rope_parameters, which this release's "
           "falcon.py reads", "'RWConfig' object has no attribute 'rope_parameters'",
           {"0.22.0": "vllm/model_executor/models/falcon.py:171"}, lambda ctx: (ctx.has("num_attention_heads"), {}),
           exc_type="AttributeError", archs=("RWForCausalLM",), versions=">=0.22.0,<0.33.0"),
-    _rule("vllm.deepseek_v4.kv_cache_dtype", "attention_heads",
+    _rule("vllm.deepseek_v4.kv_cache_dtype", "architecture",
           "DeepSeek-V4 attention of this release needs --kv-cache-dtype fp8 (the default is auto)",
           "DeepseekV4 only supports fp8 kv-cache format for now, got auto",
           {"0.22.0": "vllm/models/deepseek_v4/attention.py:671"}, dsv4_always, exc_type="AssertionError",

@@ -50,15 +50,22 @@ def evidence_html(verdict) -> str:
 
 
 def raise_site_html(hit) -> str:
-    """``<br>AssertionError at vllm/.../llama.py:151`` for a failing rule whose raise site is known
-    (escaped), else ""."""
+    """``<br>AssertionError at vllm/.../llama.py:151`` for a failing rule whose raise site is known, and
+    the rule's condition in words (a bare ``assert`` prints nothing, so the condition is what tells the
+    user what is wrong); escaped. "" when neither is known."""
     exc, loc = getattr(hit, "exc_type", ""), getattr(hit, "location", "")
-    if not (exc or loc):
-        return ""
-    text = f"{exc} at {loc}" if exc and loc else (exc or f"at {loc}")
-    # (a long path may wrap after a "/", never inside a file name or line number)
-    return (f'<br><span class="tp-raise-site" style="font-size:14px;color:#444">'
-            f'<code style="color:inherit;overflow-wrap:break-word">{esc(text).replace("/", "/<wbr>")}</code></span>')
+    cond = getattr(hit, "condition", "")
+    out = ""
+    msg = getattr(hit, "message", "")
+    if (exc or loc) and not (loc and loc in msg):  # a bare assert's message already names its site
+        text = f"{exc} at {loc}" if exc and loc else (exc or f"at {loc}")
+        # (a long path may wrap after a "/", never inside a file name or line number)
+        out += (f'<br><span class="tp-raise-site" style="font-size:14px;color:#444">'
+                f'<code style="color:inherit;overflow-wrap:break-word">{esc(text).replace("/", "/<wbr>")}</code></span>')
+    if cond:
+        out += (f'<br><span class="tp-rule-condition" style="font-size:13px;color:#555;overflow-wrap:anywhere">'
+                f'Condition: {esc(cond)}</span>')
+    return out
 
 
 def verdict_html(state: PlannerState, data: AppData) -> str:
