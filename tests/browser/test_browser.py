@@ -590,7 +590,7 @@ def test_exports_produce_files(server, rpage, artifacts_dir):
     csv_path = out / "tp-grid.csv"
     d.value.save_as(csv_path)
     text = csv_path.read_text()
-    assert text.startswith("model_id,framework,tp") and "meta-llama/Meta-Llama-3.1-8B" in text
+    assert text.startswith("model_id,framework,version,tp") and "meta-llama/Meta-Llama-3.1-8B" in text
     with page.expect_download(timeout=60_000) as d:
         page.locator(".tp-export-report button").click()
     rep = out / "tp-report.html"
