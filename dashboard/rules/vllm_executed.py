@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard import sharding
 from dashboard.rules import _preds as P
 from dashboard.rules.common import Ctx, Rule, not_multiple
 
@@ -279,13 +278,6 @@ def _fp8_mlp(ctx: Ctx) -> np.ndarray:
     return ctx.fp8_block() & ~low & ~ctx.arch_in(("DeepseekV4ForCausalLM",))
 
 
-def vocab(ctx: Ctx):
-    """``VocabParallelEmbedding``: vocab padded to 64, then ``divide(padded, tp)``."""
-    padded = ctx.memo(("vpad", 64), lambda: sharding.pad_to_multiple(ctx.i("vocab_size"), 64))
-    fire = ctx.has("vocab_size") & not_multiple(padded, ctx.tp)
-    return fire, {"a": padded, "b": ctx.tp}
-
-
 def _kv(which: str):
     """Softmax attention KV heads (not MLA). ``split``: kv >= tp and kv % tp; ``replicate``: kv < tp
     and tp % kv; ``divide``: either (QKVParallelLinear's divide, fields a/b)."""
@@ -355,14 +347,6 @@ def zero_kv_heads(ctx: Ctx):
     tp > KV heads, and ``num_heads % num_kv_heads`` divides by zero."""
     kv = ctx.i("num_key_value_heads")
     return ctx.has("num_key_value_heads") & (ctx.tp > kv), {}
-
-
-def _dense_mlp(gated: bool):
-    def pred(ctx: Ctx):
-        fire = ctx.has_dense_mlp() & ctx.not_div("intermediate_size", ctx.tp)
-        return fire, {"a": ctx.i("intermediate_size"), "b": ctx.tp}
-
-    return pred
 
 
 def shared_mlp(ctx: Ctx):
@@ -603,7 +587,7 @@ RULES: list[Rule] = [
     # -- 3. embedding ----------------------------------------------------------------------------------
     _rule("vllm.vocab", "vocab",
           "VocabParallelEmbedding: vocab_size padded to a multiple of 64, then divide(padded, tp)",
-          DIVIDE, DIVIDE_SITE, vocab,
+          DIVIDE, DIVIDE_SITE, P.vocab_padded(),
           note="raised from vllm/model_executor/layers/vocab_parallel_embedding.py:111"),
     # -- 4. decoder layer 0: linear attention, attention, MLP / MoE -------------------------------------
     _rule("vllm.deepseek_v4.scale_fmt", "architecture",
@@ -657,10 +641,10 @@ RULES: list[Rule] = [
           exc_type="ValueError"),
     _rule("vllm.mlp_intermediate", "mlp_intermediate",
           "dense gated MLP (MergedColumnParallelLinear gate_up): assert all(output_size % tp_size == 0)",
-          BARE, {"0.33.0": "vllm/model_executor/layers/linear.py:731"}, _dense_mlp(True), exclude=NON_GATED),
+          BARE, {"0.33.0": "vllm/model_executor/layers/linear.py:731"}, P.dense_mlp(), exclude=NON_GATED),
     _rule("vllm.mlp_intermediate.non_gated", "mlp_intermediate",
           "dense MLP without gate (one ColumnParallelLinear): divide(intermediate_size, tp)",
-          DIVIDE, DIVIDE_SITE, _dense_mlp(False), archs=NON_GATED),
+          DIVIDE, DIVIDE_SITE, P.dense_mlp(), archs=NON_GATED),
     _rule("vllm.block_fp8.dense_k", "block_fp8",
           "block FP8 dense MLP: down_proj (RowParallelLinear) input per rank = intermediate/tp % block_k, tp > 1 "
           "(the merged gate_up skips its block_n check on a mismatch)",
