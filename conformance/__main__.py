@@ -12,6 +12,7 @@ Commands (see data/conformance/README.md for the venv set-up):
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +59,21 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--version", required=True)
     st.add_argument("--src-new", type=Path, required=True, help="unpacked wheel of the newest executed release")
     st.add_argument("--src-old", type=Path, required=True, help="unpacked wheel of --version")
+    pa = sub.add_parser("params", help="build one cell and print rank 0's parameter bytes by module group "
+                        "(a diagnostic for the memory model; writes nothing)")
+    pa.add_argument("--framework", default="vllm", choices=sorted(driver.WORKER))
+    pa.add_argument("--venv", required=True)
+    pa.add_argument("model", help="model id (its config is read from --configs) or a config.json path")
+    pa.add_argument("--configs", type=Path, default=DEFAULT_CONFIGS)
+    pa.add_argument("--tp", type=int, default=1)
+    pa.add_argument("--pp", type=int, default=1)
+    pa.add_argument("--dp", type=int, default=1)
+    pa.add_argument("--ep", action="store_true", help="--enable-expert-parallel")
+    pa.add_argument("--vision-dp", action="store_true", help="--mm-encoder-tp-mode data")
+    pa.add_argument("--sidecar", type=Path, action="append", default=[],
+                    help="a file copied beside config.json (e.g. hf_quant_config.json); repeatable")
+    pa.add_argument("--depth", type=int, default=99, help="dotted name parts kept per group (default: all)")
+    pa.add_argument("--json", action="store_true", help="print the raw per-parameter list as JSON")
     s = sub.add_parser("stub", help="build the libcuda.so.1 stand-in inside the venv")
     s.add_argument("--venv", required=True)
     args = ap.parse_args(argv)
@@ -87,6 +103,26 @@ def main(argv: list[str] | None = None) -> int:
                    workers=args.workers, batch=args.batch, limit=args.limit)
         if not args.no_assemble:
             print(driver.assemble(args.framework, version))
+        return 0
+    if args.cmd == "params":
+        path = Path(args.model)
+        if not path.is_file():
+            path = args.configs / (args.model.replace("/", "--") + ".json")
+        if not path.is_file():
+            ap.error(f"no config for {args.model!r}: not a file and not {path}")
+        cell = driver.Cell(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, vision_dp=args.vision_dp)
+        rec = driver.inspect_params(python, args.framework, path, cell, sidecars=args.sidecar)
+        if args.json:
+            print(json.dumps(rec, indent=1, default=str))
+            return 0
+        print(f"{rec.get('model_id')} {cell}: {rec.get('outcome')}", rec.get("message") or "")
+        if rec.get("params"):
+            import pandas as pd
+
+            df = driver.group_params(rec["params"], args.depth)
+            with pd.option_context("display.width", 200, "display.max_colwidth", 110, "display.max_rows", 1000):
+                print(df.to_string(index=False))
+            print(f"total {rec['param_bytes']:,} B; by dtype {rec['param_bytes_by_dtype']}")
         return 0
     if args.cmd == "verify":
         df = driver.verify(python, args.framework, version, args.configs, sample=args.sample, seed=args.seed)

@@ -272,6 +272,36 @@ def run_model(python: str, framework: str, config_path: Path, cells: list[Cell],
     return out
 
 
+def inspect_params(python: str, framework: str, config_path: Path, cell: Cell, *,
+                   sidecars: Iterable[Path] = (), timeout: float = 900) -> dict:
+    """Build one cell and return its record with ``params``: rank 0's parameters as ``[name, shape,
+    dtype, bytes]`` (the diagnostic behind ``python -m conformance params``; not written to a table).
+    ``sidecars`` are files copied beside ``config.json`` (e.g. a checkpoint's ``hf_quant_config.json``)."""
+    model = {"config_path": str(config_path), "model_id": model_id_from_filename(config_path),
+             "cells": [dict(cell.as_dict(), params_detail=True)],
+             "sidecars": {Path(s).name: str(Path(s).resolve()) for s in sidecars}}
+    job = {"platform": "cuda-sm90", "models": [model]}
+    proc = subprocess.run([python, str(WORKER[framework])], input=json.dumps(job) + "\n", text=True,
+                          capture_output=True, env=_env(python), cwd="/tmp", timeout=timeout)
+    for line in proc.stdout.splitlines():
+        if line.startswith(CELL_PREFIX):
+            return json.loads(line[len(CELL_PREFIX):])
+    raise RuntimeError(f"the worker returned no cell (exit {proc.returncode}): {proc.stderr[-2000:]}")
+
+
+def group_params(params: list[list], depth: int = 99) -> pd.DataFrame:
+    """Sum ``[name, shape, dtype, bytes]`` rows over layers: ``layers.<i>.`` becomes ``layers.*.``
+    and names are cut to ``depth`` dotted parts; one row per (group, dtype), largest first."""
+    rows = []
+    for name, shape, dtype, nbytes in params:
+        g = re.sub(r"\.(\d+)\.", ".*.", name)
+        g = re.sub(r"\.(\d+)\.", ".*.", g)
+        rows.append((".".join(g.split(".")[:depth]), dtype, int(nbytes), 1))
+    df = pd.DataFrame(rows, columns=["group", "dtype", "bytes", "tensors"])
+    df = df.groupby(["group", "dtype"], as_index=False).sum().sort_values("bytes", ascending=False)
+    return df.reset_index(drop=True)
+
+
 def dump_registry(python: str, framework: str, version: str) -> Path:
     """Write ``data/conformance/<framework>-<version>-architectures.json``: the architectures the
     release's model registry knows (in its own order), the ones it dropped and the ones moved out of

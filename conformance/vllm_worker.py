@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -445,6 +446,17 @@ def param_bytes(model) -> tuple[int, int, dict]:
     return total_b, total_n, by_dtype
 
 
+def param_list(model) -> list[list]:
+    """Rank 0's parameters as ``[name, shape, dtype, bytes]`` (``python -m conformance params``)."""
+    out, seen = [], set()
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        out.append([name, list(p.shape), str(p.dtype).replace("torch.", ""), p.numel() * p.element_size()])
+    return out
+
+
 def run_cell(model_dir: str, cell: dict) -> dict:
     """Build one cell; returns the outcome record (never raises)."""
     import torch
@@ -505,6 +517,8 @@ def run_cell(model_dir: str, cell: dict) -> dict:
         return rec
     b, n, by_dtype = param_bytes(model)
     rec.update(outcome="built", param_bytes=b, param_count=n, param_bytes_by_dtype=by_dtype)
+    if cell.get("params_detail"):
+        rec["params"] = param_list(model)
     try:
         rec["kv_cache"] = kv_specs(vllm_config)
     except Exception as e:  # noqa: BLE001
@@ -541,6 +555,10 @@ def run_model(job_model: dict, platform_kind: str, version: str) -> None:
         with open(job_model["config_path"], "rb") as src, open(os.path.join(d, "config.json"), "wb") as dst:
             raw = src.read()
             dst.write(raw)
+        # files a real checkpoint keeps beside config.json (hf_quant_config.json, quantize_config.json):
+        # only when the caller hands them (``python -m conformance params --sidecar``)
+        for name, path in (job_model.get("sidecars") or {}).items():
+            shutil.copyfile(path, os.path.join(d, os.path.basename(name)))
         try:
             auto_map = bool(json.loads(raw).get("auto_map"))
         except Exception:  # noqa: BLE001
@@ -554,6 +572,7 @@ def run_model(job_model: dict, platform_kind: str, version: str) -> None:
                 r.update(exc_record(e))
                 r.update(outcome="harness_error", reason="worker exception outside the cell")
             r.pop("auto_map", None)
+            r.pop("params_detail", None)
             r["version"] = version
             r["platform"] = platform_kind
             r["model_id"] = job_model["model_id"]
