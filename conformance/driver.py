@@ -43,8 +43,23 @@ OUTCOMES = ("built", "refused_engine", "refused_build", "harness_error", "not_ru
 COLUMNS = (
     "framework", "version", "model_id", "tp", "pp", "dp", "ep", "vision_dp", "outcome", "reason",
     "exc_type", "message", "file", "line", "function", "param_bytes", "param_count",
-    "param_bytes_by_dtype", "kv_cache", "seconds", "platform",
+    "param_bytes_by_dtype", "kv_cache", "seconds", "platform", "sidecars",
 )
+
+#: Files the harness puts beside a model's verbatim config.json, per model (``<org>--<name>/<file>``):
+#: quantization sidecars a real checkpoint keeps outside config.json (ModelOpt's hf_quant_config.json,
+#: AutoGPTQ's quantize_config.json) that ../shared/hub-configs does not hold. They are ours, written from
+#: what the catalog infers (see data/conformance/sidecars/README.md); cells built with them name them in
+#: the table's ``sidecars`` column.
+SIDECARS = DATA / "sidecars"
+
+
+def sidecars_for(model_id: str) -> dict[str, str]:
+    """{file name: path} of the harness's sidecar files for ``model_id`` (empty when none)."""
+    d = SIDECARS / model_id.replace("/", "--")
+    if not d.is_dir():
+        return {}
+    return {p.name: str(p) for p in sorted(d.iterdir()) if p.is_file() and p.suffix == ".json"}
 
 
 @dataclass(frozen=True)
@@ -143,7 +158,8 @@ def run_batch(python: str, framework: str, jobs: list[tuple[Path, list[Cell]]], 
     while pending:
         job = {"platform": platform,
                "models": [{"config_path": str(f), "model_id": model_id_from_filename(f),
-                           "cells": [c.as_dict() for c in cells]} for f, cells in pending]}
+                           "cells": [c.as_dict() for c in cells],
+                           "sidecars": sidecars_for(model_id_from_filename(f))} for f, cells in pending]}
         by_id = {model_id_from_filename(f): (f, cells) for f, cells in pending}
         proc = subprocess.Popen([python, str(WORKER[framework])], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=_env(python), cwd="/tmp")
@@ -279,7 +295,8 @@ def inspect_params(python: str, framework: str, config_path: Path, cell: Cell, *
     ``sidecars`` are files copied beside ``config.json`` (e.g. a checkpoint's ``hf_quant_config.json``)."""
     model = {"config_path": str(config_path), "model_id": model_id_from_filename(config_path),
              "cells": [dict(cell.as_dict(), params_detail=True)],
-             "sidecars": {Path(s).name: str(Path(s).resolve()) for s in sidecars}}
+             "sidecars": {**sidecars_for(model_id_from_filename(config_path)),
+                          **{Path(s).name: str(Path(s).resolve()) for s in sidecars}}}
     job = {"platform": "cuda-sm90", "models": [model]}
     proc = subprocess.run([python, str(WORKER[framework])], input=json.dumps(job) + "\n", text=True,
                           capture_output=True, env=_env(python), cwd="/tmp", timeout=timeout)
@@ -336,6 +353,8 @@ def records_frame(rows: list[dict], framework: str, version: str) -> pd.DataFram
     df["version"] = version
     df["param_bytes_by_dtype"] = df["param_bytes_by_dtype"].map(
         lambda v: json.dumps(v, sort_keys=True) if isinstance(v, dict) else (v if isinstance(v, str) else ""))
+    df["sidecars"] = df["sidecars"].map(
+        lambda v: ",".join(v) if isinstance(v, list) else (v if isinstance(v, str) else ""))
     df["kv_cache"] = df["kv_cache"].map(
         lambda v: json.dumps(v) if isinstance(v, list) else (v if isinstance(v, str) else ""))
     df = df[list(COLUMNS)].copy()

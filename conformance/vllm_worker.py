@@ -392,6 +392,9 @@ def engine_config(model_dir: str, cell: dict):
     )
     if cell.get("vision_dp"):
         kwargs["mm_encoder_tp_mode"] = "data"
+    if cell.get("quantization"):
+        # an AutoGPTQ/AutoAWQ repo without quantization_config: its README's `--quantization gptq`
+        kwargs["quantization"] = cell["quantization"]
     args = EngineArgs(**kwargs)
     return args.create_engine_config()
 
@@ -557,14 +560,19 @@ def run_model(job_model: dict, platform_kind: str, version: str) -> None:
             dst.write(raw)
         # files a real checkpoint keeps beside config.json (hf_quant_config.json, quantize_config.json):
         # only when the caller hands them (``python -m conformance params --sidecar``)
-        for name, path in (job_model.get("sidecars") or {}).items():
+        sidecars = sorted((job_model.get("sidecars") or {}).items())
+        quantization = None
+        for name, path in sidecars:
             shutil.copyfile(path, os.path.join(d, os.path.basename(name)))
+            if os.path.basename(name) == "quantize_config.json":
+                with open(path) as fh:
+                    quantization = json.load(fh).get("quant_method") or "gptq"
         try:
             auto_map = bool(json.loads(raw).get("auto_map"))
         except Exception:  # noqa: BLE001
             auto_map = False
         for cell in job_model["cells"]:
-            cell = dict(cell, auto_map=auto_map)
+            cell = dict(cell, auto_map=auto_map, quantization=quantization)
             try:
                 r = run_cell(d, cell)
             except BaseException as e:  # noqa: BLE001 - one cell never stops the others
@@ -573,6 +581,8 @@ def run_model(job_model: dict, platform_kind: str, version: str) -> None:
                 r.update(outcome="harness_error", reason="worker exception outside the cell")
             r.pop("auto_map", None)
             r.pop("params_detail", None)
+            r.pop("quantization", None)
+            r["sidecars"] = [n for n, _ in sidecars]
             r["version"] = version
             r["platform"] = platform_kind
             r["model_id"] = job_model["model_id"]
