@@ -744,11 +744,19 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
     * PP: ``ceil(layers / pp)`` layers on the heaviest stage plus the larger of (embedding + vision) and
       LM head.
 
-    ``weight_dtype`` ``None`` reads the checkpoint: ``fp8`` 1 B (+ fp32 block scales ``4 / (block_n *
-    block_k)``), AWQ/GPTQ/int4 ``0.5 + 2.5 / group_size`` B, NVFP4 ``0.5625`` B, MXFP4 ``0.53125`` B
-    (experts only, as gpt-oss keeps attention in 16-bit; each rank's expert intermediate shard padded
-    to a multiple of :data:`MXFP4_MOE_ALIGN`, ``layers/fused_moe/oracle/mxfp4.py:915-916``), otherwise 2 B. An explicit ``weight_dtype``
-    (see :data:`WEIGHT_DTYPE_BYTES`) applies to every linear layer.
+    ``weight_dtype`` ``None`` reads the checkpoint. Where the catalog derived which parts vLLM quantizes
+    (``quant_<part>_fraction`` / ``quant_<part>_format``, :mod:`dashboard.quant_coverage`: attention,
+    linear attention, dense MLP, shared experts, routed experts, LM head, router, vision tower), each
+    part costs ``share x format bytes + (1 - share) x 16-bit bytes`` (:func:`_format_bytes`: NVFP4
+    ``0.5625`` B, MXFP4 ``0.53125``, MXFP8 ``1.03125``, FP8 1 B (+ float32 channel / block scales),
+    int4 ``0.5 + 2 / group_size``); the unexplained remainder of ``params_total`` follows the token
+    mixer (linear-attention part when the model has one, else attention). Otherwise the
+    checkpoint-wide rule: ``fp8`` 1 B (+ fp32 block scales ``4 / (block_n * block_k)``),
+    AWQ/GPTQ/int4 ``0.5 + 2.5 / group_size`` B, NVFP4 ``0.5625`` B, MXFP4 ``0.53125`` B (experts only,
+    as gpt-oss keeps attention in 16-bit), otherwise 2 B, with the LM head, router and vision tower in
+    16-bit. MXFP4 experts have each rank's intermediate shard padded to a multiple of
+    :data:`MXFP4_MOE_ALIGN` (``layers/fused_moe/oracle/mxfp4.py:915-916``). An explicit
+    ``weight_dtype`` (see :data:`WEIGHT_DTYPE_BYTES`) applies to every linear layer.
 
     ``dp`` is the data-parallel size (dense layers are replicated across DP; it only matters for the
     MoE layout above and SGLang / TensorRT-LLM ``dp_attention``).

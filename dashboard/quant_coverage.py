@@ -484,6 +484,8 @@ class _ModelOpt(_Method):
                 if isinstance(k, str) and len(k) <= MAX_NAME and isinstance(a, str):
                     name = _rename(k, arch.rename) if arch.rename is not None else k
                     self.layers[name] = a.upper()
+            if not self.layers:
+                raise _Bad("quantized_layers has no usable entry")
             self.sorted_keys = sorted(self.layers)
             self.single = None
         else:
@@ -801,6 +803,9 @@ def coverage(q: Mapping, text: Mapping, top: Mapping, rec: Mapping) -> tuple[dic
             per_part["vision"] += [None if skip else method.decide(_Module(v, "vision")) for v in arch.vision]
     except _Bad as e:
         notes.append(f"quantized modules not derived: {e.args[0]}")
+        return {k: None for k in out}, notes
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:  # malformed nested values
+        notes.append(f"quantized modules not derived: {type(e).__name__} reading quantization_config")
         return {k: None for k in out}, notes
     for p, fmts in per_part.items():
         if not fmts:
