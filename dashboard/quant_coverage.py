@@ -29,9 +29,10 @@ matching rules on them:
   "fp8"``);
 * ``mxfp4`` (``mxfp4.py:91-113``: routed experts only).
 
-Untrusted input: lists are capped (:data:`MAX_LIST`), patterns go through :mod:`dashboard.safe_match`
-(no :mod:`re` on config text, linear-time matching), layers are capped (:data:`MAX_LAYERS`); anything
-unreadable yields NA columns and a note, never an exception.
+Untrusted input: lists are capped (:data:`MAX_LIST` entries of at most :data:`MAX_NAME` characters),
+patterns go through :mod:`dashboard.safe_match` (no :mod:`re` on config text, linear-time matching),
+layers are capped (:data:`MAX_LAYERS`) and the whole matching job is priced up front
+(:data:`MAX_WORK`); anything unreadable or too large yields NA columns and a note, never an exception.
 
 Pure: no I/O.
 """
@@ -65,6 +66,10 @@ FORMATS: dict[str, str] = {
 MAX_LIST = 100_000      # entries read from one config list
 MAX_LAYERS = 4096       # decoder layers examined
 MAX_NAME = 300          # characters of one config entry
+#: Matching budget: candidate module names x per-name cost (1 per plain substring test, 4 per shell
+#: wildcard, 40 per ``re:`` pattern). Real checkpoints stay below 1e6; a config above the budget gets
+#: NA columns and a note instead of minutes of matching.
+MAX_WORK = 30_000_000
 
 
 # ----------------------------------------------------------------------------------------------
@@ -431,6 +436,10 @@ class _Method:
     def decide(self, m: _Module) -> str | None:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def cost_per_name(self) -> int:
+        """Upper bound of the pattern tests one module name costs (see :data:`MAX_WORK`)."""
+        return 1
+
     def skipped_exact(self, prefix: str, ignored: list[str] | set[str]) -> bool:
         """``is_layer_skipped(match_mode="exact")`` (``utils/quant_utils.py:619-693``)."""
         packed = self.arch.packed
@@ -493,6 +502,9 @@ class _ModelOpt(_Method):
                 raise _Bad(f"ModelOpt quant_algo {self.algo} not modelled")
             self.single = _MODELOPT_FORMATS[self.algo]
 
+    def cost_per_name(self) -> int:
+        return 1 + len(self.excl_plain) + 4 * len(self.excl_glob)
+
     def excluded(self, prefix: str) -> bool:
         """``ModelOptQuantConfigBase.is_layer_excluded`` (``modelopt.py:191-226``)."""
         if not self.excl:
@@ -544,7 +556,7 @@ class _ModelOpt(_Method):
                 return algos.pop()
             if algos:
                 self.notes.append(f"{prefix}: mixed quant_algo within a fused layer (vLLM refuses this)")
-                return sorted(algos)[0]
+                return min(algos)
         for c in self._candidates(prefix):
             a = self._under(c)
             if a is not None:
@@ -559,7 +571,7 @@ class _ModelOpt(_Method):
                 parent = c.rsplit(".", 1)[0]
                 algos = {self.layers[f"{parent}.{s}"] for s in shards if f"{parent}.{s}" in self.layers}
                 if algos:
-                    return sorted(algos)[0]
+                    return min(algos)
         return None
 
     def decide(self, m: _Module) -> str | None:
@@ -598,12 +610,20 @@ class _CompressedTensors(_Method):
                 self.targets[t] = f
         ignore = _str_list(q.get("ignore"), "ignore", notes)
         if arch.rename is not None:  # apply_vllm_mapper: only dotted non-regex names (compressed_tensors.py:129-157)
-            ren = lambda t: _rename(t, arch.rename) if ("." in t and not t.startswith("re:")) else t  # noqa: E731
+            rules = arch.rename
+
+            def ren(t: str) -> str:
+                return _rename(t, rules) if ("." in t and not t.startswith("re:")) else t
+
             ignore = [ren(t) for t in ignore]
             self.targets = {ren(t): f for t, f in self.targets.items()}
         self.ignore = ignore
         self.ignore_set = set(ignore)
         self.ignore_re = [t for t in ignore if t.startswith("re:")]
+
+    def cost_per_name(self) -> int:
+        regexes = len(self.ignore_re) + sum(1 for t in self.targets if t.startswith("re:"))
+        return 4 * (1 + len(self.targets) + 40 * regexes)  # x4: fused shards and expert projections
 
     def _ignored(self, name: str) -> bool:
         """``should_ignore_layer`` / ``find_matching_patterns`` (``utils/config_utils.py:384-420``)."""
@@ -681,6 +701,9 @@ class _Fp8(_Method):
         mo = q.get("ignore")
         self.modelopt_ignore = [p for p in mo[:MAX_LIST] if isinstance(p, str) and len(p) <= MAX_NAME] if isinstance(mo, list) else []
         self.num_layers = 0
+
+    def cost_per_name(self) -> int:
+        return 1 + 4 * len(self.modelopt_ignore)
 
     def decide(self, m: _Module) -> str | None:
         if m.kind in ("lm_head", "vision") or (m.kind == "router" and self.arch.router is None):
@@ -778,6 +801,10 @@ def coverage(q: Mapping, text: Mapping, top: Mapping, rec: Mapping) -> tuple[dic
         attn, dense, moe, plan_notes = layer_plan(text, n, is_moe, int(rec.get("num_linear_attention_layers") or 0))
         notes += plan_notes
         shared = is_moe and (rec.get("num_shared_experts") or 0) > 0
+        per_layer = max(len(arch.attention), len(arch.linear_attention)) + len(arch.dense_mlp) + 2 + len(arch.shared_experts)
+        work = n * per_layer * method.cost_per_name()
+        if work > MAX_WORK:
+            raise _Bad(f"lists too large to match ({work:.2g} pattern tests > {MAX_WORK:.0e})")
         per_part: dict[str, list[str | None]] = {p: [] for p in PARTS}
         for i in range(n):
             root = arch.layer.format(i=i)

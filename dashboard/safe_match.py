@@ -72,7 +72,7 @@ def _lit(ch: str) -> _CharSet:
 class _Node:
     kind: str  # "set", "cat", "alt", "rep", "bol", "eol", "empty"
     cs: _CharSet | None = None
-    kids: list["_Node"] = field(default_factory=list)
+    kids: list[_Node] = field(default_factory=list)
     lo: int = 0
     hi: int | None = None  # None = unbounded
 

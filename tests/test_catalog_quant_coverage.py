@@ -285,3 +285,13 @@ def test_pathological_patterns_are_linear() -> None:
 def test_unsupported_or_oversized_patterns_raise(pattern: str) -> None:
     with pytest.raises(PatternError):
         compile_regex(pattern)
+
+
+def test_matching_work_is_bounded() -> None:
+    # 4096 layers x 2000 wildcards would be ~1e8 pattern tests: refused up front, with a note
+    cfg = _moe_config(layers=4096, ignore=[f"model.layers.{i}.self_attn*" for i in range(0, 4096, 2)])
+    t = time.perf_counter()
+    r = catalog.normalize_config(cfg, "hostile/work")
+    assert time.perf_counter() - t < 5.0
+    assert "lists too large to match" in r["parse_notes"]
+    assert all(r[f"quant_{p}_fraction"] is None for p in PARTS)
