@@ -79,7 +79,7 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard import schema
+from dashboard import quant_coverage, schema
 from dashboard.atomic import atomic_write, atomic_write_text
 
 __all__ = [
@@ -1384,6 +1384,10 @@ def _quant(rec: dict, cfg: Mapping, text: Mapping, notes: list[str]) -> None:
     rec["quant_group_size"] = group
     if method is None:
         notes.append("quantization_config has no quant_method")
+    # which parts vLLM really quantizes, and how (lists matched against vLLM's module names)
+    cov, cov_notes = quant_coverage.coverage(q, text, cfg, rec)
+    rec.update(cov)
+    notes.extend(cov_notes)
 
 
 def _mlp_params(hidden: int, inter: int, gated: bool) -> int:

@@ -134,9 +134,14 @@ _NUMERIC = (
     "linear_conv_kernel_dim", "mamba_n_groups", "ssm_state_size", "vision_num_heads",
     "quant_bits", "quant_group_size", "weight_block_n", "weight_block_k",
     "params_total", "params_active", "params_vision",
+    "quant_attention_fraction", "quant_linear_attention_fraction", "quant_dense_mlp_fraction",
+    "quant_shared_experts_fraction", "quant_experts_fraction", "quant_lm_head_fraction", "quant_router_fraction",
+    "quant_vision_fraction",
 )
 _BOOL = ("tie_word_embeddings", "is_mla", "is_moe", "has_linear_attention", "has_vision", "is_quantized")
-_STR = ("model_id", "model_type", "text_model_type", "linear_attention_kind", "quant_method", "quant_format", "torch_dtype", "status")
+_STR = ("model_id", "model_type", "text_model_type", "linear_attention_kind", "quant_method", "quant_format", "torch_dtype", "status",
+        "quant_attention_format", "quant_linear_attention_format", "quant_dense_mlp_format", "quant_shared_experts_format",
+        "quant_experts_format", "quant_lm_head_format", "quant_router_format", "quant_vision_format")
 
 
 # --------------------------------------------------------------------------------------------
@@ -406,6 +411,69 @@ def _quant_weight_bytes(c: dict[str, np.ndarray], base: np.ndarray) -> tuple[np.
     return np.where(quantized, out, base), mxfp4
 
 
+#: Parts whose quantization the catalog describes (``quant_<part>_fraction`` / ``quant_<part>_format``,
+#: see :mod:`dashboard.quant_coverage`).
+QUANT_PARTS = ("attention", "linear_attention", "dense_mlp", "shared_experts", "experts", "lm_head", "router", "vision")
+
+
+def _format_bytes(fmt: np.ndarray, c: dict[str, np.ndarray], base: np.ndarray) -> np.ndarray:
+    """Bytes per weight element (scales included) of each ``quant_<part>_format`` token, as vLLM 0.33.0
+    allocates them (NaN for an empty / unknown token):
+
+    * ``nvfp4``: uint8 ``[N, K / 2]`` + float8_e4m3fn scales ``[N, K / 16]`` (``modelopt.py:2023-2066``
+      ``KNvfp4Static``; MoE ``:912-1037``) = 0.5625 B; the float32 per-tensor / per-expert global scales
+      are a few bytes per module and left out;
+    * ``mxfp4``: uint8 ``[N, K / 2]`` + uint8 e8m0 scales ``[N, K / 32]`` = 0.53125 B (``mxfp4.py``);
+    * ``mxfp8``: float8_e4m3fn ``[N, K]`` + uint8 scales ``[N, K / 32]`` = 1.03125 B (``modelopt.py:2309-2364``);
+    * ``fp8``: 1 B + one float32 scale per tensor (left out); ``fp8-channel``: 1 B + a float32 scale per
+      output row, ``4 / K`` B per element, taken as ``4 / hidden_size``; ``fp8-block``: 1 B + a float32
+      scale per ``weight_block_n x weight_block_k`` block (``fp8.py``);
+    * ``int4`` / ``int8`` (compressed-tensors WNA16 ``pack-quantized``, symmetric): int32-packed
+      weights (``bits / 8`` B) + a 16-bit scale per ``quant_group_size`` group (``2 / group_size``;
+      per-channel when the group size is unknown).
+    """
+    gs = np.where(_nz(c["quant_group_size"], np.inf) > 0, _nz(c["quant_group_size"], np.inf), np.inf)
+    blk = c["weight_block_n"] * c["weight_block_k"]
+    H = c["hidden_size"]
+    return np.select(
+        [fmt == "nvfp4", fmt == "mxfp4", fmt == "mxfp8", fmt == "fp8", fmt == "fp8-channel", fmt == "fp8-block",
+         fmt == "int4", fmt == "int8"],
+        [np.full_like(base, WEIGHT_DTYPE_BYTES["nvfp4"]), np.full_like(base, WEIGHT_DTYPE_BYTES["mxfp4"]),
+         np.full_like(base, 1.0 + 1.0 / 32), np.ones_like(base), 1.0 + np.where(np.isnan(H), 0.0, 4.0 / H),
+         1.0 + np.where(np.isnan(blk), 0.0, 4.0 / blk), 0.5 + 2.0 / gs, 1.0 + 2.0 / gs],
+        default=np.nan,
+    )
+
+
+def _part_quant(c: dict[str, np.ndarray], base: np.ndarray, qb: np.ndarray,
+                experts_only: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per part of :data:`QUANT_PARTS`: (quantized share 0-1, bytes per quantized element), 1-D arrays.
+
+    Where the catalog derived the part's coverage (``quant_<part>_fraction`` not NA, see
+    :mod:`dashboard.quant_coverage`) it is used with its ``quant_<part>_format``; otherwise the
+    checkpoint-wide rule: every linear part quantized at ``qb`` (:func:`_quant_weight_bytes`; MXFP4:
+    the routed experts only), LM head, router and vision tower in 16-bit."""
+    legacy_lin = np.where(experts_only | (qb == base), 0.0, 1.0)
+    legacy = {"attention": legacy_lin, "linear_attention": legacy_lin, "dense_mlp": legacy_lin,
+              "shared_experts": legacy_lin, "experts": np.where(qb == base, 0.0, 1.0),
+              "lm_head": np.zeros_like(base), "router": np.zeros_like(base), "vision": np.zeros_like(base)}
+    out = {}
+    for part in QUANT_PARTS:
+        f = c[f"quant_{part}_fraction"]
+        qf = _format_bytes(c[f"quant_{part}_format"], c, base)
+        known = ~np.isnan(f)
+        frac = np.where(known, np.clip(np.nan_to_num(f), 0.0, 1.0), legacy[part])
+        qbytes = np.where(known & ~np.isnan(qf), qf, qb)
+        out[part] = (frac, qbytes)
+    return out
+
+
+def _mix(part: tuple[np.ndarray, np.ndarray], base: np.ndarray) -> np.ndarray:
+    """Bytes per element of a part: quantized share x quantized bytes + the rest x 16-bit bytes."""
+    f, q = part
+    return f * q + (1.0 - f) * base
+
+
 def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Parameter counts by how they are partitioned (1-D arrays, models)."""
     H, L, V = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
@@ -458,6 +526,8 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         "embed": embed, "lm_head": lm_head, "attn_sharded": attn_sharded, "kv_proj": kv_proj,
         "mla_replicated": mla_rep, "experts": experts, "router": router,
         "sharded_mlp": shared + dense + other, "norms": norms,
+        # the pieces of sharded_mlp, for per-part quantization (:func:`_part_quant`)
+        "shared_mlp": shared, "dense_mlp": dense, "other": other,
     }
     out = {k: v * scale for k, v in parts.items()}
     out.update({"vision": vision, "num_experts": E, "kv_heads": kv, "layers": L, "n_attn": n_attn,
@@ -469,6 +539,7 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 #: params_dtype=torch.float32)``), keyed by catalog ``text_model_type``; the rest use the model dtype.
 FP32_ROUTER_MODEL_TYPES: dict[str, str] = {
     "minimax_m2": "vllm/model_executor/models/minimax_m2.py:114",
+    "minimax_m3_vl": "vllm/models/minimax_m3/nvidia/model.py:232-239 (text config of MiniMaxM3SparseForConditionalGeneration)",
     "mimo_v2_flash": "vllm/model_executor/models/mimo_v2.py:159 (moe_router_dtype, default float32)",
     "glm4_moe": "vllm/model_executor/models/glm4_moe.py:145",
     "ernie4_5_moe": "vllm/model_executor/models/ernie45_moe.py:160",
@@ -568,11 +639,20 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     base = _base_weight_bytes(c, framework)
     if weight_dtype is None:
         qb, experts_only = _quant_weight_bytes(c, base)
+        pq = _part_quant(c, base, qb, experts_only)
     else:
         qb = np.full_like(base, _dtype_bytes(weight_dtype, WEIGHT_DTYPE_BYTES, "weight_dtype"))
         experts_only = np.zeros(len(base), dtype=bool)
-    lin_b = np.where(experts_only, base, qb)[:, None]  # non-expert linear layers
-    exp_b = qb[:, None]
+        one, zero = np.ones_like(base), np.zeros_like(base)
+        pq = {k: ((zero if k in ("lm_head", "router", "vision") else one), qb) for k in QUANT_PARTS}
+    # bytes per element of each part (models, 1): quantized share at its format, the rest 16-bit
+    attn_b = _mix(pq["attention"], base)[:, None]
+    dense_b = _mix(pq["dense_mlp"], base)[:, None]
+    shared_b = _mix(pq["shared_experts"], base)[:, None]
+    # the unexplained remainder (linear-attention projections, DSA indexer, ...) follows the layers'
+    # token mixer: the linear-attention part when the model has one, else the attention part
+    has_lin = (_flag(c["has_linear_attention"]) | (_nz(c["num_linear_attention_layers"]) > 0))
+    other_b = np.where(has_lin, _mix(pq["linear_attention"], base), _mix(pq["attention"], base))[:, None]
     base_ = base[:, None]
     col = lambda k: p[k][:, None]  # noqa: E731
     # vocab-parallel embedding / LM head: vLLM and SGLang pad the vocabulary to a multiple of 64
@@ -583,18 +663,22 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     H = c["hidden_size"][:, None]
     sc = col("scale")
     embed_r = vocab_rows * H * base_ * sc
-    lm_r = np.where(col("lm_head") > 0, vocab_rows * H * base_ * sc, 0.0)
+    lm_r = np.where(col("lm_head") > 0, vocab_rows * H * _mix(pq["lm_head"], base)[:, None] * sc, 0.0)
     # attention: heads split over attention-TP; KV heads per rank with replication
     kvr = _kv_heads_per_rank(c, framework, atp[0].astype(np.int64))
     hd, vhd = _head_dims(c)
-    kv_r = np.where(_flag(c["is_mla"])[:, None], 0.0, col("n_attn") * H * kvr * (hd + vhd)[:, None] * lin_b * sc)
-    attn_r = col("attn_sharded") / atp * lin_b + col("mla_replicated") * lin_b
+    kv_r = np.where(_flag(c["is_mla"])[:, None], 0.0, col("n_attn") * H * kvr * (hd + vhd)[:, None] * attn_b * sc)
+    attn_r = col("attn_sharded") / atp * attn_b + col("mla_replicated") * attn_b
     # experts: ceil(E / ep) experts per EP rank, each split over moe_tp
     e, moe_tp = _moe_layout(framework, t, ep=ep, dp=dp, expert_parallel=expert_parallel)
     E = col("num_experts")
     per_expert = np.where(E > 0, col("experts") / np.where(E > 0, E, 1.0), 0.0)
     local_experts = np.ceil(E / e)
-    experts_r = local_experts * per_expert / moe_tp * exp_b
+    ef, eq = pq["experts"]
+    ef, eq = ef[:, None], eq[:, None]
+    experts_fmt = c["quant_experts_format"]
+    known_e = ~np.isnan(c["quant_experts_fraction"])
+    experts_q = local_experts * per_expert / moe_tp * eq
     # MXFP4 experts: vLLM 0.33.0 rounds each rank's intermediate shard up to the MoE kernel's tile,
     # 64 for the default (Triton) backend a Hopper GPU selects
     # (``layers/fused_moe/oracle/mxfp4.py:915-916``, via ``Mxfp4MoEMethod.maybe_roundup_sizes``,
@@ -603,18 +687,21 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     Ip_ok = ~np.isnan(Ip) & (Ip > 0)
     pad = np.where(Ip_ok, np.ceil(np.where(Ip_ok, Ip, 1.0) / MXFP4_MOE_ALIGN) * MXFP4_MOE_ALIGN
                    / np.where(Ip_ok, Ip, 1.0), 1.0)
-    experts_r = np.where(experts_only[:, None], experts_r * pad, experts_r)
+    mx_pad = np.where(known_e, experts_fmt == "mxfp4", experts_only) & (weight_dtype is None)
+    experts_q = np.where(mx_pad[:, None], experts_q * pad, experts_q)
     # block-FP8 experts: 1 B weights + float32 scales on the per-partition block grid (exact, not 4/blk)
-    blk_fp8 = (_block_fp8(c) & (weight_dtype is None))[:, None]
+    blk_fp8 = (np.where(known_e, experts_fmt == "fp8-block", _block_fp8(c)) & (weight_dtype is None))[:, None]
     scales = _fp8_moe_scale_count(c, moe_tp)
     experts_fp8 = local_experts * (per_expert / moe_tp * 1.0 + scales * 4.0)
-    experts_r = np.where(blk_fp8 & (E > 0), experts_fp8, experts_r)
-    router_r = col("router") * np.maximum(base_, _router_bytes(c)[:, None])
-    mlp_r = col("sharded_mlp") / t * lin_b
+    experts_q = np.where(blk_fp8 & (E > 0), experts_fp8, experts_q)
+    experts_r = ef * experts_q + (1.0 - ef) * local_experts * per_expert / moe_tp * base_
+    rf, rq = pq["router"]
+    router_r = col("router") * (rf * rq + (1.0 - rf) * np.maximum(base, _router_bytes(c)))[:, None]
+    mlp_r = (col("dense_mlp") * dense_b + col("shared_mlp") * shared_b + col("other") * other_b) / t
     norms_r = col("norms") * base_
     # vision tower: split over TP, or whole on every rank under ``mm_encoder_tp_mode="data"``
     vdp = (np.isin(c["model_type"], list(VISION_ENCODER_DP_MODEL_TYPES)) if vision_dp else np.zeros(len(base), bool))[:, None]
-    vision_r = col("vision") / np.where(vdp, 1.0, t) * base_
+    vision_r = col("vision") / np.where(vdp, 1.0, t) * _mix(pq["vision"], base)[:, None]
     layer_part = kv_r + attn_r + experts_r + router_r + mlp_r + norms_r
     stages = float(max(int(pp), 1))
     if stages == 1:
@@ -657,11 +744,19 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
     * PP: ``ceil(layers / pp)`` layers on the heaviest stage plus the larger of (embedding + vision) and
       LM head.
 
-    ``weight_dtype`` ``None`` reads the checkpoint: ``fp8`` 1 B (+ fp32 block scales ``4 / (block_n *
-    block_k)``), AWQ/GPTQ/int4 ``0.5 + 2.5 / group_size`` B, NVFP4 ``0.5625`` B, MXFP4 ``0.53125`` B
-    (experts only, as gpt-oss keeps attention in 16-bit; each rank's expert intermediate shard padded
-    to a multiple of :data:`MXFP4_MOE_ALIGN`, ``layers/fused_moe/oracle/mxfp4.py:915-916``), otherwise 2 B. An explicit ``weight_dtype``
-    (see :data:`WEIGHT_DTYPE_BYTES`) applies to every linear layer.
+    ``weight_dtype`` ``None`` reads the checkpoint. Where the catalog derived which parts vLLM quantizes
+    (``quant_<part>_fraction`` / ``quant_<part>_format``, :mod:`dashboard.quant_coverage`: attention,
+    linear attention, dense MLP, shared experts, routed experts, LM head, router, vision tower), each
+    part costs ``share x format bytes + (1 - share) x 16-bit bytes`` (:func:`_format_bytes`: NVFP4
+    ``0.5625`` B, MXFP4 ``0.53125``, MXFP8 ``1.03125``, FP8 1 B (+ float32 channel / block scales),
+    int4 ``0.5 + 2 / group_size``); the unexplained remainder of ``params_total`` follows the token
+    mixer (linear-attention part when the model has one, else attention). Otherwise the
+    checkpoint-wide rule: ``fp8`` 1 B (+ fp32 block scales ``4 / (block_n * block_k)``),
+    AWQ/GPTQ/int4 ``0.5 + 2.5 / group_size`` B, NVFP4 ``0.5625`` B, MXFP4 ``0.53125`` B (experts only,
+    as gpt-oss keeps attention in 16-bit), otherwise 2 B, with the LM head, router and vision tower in
+    16-bit. MXFP4 experts have each rank's intermediate shard padded to a multiple of
+    :data:`MXFP4_MOE_ALIGN` (``layers/fused_moe/oracle/mxfp4.py:915-916``). An explicit
+    ``weight_dtype`` (see :data:`WEIGHT_DTYPE_BYTES`) applies to every linear layer.
 
     ``dp`` is the data-parallel size (dense layers are replicated across DP; it only matters for the
     MoE layout above and SGLang / TensorRT-LLM ``dp_attention``).
