@@ -134,8 +134,11 @@ _NUMERIC = (
     "linear_conv_kernel_dim", "mamba_n_groups", "ssm_state_size", "vision_num_heads",
     "quant_bits", "quant_group_size", "weight_block_n", "weight_block_k",
     "params_total", "params_active", "params_vision",
+    "learned_position_embeddings", "global_head_dim", "num_global_key_value_heads", "index_n_heads",
+    "index_head_dim", "num_indexer_layers", "params_vision_embed", "params_vision_connector",
 )
-_BOOL = ("tie_word_embeddings", "is_mla", "is_moe", "has_linear_attention", "has_vision", "is_quantized")
+_BOOL = ("tie_word_embeddings", "is_mla", "is_moe", "has_linear_attention", "has_vision", "is_quantized",
+         "linear_bias", "attn_output_gate")
 _STR = ("model_id", "model_type", "text_model_type", "linear_attention_kind", "quant_method", "quant_format", "torch_dtype", "status")
 
 
@@ -406,21 +409,55 @@ def _quant_weight_bytes(c: dict[str, np.ndarray], base: np.ndarray) -> tuple[np.
     return np.where(quantized, out, base), mxfp4
 
 
+def _global_attn(c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(full-attention layers with their own shapes, their head dim, their KV heads) per model.
+
+    Gemma-4's full-attention layers use ``global_head_dim`` and ``num_global_key_value_heads``
+    (vllm/model_executor/models/gemma4.py:365-437); elsewhere the count is 0 and the shapes are the
+    ordinary ``head_dim`` / ``num_key_value_heads``."""
+    hd, _ = _head_dims(c)
+    kv = np.where(np.isnan(c["num_key_value_heads"]), c["num_attention_heads"], c["num_key_value_heads"])
+    full, _, _ = _layer_counts(c)
+    has = ~np.isnan(c["global_head_dim"]) | ~np.isnan(c["num_global_key_value_heads"])
+    ghd = np.where(np.isnan(c["global_head_dim"]), hd, c["global_head_dim"])
+    gkv = np.where(np.isnan(c["num_global_key_value_heads"]), kv, c["num_global_key_value_heads"])
+    return np.where(has & ~_flag(c["is_mla"]), full, 0.0), ghd, gkv
+
+
 def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Parameter counts by how they are partitioned (1-D arrays, models)."""
+    """Parameter counts by how vLLM 0.33.0 partitions them (1-D arrays, one entry per model).
+
+    Keys: ``embed`` / ``lm_head`` (vocab-parallel), ``attn_sharded`` (q incl. an output gate, o, MLA
+    q_b / kv_b / o: split over attention-TP), ``kv_proj``, ``mla_replicated`` (MLA q_a / kv_a latent
+    projections, ``ReplicatedLinear``), ``experts``, ``router``, ``sharded_mlp`` (shared experts, dense
+    MLPs, GDN mixers, column-parallel biases and the unexplained remainder: split over TP), ``norms``,
+    ``replicated`` (16-bit tensors whole on every rank: learned position embeddings -- GPT-2 ``wpe``,
+    ``models/gpt2.py:210`` --; biases of row-parallel layers, which ``RowParallelLinear`` keeps at
+    full output size, ``layers/linear.py``; the DSA indexer's fused ``wk_weights_proj`` (``disable_tp``,
+    ``quant_config=None``) and ``k_norm``, ``models/deepseek_v2.py:713-722``), ``replicated_linear``
+    (replicated weights that follow the checkpoint's linear quantization: the DSA indexer's ``wq_b``
+    ``ReplicatedLinear``, ``models/deepseek_v2.py:705-711``), ``vision`` and ``vision_replicated`` (the
+    part of ``params_vision`` never split: patch / position embeddings, see
+    :func:`_vision_replicated`). Counts are parameters (not bytes) of the whole model.
+    """
     H, L, V = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
     heads = c["num_attention_heads"]
     kv = np.where(np.isnan(c["num_key_value_heads"]), heads, c["num_key_value_heads"])
     hd, vhd = _head_dims(c)
     full, swa, lin = _layer_counts(c)
     n_attn = full + swa
+    n_glob, ghd, gkv = _global_attn(c)
+    n_loc = n_attn - n_glob
     is_mla = _flag(c["is_mla"])
     is_moe = _flag(c["is_moe"]) & (_nz(c["num_experts"]) > 0)
+    gate = np.where(_flag(c["attn_output_gate"]), 1.0, 0.0)
     embed = V * H
     lm_head = np.where(_flag(c["tie_word_embeddings"]), 0.0, V * H)
-    # softmax attention (GQA/MHA): q and o sharded by head, k/v by KV head
-    q_o = n_attn * (H * heads * hd + heads * vhd * H)
-    kv_proj = n_attn * H * kv * (hd + vhd)
+    # softmax attention (GQA/MHA): q (+ its output gate, qwen3_next.py:318-322) and o sharded by head,
+    # k/v by KV head; Gemma-4 full-attention layers with their own head dim / KV heads
+    q_o = (n_loc * (H * heads * hd * (1 + gate) + heads * vhd * H)
+           + n_glob * (H * heads * ghd * (1 + gate) + heads * ghd * H))
+    kv_proj = n_loc * H * kv * (hd + vhd) + n_glob * H * gkv * 2 * ghd
     # MLA: q_a / kv_a latent projections replicated (vLLM ReplicatedLinear), the rest sharded
     ql = c["q_lora_rank"]
     mla_rep = n_attn * (np.where(np.isnan(ql), 0.0, H * ql + ql) + H * (c["kv_lora_rank"] + c["qk_rope_head_dim"]) + c["kv_lora_rank"])
@@ -429,6 +466,13 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     attn_sharded = np.where(is_mla, mla_shard, q_o)
     kv_proj = np.where(is_mla, 0.0, kv_proj)
     mla_rep = np.where(is_mla, mla_rep, 0.0)
+    # DSA indexer (models/deepseek_v2.py:703-722): wq_b (q_lora_rank -> heads x dim) replicated and
+    # quantized like the other linears; wk_weights_proj (hidden -> dim + heads) and k_norm replicated
+    n_idx = _nz(c["num_indexer_layers"])
+    inh, ihd = _nz(c["index_n_heads"]), _nz(c["index_head_dim"])
+    idx_ok = is_mla & (n_idx > 0) & ~np.isnan(ql)
+    idx_q = np.where(idx_ok, n_idx * _nz(ql) * inh * ihd, 0.0)
+    idx_rep = np.where(idx_ok, n_idx * (H * (ihd + inh) + 2 * ihd), 0.0)
     # MoE
     n_moe = np.where(np.isnan(c["num_moe_layers"]), L - _nz(c["num_dense_layers"]), c["num_moe_layers"])
     n_moe = np.where(is_moe, n_moe, 0.0)
@@ -440,10 +484,27 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     shared = n_moe * 3 * H * shared_i
     dense = (L - n_moe) * 3 * H * _nz(c["intermediate_size"])
     norms = (2 * L + 1) * H
+    # GDN mixers (Qwen3-Next / Qwen3.5, models/qwen3_next.py GatedDeltaNet): in_proj_qkvz, in_proj_ba,
+    # conv1d, A_log, dt_bias and out_proj split over TP; the gated norm (value head dim) replicated
+    nk, nv = _nz(c["linear_num_key_heads"]), _nz(c["linear_num_value_heads"])
+    dk, dv = _nz(c["linear_key_head_dim"]), _nz(c["linear_value_head_dim"])
+    kc = _nz(c["linear_conv_kernel_dim"], 4.0)
+    gdn = c["linear_attention_kind"] == "gdn"
+    gdn_shard = np.where(gdn, lin * (H * (2 * nk * dk + 2 * nv * dv) + H * 2 * nv + (2 * nk * dk + nv * dv) * kc
+                                     + nv * dv * H + 2 * nv), 0.0)
+    gdn_rep = np.where(gdn, lin * dv, 0.0)
+    # learned absolute positions and row-parallel biases (o_proj / down_proj): whole on every rank;
+    # the column-parallel biases (q/k/v, up) are split with their layers
+    pos = _nz(c["learned_position_embeddings"]) * H
+    bias = _flag(c["linear_bias"])
+    row_bias = np.where(bias, n_attn * H + (L - n_moe) * H, 0.0)
+    col_bias = np.where(bias, n_attn * (heads * hd + 2 * kv * hd), 0.0)
+    replicated = pos + row_bias + idx_rep + gdn_rep
     vision = _nz(c["params_vision"])
-    known = embed + lm_head + attn_sharded + kv_proj + mla_rep + experts + router + shared + dense + norms
+    known = (embed + lm_head + attn_sharded + kv_proj + mla_rep + experts + router + shared + dense + norms
+             + idx_q + replicated + gdn_shard + col_bias)
     # Reconcile with the catalog's parameter estimate (text model = params_total - params_vision):
-    # what the shapes do not explain (linear-attention projections, biases, extra blocks) is a
+    # what the shapes do not explain (other linear-attention kinds, MLP biases, extra blocks) is a
     # TP-sharded remainder; when the shapes over-count (e.g. hybrids whose MLP is not in every layer,
     # 2-matrix MLPs), the dense MLP is reduced first, then every part is scaled down.
     text = c["params_total"] - vision
@@ -457,12 +518,42 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     parts = {
         "embed": embed, "lm_head": lm_head, "attn_sharded": attn_sharded, "kv_proj": kv_proj,
         "mla_replicated": mla_rep, "experts": experts, "router": router,
-        "sharded_mlp": shared + dense + other, "norms": norms,
+        "sharded_mlp": shared + dense + other + gdn_shard + col_bias, "norms": norms,
+        "replicated": replicated, "replicated_linear": idx_q,
     }
     out = {k: v * scale for k, v in parts.items()}
-    out.update({"vision": vision, "num_experts": E, "kv_heads": kv, "layers": L, "n_attn": n_attn,
-                "scale": scale})
+    out.update({"vision": vision, "vision_replicated": _vision_replicated(c), "num_experts": E,
+                "kv_heads": kv, "layers": L, "n_attn": n_attn, "scale": scale})
     return out
+
+
+#: Architectures (catalog ``model_type``) whose whole vision tower vLLM 0.33.0 builds unsplit, so every
+#: rank holds all of ``params_vision``: Gemma-4 instantiates the Hugging Face tower
+#: (``AutoModel.from_config``) and swaps its linears for ``ReplicatedLinear``.
+VISION_UNSHARDED_MODEL_TYPES: dict[str, str] = {
+    "gemma4": "vllm/model_executor/models/gemma4_mm.py:1102-1113 (and the ReplicatedLinear projection, :1010)",
+}
+
+#: Architectures whose vision-to-text connector is a ``ReplicatedLinear`` (whole on every rank); the
+#: other towers' mergers (Qwen-VL ``PatchMerger``) are column / row parallel.
+VISION_REPLICATED_CONNECTOR_MODEL_TYPES: dict[str, str] = {
+    "idefics3": "vllm/model_executor/models/idefics3.py:356-364 (Idefics3SimpleMLP.proj)",
+}
+
+
+def _vision_replicated(c: dict[str, np.ndarray]) -> np.ndarray:
+    """Vision parameters every TP rank holds whole (count per model).
+
+    The patch embedding (``Conv2dLayer`` / ``Conv3dLayer``) and the learned position table
+    (``nn.Embedding``: ``models/qwen3_vl.py:617``, ``models/idefics2_vision_model.py:65-75``) are never
+    split (``params_vision_embed``); :data:`VISION_REPLICATED_CONNECTOR_MODEL_TYPES` add their connector
+    (``params_vision_connector``); :data:`VISION_UNSHARDED_MODEL_TYPES` keep the whole tower."""
+    vision = _nz(c["params_vision"])
+    rep = _nz(c["params_vision_embed"])
+    rep = rep + np.where(np.isin(c["model_type"], list(VISION_REPLICATED_CONNECTOR_MODEL_TYPES)),
+                         _nz(c["params_vision_connector"]), 0.0)
+    rep = np.where(np.isin(c["model_type"], list(VISION_UNSHARDED_MODEL_TYPES)), vision, rep)
+    return np.minimum(rep, vision)
 
 
 #: Architectures whose MoE router (``gate``) vLLM 0.33.0 allocates in float32 (``GateLinear(...,
@@ -587,7 +678,10 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     # attention: heads split over attention-TP; KV heads per rank with replication
     kvr = _kv_heads_per_rank(c, framework, atp[0].astype(np.int64))
     hd, vhd = _head_dims(c)
-    kv_r = np.where(_flag(c["is_mla"])[:, None], 0.0, col("n_attn") * H * kvr * (hd + vhd)[:, None] * lin_b * sc)
+    n_glob, ghd, gkv = _global_attn(c)
+    gkvr = _kv_heads_per_rank({**c, "num_key_value_heads": gkv}, framework, atp[0].astype(np.int64))
+    kv_layers = (col("n_attn") - n_glob[:, None]) * H * kvr * (hd + vhd)[:, None] + n_glob[:, None] * H * gkvr * 2 * ghd[:, None]
+    kv_r = np.where(_flag(c["is_mla"])[:, None], 0.0, kv_layers * lin_b * sc)
     attn_r = col("attn_sharded") / atp * lin_b + col("mla_replicated") * lin_b
     # experts: ceil(E / ep) experts per EP rank, each split over moe_tp
     e, moe_tp = _moe_layout(framework, t, ep=ep, dp=dp, expert_parallel=expert_parallel)
@@ -612,10 +706,15 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     router_r = col("router") * np.maximum(base_, _router_bytes(c)[:, None])
     mlp_r = col("sharded_mlp") / t * lin_b
     norms_r = col("norms") * base_
-    # vision tower: split over TP, or whole on every rank under ``mm_encoder_tp_mode="data"``
+    # replicated on every rank: 16-bit tensors (positions, row-parallel biases, DSA wk_weights_proj) and
+    # replicated linears that follow the checkpoint's quantization (DSA wq_b); see _param_parts
+    rep_r = col("replicated") * base_ + col("replicated_linear") * lin_b
+    # vision tower: split over TP except its patch / position embeddings (and the towers vLLM never
+    # splits, _vision_replicated), or whole on every rank under ``mm_encoder_tp_mode="data"``
     vdp = (np.isin(c["model_type"], list(VISION_ENCODER_DP_MODEL_TYPES)) if vision_dp else np.zeros(len(base), bool))[:, None]
-    vision_r = col("vision") / np.where(vdp, 1.0, t) * base_
-    layer_part = kv_r + attn_r + experts_r + router_r + mlp_r + norms_r
+    v_rep = col("vision_replicated")
+    vision_r = ((col("vision") - v_rep) / np.where(vdp, 1.0, t) + v_rep) * base_
+    layer_part = kv_r + attn_r + experts_r + router_r + mlp_r + norms_r + rep_r
     stages = float(max(int(pp), 1))
     if stages == 1:
         return layer_part + embed_r + lm_r + vision_r

@@ -344,10 +344,10 @@ def test_quantized_checkpoint_without_quantization_config_is_inferred_from_name(
         ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6e9, None),
         ("Qwen/Qwen2.5-VL-7B-Instruct", 8.29e9, None),  # vision tower included
         ("meta-llama/Llama-3.2-90B-Vision-Instruct", 88.6e9, None),
-        ("Qwen/Qwen3.5-397B-A17B", 397e9, 17e9),
+        ("Qwen/Qwen3.5-397B-A17B", 397e9, None),  # active: text-only figure, see test_text_only_published_figures
         ("openai/gpt-oss-120b", 116.8e9, None),
         ("deepseek-ai/DeepSeek-V4-Flash", 284e9, 13e9),
-        ("zai-org/GLM-5", 744e9, 40e9),
+        ("zai-org/GLM-5", 744e9, None),  # active: non-embedding figure, see test_non_embedding_active_figures
         # third pass (published figures from the model cards)
         ("THUDM/chatglm-6b", 6.2e9, None),  # tied LM head, non-gated GELU MLP
         ("EleutherAI/gpt-j-6b", 6.05e9, None),
@@ -373,6 +373,8 @@ def test_parameter_estimates_within_3_percent(shipped: pd.DataFrame, model_id: s
     [
         ("meta-llama/Llama-4-Scout-17B-16E-Instruct", None, 17e9),  # Meta: "17B active"
         ("google/gemma-4-26B-A4B", 25.2e9, 3.8e9),  # Google: 25.2B total, 3.8B active (dense MLP + experts per layer)
+        # Qwen: 17B activated; the count includes the attention output gate (q_proj 2 x heads x head_dim)
+        ("Qwen/Qwen3.5-397B-A17B", None, 17e9),
     ],
 )
 def test_text_only_published_figures(shipped: pd.DataFrame, model_id: str, total: float | None, active: float) -> None:
@@ -381,6 +383,21 @@ def test_text_only_published_figures(shipped: pd.DataFrame, model_id: str, total
     if total is not None:
         assert r.params_total - r.params_vision == pytest.approx(total, rel=0.03)
     assert r.params_active - r.params_vision == pytest.approx(active, rel=0.03)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "active"),
+    [
+        # Z.ai quotes active parameters without the embedding and the (untied) LM head: GLM-4.5 "32B
+        # active", GLM-5 "40B active" (its DSA indexer, 0.7 B, included)
+        ("zai-org/GLM-4.5", 32e9),
+        ("zai-org/GLM-5", 40e9),
+    ],
+)
+def test_non_embedding_active_figures(shipped: pd.DataFrame, model_id: str, active: float) -> None:
+    r = row(shipped, model_id)
+    vocab_params = r.vocab_size * r.hidden_size * (1 if r.tie_word_embeddings else 2)
+    assert r.params_active - r.params_vision - vocab_params == pytest.approx(active, rel=0.03)
 
 
 def test_dense_models_have_active_equal_total_and_moe_less(shipped: pd.DataFrame) -> None:
