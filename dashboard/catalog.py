@@ -822,7 +822,8 @@ _LEARNED_POSITION_TYPES = {"gpt2": 0, "gpt_bigcode": 0, "opt": 2, "biogpt": 2}
 def _index_layers(r: _Reader, n: int | None, notes: list[str]) -> int | None:
     """Decoder layers that build a DSA indexer, as vLLM 0.33.0 decides per layer.
 
-    ``models/deepseek_v2.py:1144-1168``: with ``index_topk_pattern`` (one letter per layer) a layer
+    ``vllm/models/deepseek_v32/attention.py:166-190`` (DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM,
+    ``model_executor/models/registry.py:95-98, 126``): with ``index_topk_pattern`` (one letter per layer) a layer
     whose letter is ``S`` shares the previous indexer's top-k and builds none; otherwise a layer skips
     when ``max(layer - index_skip_topk_offset + 1, 0) % index_topk_freq != 0`` (defaults: offset 2,
     freq 1, i.e. every layer has one). MTP layers always have one but are not decoder layers here.
@@ -874,6 +875,16 @@ def _extra_shapes(rec: dict, r: _Reader, notes: list[str]) -> None:
     if bias is None:
         bias = mt in _FULL_BIAS_TYPES
     rec["linear_bias"] = bias
+    # Gemma-4 / Gemma-3n per-layer input embeddings (PLE)
+    ple = r.int("hidden_size_per_layer_input", lo=0, fallback_top=False, tf=False)
+    rec["hidden_size_per_layer_input"] = ple or 0
+    if ple:
+        pv = r.int("vocab_size_per_layer_input", fallback_top=False, tf=False)
+        rec["vocab_size_per_layer_input"] = pv if pv is not None else rec["vocab_size"]
+        if pv is None:
+            notes.append("vocab_size_per_layer_input absent: vocab_size used")
+    else:
+        rec["vocab_size_per_layer_input"] = None
     # Gemma-4: the full-attention layers have their own head dim and KV heads
     hd, kv = rec["head_dim"], rec["num_key_value_heads"]
     ghd = r.int("global_head_dim", fallback_top=False, tf=False)
@@ -1626,7 +1637,7 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
     n_full = rec["num_full_attention_layers"] or 0
     mixers = (n_attn - n_full) * attn + n_full * attn_full + n_lin * lin + n_cross * attn
     if rec["num_indexer_layers"] and rec["q_lora_rank"]:
-        # DSA indexer (vLLM models/deepseek_v2.py:703-719): wq_b q_lora_rank -> heads x dim, fused
+        # DSA indexer (vllm/models/deepseek_v32/attention.py:71-87): wq_b q_lora_rank -> heads x dim, fused
         # wk + weights_proj hidden -> dim + heads, k_norm LayerNorm (weight and bias)
         inh, ihd = rec["index_n_heads"], rec["index_head_dim"]
         mixers += rec["num_indexer_layers"] * (rec["q_lora_rank"] * inh * ihd + h * (ihd + inh) + 2 * ihd)
@@ -1654,6 +1665,15 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
         total += n_dense * b
         active += n_dense * b
     embed = vocab * h + (rec["learned_position_embeddings"] or 0) * h
+    ple, ple_v = rec["hidden_size_per_layer_input"], rec["vocab_size_per_layer_input"]
+    if ple and ple_v:
+        # Gemma-4 PLE (vllm models/gemma4.py:1019-1052, 674-703): embed_tokens_per_layer (pv x n*ple),
+        # per_layer_model_projection (h -> n*ple), its norm, and per layer a gate (h -> ple), a
+        # projection (ple -> h) and a norm
+        per_layer = 2 * h * ple + h
+        total += n * per_layer
+        active += n * per_layer
+        embed += ple_v * n * ple + h * n * ple + ple
     head = 0 if rec["tie_word_embeddings"] else vocab * h
     pv = rec["params_vision"] or 0.0
     rec["params_total"] = float(total + embed + head + h) + pv

@@ -136,6 +136,7 @@ _NUMERIC = (
     "params_total", "params_active", "params_vision",
     "learned_position_embeddings", "global_head_dim", "num_global_key_value_heads", "index_n_heads",
     "index_head_dim", "num_indexer_layers", "params_vision_embed", "params_vision_connector",
+    "hidden_size_per_layer_input", "vocab_size_per_layer_input",
 )
 _BOOL = ("tie_word_embeddings", "is_mla", "is_moe", "has_linear_attention", "has_vision", "is_quantized",
          "linear_bias", "attn_output_gate")
@@ -433,12 +434,15 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     MLPs, GDN mixers, column-parallel biases and the unexplained remainder: split over TP), ``norms``,
     ``replicated`` (16-bit tensors whole on every rank: learned position embeddings -- GPT-2 ``wpe``,
     ``models/gpt2.py:210`` --; biases of row-parallel layers, which ``RowParallelLinear`` keeps at
-    full output size, ``layers/linear.py``; the DSA indexer's fused ``wk_weights_proj`` (``disable_tp``,
-    ``quant_config=None``) and ``k_norm``, ``models/deepseek_v2.py:713-722``), ``replicated_linear``
+    full output size, ``layers/linear.py:1757-1758``; the DSA indexer's fused ``wk_weights_proj`` (``disable_tp``,
+    ``quant_config=None``) and ``k_norm``, ``vllm/models/deepseek_v32/attention.py:79-87``), ``replicated_linear``
     (replicated weights that follow the checkpoint's linear quantization: the DSA indexer's ``wq_b``
-    ``ReplicatedLinear``, ``models/deepseek_v2.py:705-711``), ``vision`` and ``vision_replicated`` (the
+    ``ReplicatedLinear``, ``vllm/models/deepseek_v32/attention.py:71-77``), ``vision`` and ``vision_replicated`` (the
     part of ``params_vision`` never split: patch / position embeddings, see
-    :func:`_vision_replicated`). Counts are parameters (not bytes) of the whole model.
+    :func:`_vision_replicated`), ``ple_embed`` (Gemma-4's vocab-parallel per-layer embedding table,
+    ``vocab_size_per_layer_input x layers x hidden_size_per_layer_input``, ``models/gemma4.py:1023``;
+    its per-layer gate / projection are in ``replicated_linear``, ``models/gemma4.py:682-698``). Counts
+    are parameters (not bytes) of the whole model.
     """
     H, L, V = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
     heads = c["num_attention_heads"]
@@ -453,7 +457,7 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     gate = np.where(_flag(c["attn_output_gate"]), 1.0, 0.0)
     embed = V * H
     lm_head = np.where(_flag(c["tie_word_embeddings"]), 0.0, V * H)
-    # softmax attention (GQA/MHA): q (+ its output gate, qwen3_next.py:318-322) and o sharded by head,
+    # softmax attention (GQA/MHA): q (+ its output gate, models/qwen3_next.py:315-322) and o sharded by head,
     # k/v by KV head; Gemma-4 full-attention layers with their own head dim / KV heads
     q_o = (n_loc * (H * heads * hd * (1 + gate) + heads * vhd * H)
            + n_glob * (H * heads * ghd * (1 + gate) + heads * ghd * H))
@@ -466,7 +470,7 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     attn_sharded = np.where(is_mla, mla_shard, q_o)
     kv_proj = np.where(is_mla, 0.0, kv_proj)
     mla_rep = np.where(is_mla, mla_rep, 0.0)
-    # DSA indexer (models/deepseek_v2.py:703-722): wq_b (q_lora_rank -> heads x dim) replicated and
+    # DSA indexer (vllm/models/deepseek_v32/attention.py:71-87): wq_b (q_lora_rank -> heads x dim) replicated and
     # quantized like the other linears; wk_weights_proj (hidden -> dim + heads) and k_norm replicated
     n_idx = _nz(c["num_indexer_layers"])
     inh, ihd = _nz(c["index_n_heads"]), _nz(c["index_head_dim"])
@@ -499,10 +503,19 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     bias = _flag(c["linear_bias"])
     row_bias = np.where(bias, n_attn * H + (L - n_moe) * H, 0.0)
     col_bias = np.where(bias, n_attn * (heads * hd + 2 * kv * hd), 0.0)
-    replicated = pos + row_bias + idx_rep + gdn_rep
+    # Gemma-4 per-layer input embeddings (models/gemma4.py:1019-1052, 674-703): the table is
+    # vocab-parallel (``ple_embed``, placed with the embedding), per_layer_model_projection column-parallel,
+    # the per-layer gate / projection ReplicatedLinear (quantized like the other linears), norms replicated
+    ple = _nz(c["hidden_size_per_layer_input"])
+    has_ple = (ple > 0) & ~np.isnan(c["vocab_size_per_layer_input"])
+    ple_embed = np.where(has_ple, _nz(c["vocab_size_per_layer_input"]) * L * ple, 0.0)
+    ple_shard = np.where(has_ple, H * L * ple, 0.0)
+    ple_rep_lin = np.where(has_ple, L * 2 * H * ple, 0.0)
+    ple_rep = np.where(has_ple, L * H + ple, 0.0)
+    replicated = pos + row_bias + idx_rep + gdn_rep + ple_rep
     vision = _nz(c["params_vision"])
     known = (embed + lm_head + attn_sharded + kv_proj + mla_rep + experts + router + shared + dense + norms
-             + idx_q + replicated + gdn_shard + col_bias)
+             + idx_q + replicated + gdn_shard + col_bias + ple_embed + ple_shard + ple_rep_lin)
     # Reconcile with the catalog's parameter estimate (text model = params_total - params_vision):
     # what the shapes do not explain (other linear-attention kinds, MLP biases, extra blocks) is a
     # TP-sharded remainder; when the shapes over-count (e.g. hybrids whose MLP is not in every layer,
@@ -518,8 +531,8 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     parts = {
         "embed": embed, "lm_head": lm_head, "attn_sharded": attn_sharded, "kv_proj": kv_proj,
         "mla_replicated": mla_rep, "experts": experts, "router": router,
-        "sharded_mlp": shared + dense + other + gdn_shard + col_bias, "norms": norms,
-        "replicated": replicated, "replicated_linear": idx_q,
+        "sharded_mlp": shared + dense + other + gdn_shard + col_bias + ple_shard, "norms": norms,
+        "replicated": replicated, "replicated_linear": idx_q + ple_rep_lin, "ple_embed": ple_embed,
     }
     out = {k: v * scale for k, v in parts.items()}
     out.update({"vision": vision, "vision_replicated": _vision_replicated(c), "num_experts": E,
@@ -674,6 +687,11 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     H = c["hidden_size"][:, None]
     sc = col("scale")
     embed_r = vocab_rows * H * base_ * sc
+    # Gemma-4 per-layer embedding table: vocab-parallel like the embedding, padded the same way
+    Vl = c["vocab_size_per_layer_input"][:, None]
+    Vlp = sharding.pad_to_multiple(np.nan_to_num(Vl).astype(np.int64), 64).astype(np.float64) if framework in ("vllm", "sglang") else Vl
+    ple_w = np.where(np.isnan(Vl) | (col("ple_embed") == 0), 0.0, col("ple_embed") / np.where(np.isnan(Vl) | (Vl == 0), 1.0, Vl))
+    embed_r = embed_r + np.ceil(np.nan_to_num(Vlp) / t) * ple_w * base_
     lm_r = np.where(col("lm_head") > 0, vocab_rows * H * base_ * sc, 0.0)
     # attention: heads split over attention-TP; KV heads per rank with replication
     kvr = _kv_heads_per_rank(c, framework, atp[0].astype(np.int64))
@@ -731,7 +749,7 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
     """Weight bytes one GPU holds (bytes, float): the most loaded pipeline stage's TP shard.
 
     Partitioning (shapes from the record; anything in ``params_total`` the shapes do not explain, e.g.
-    linear-attention projections, is treated as TP-sharded):
+    KDA / Mamba projections, is treated as TP-sharded):
 
     * embedding and LM head vocab-parallel: ``ceil(vocab' / tp)`` rows, ``vocab'`` = vocab padded to a
       multiple of 64 for vLLM/SGLang; a tied LM head costs nothing extra unless ``pp > 1`` (the last
@@ -750,8 +768,15 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
       ``quantization/fp8.py:554-632``);
     * router replicated, in float32 for :data:`FP32_ROUTER_MODEL_TYPES` (``GateLinear(params_dtype=
       torch.float32)``), else the model dtype; shared experts and dense MLPs split over TP;
-    * norms replicated; vision tower (``params_vision``) split over TP, on the first PP stage; with
-      ``vision_dp=True`` (``--mm-encoder-tp-mode data``) whole on every rank for the architectures in
+    * norms replicated, and whole on every rank as well (see :func:`_param_parts`): learned position
+      tables (GPT-2 ``wpe``), row-parallel biases, the DSA indexer (``wq_b`` in the linear layers'
+      quantized dtype, ``wk_weights_proj`` in 16-bit), Gemma-4's per-layer gate / projection; the
+      attention output gate (Qwen3-Next / Qwen3.5) widens q; Gemma-4's full-attention layers use
+      their own head dim and KV heads; Gemma-4's per-layer embedding table is vocab-parallel;
+    * vision tower (``params_vision``) split over TP except its patch / position embeddings (and the
+      connector / whole tower of :data:`VISION_REPLICATED_CONNECTOR_MODEL_TYPES` /
+      :data:`VISION_UNSHARDED_MODEL_TYPES`), on the first PP stage; with ``vision_dp=True``
+      (``--mm-encoder-tp-mode data``) whole on every rank for the architectures in
       :data:`VISION_ENCODER_DP_MODEL_TYPES` (others ignore the flag);
     * PP: ``ceil(layers / pp)`` layers on the heaviest stage plus the larger of (embedding + vision) and
       LM head.

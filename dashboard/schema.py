@@ -80,6 +80,8 @@ COLUMNS: Final[tuple[tuple[str, str, str], ...]] = (
     ("tie_word_embeddings", "boolean", "LM head shares the embedding matrix."),
     ("max_position_embeddings", "Int64", "Maximum context length the config declares (tokens)."),
     ("learned_position_embeddings", "Int64", "Rows of a learned absolute position-embedding table (GPT-2 / GPT-BigCode `wpe` = n_positions, OPT max_position_embeddings + 2); 0 when positions are rotary, ALiBi or absent."),
+    ("hidden_size_per_layer_input", "Int64", "Gemma-4 / Gemma-3n per-layer input embedding width (elements, `hidden_size_per_layer_input`); 0 when none."),
+    ("vocab_size_per_layer_input", "Int64", "Rows of the per-layer input embedding table (`vocab_size_per_layer_input`, default vocab_size); NA when no per-layer embeddings."),
     ("linear_bias", "boolean", "Every attention (q/k/v/o) and MLP (up/down) linear layer carries a bias (GPT-2, GPT-NeoX, Falcon `bias`, `attention_bias` and `mlp_bias` both true, ...); False when only some do (e.g. Qwen2's q/k/v) or none."),
     # --- softmax attention -----------------------------------------------------------------------
     ("num_attention_heads", "Int64", "Query heads of the (full/sliding) attention layers."),
