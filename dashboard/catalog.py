@@ -842,6 +842,24 @@ def _index_layers(r: _Reader, n: int | None, notes: list[str]) -> int | None:
     return sum(1 for i in range(n) if max(i - off + 1, 0) % freq == 0)
 
 
+def _compress_ratios(r: _Reader, n: int | None, notes: list[str]) -> list[int] | None:
+    """DeepSeek-V4 per-layer KV compress ratios of the ``n`` decoder layers (0 / 1 = none), as vLLM 0.33.0
+    reads them (``transformers_utils/deepseek_v4_utils.py:6-18``: ``compress_ratios``, else
+    ``compress_rates[layer_type]``); ``[]`` when the config has neither, None when unreadable."""
+    cr = r.get("compress_ratios")
+    if cr is None and isinstance(r.get("compress_rates"), Mapping) and isinstance(r.get("layer_types"), list):
+        rates = r.get("compress_rates")
+        cr = [rates.get(t, 0) if isinstance(t, str) else 0 for t in r.get("layer_types")]
+    if cr is None:
+        return []
+    if not isinstance(cr, list) or n is None or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in cr):
+        notes.append("compress_ratios unreadable: KV compressors not counted")
+        return None
+    if len(cr) < n:
+        notes.append(f"compress_ratios has {len(cr)} entries for {n} layers: the rest counted as uncompressed")
+    return list(cr[:n])
+
+
 def _extra_shapes(rec: dict, r: _Reader, notes: list[str]) -> None:
     """Shapes that change the parameter count but not the KV cache: learned positions, biases, Gemma-4's
     full-attention head dims, Qwen3-Next's output gate, the DeepSeek sparse-attention indexer."""
@@ -897,6 +915,13 @@ def _extra_shapes(rec: dict, r: _Reader, notes: list[str]) -> None:
         rec["attn_output_gate"] = mt == "qwen3_next"
     else:
         rec["attn_output_gate"] = _as_bool(gate, "attn_output_gate", notes)
+    # DeepSeek-V4: grouped low-rank output, per-layer KV compressors, hyper-connections
+    ol = r.int("o_lora_rank", fallback_top=False, tf=False)
+    rec["o_lora_rank"] = ol
+    rec["o_groups"] = (r.int("o_groups", fallback_top=False, tf=False) or 1) if ol else None
+    rec["hc_mult"] = r.int("hc_mult", lo=0, hi=1024, fallback_top=False, tf=False) or 0
+    ratios = _compress_ratios(r, n, notes)
+    rec["num_compressor_layers"] = sum(1 for x in ratios if x > 1) if ratios is not None else None
     # DeepSeek sparse attention (DSA) indexer
     inh = r.int("index_n_heads", fallback_top=False, tf=False, hi=_MAX_HEADS)
     ihd = r.int("index_head_dim", fallback_top=False, tf=False, hi=1 << 16)
@@ -904,10 +929,13 @@ def _extra_shapes(rec: dict, r: _Reader, notes: list[str]) -> None:
     if inh and ihd and r.get("index_topk") is not None:
         if rec["is_mla"] and rec["q_lora_rank"]:
             rec["num_indexer_layers"] = _index_layers(r, n, notes)
+        elif ol and rec["q_lora_rank"] and ratios is not None:
+            # DeepSeek-V4: only the compress-ratio-4 layers have an indexer
+            # (vllm/models/deepseek_v4/attention.py:302-320)
+            rec["num_indexer_layers"] = sum(1 for x in ratios if x == 4)
         else:
             rec["num_indexer_layers"] = None
-            notes.append("DSA indexer outside an MLA attention with q_lora_rank (DeepSeek-V4): its layers and "
-                         "compressors are not counted")
+            notes.append("DSA indexer outside an MLA or DeepSeek-V4 attention: its layers are not counted")
     else:
         rec["num_indexer_layers"] = 0
 
@@ -1570,7 +1598,9 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
             og = r.int("o_groups", fallback_top=False) or 1
             # DeepSeek-V4 grouped low-rank output: og groups of (heads*vd/og -> ol), then og*ol -> hidden
             o = heads * vd * ol + og * ol * h
-        attn = q + h * kv * hd + h * kv * vd + o
+        # DeepSeek-V4 (o_lora_rank): one projection wkv serves as K and V (fused_wqa_wkv,
+        # vllm/models/deepseek_v4/attention.py:252-258)
+        attn = q + h * kv * hd + (0 if ol else h * kv * vd) + o
         if rec["attn_output_gate"]:
             attn += h * heads * hd  # q_proj emits heads x head_dim gate values too
     attn_full = attn
@@ -1636,11 +1666,26 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
         n_dense = n
     n_full = rec["num_full_attention_layers"] or 0
     mixers = (n_attn - n_full) * attn + n_full * attn_full + n_lin * lin + n_cross * attn
-    if rec["num_indexer_layers"] and rec["q_lora_rank"]:
+    if rec["num_indexer_layers"] and rec["q_lora_rank"] and rec["is_mla"]:
         # DSA indexer (vllm/models/deepseek_v32/attention.py:71-87): wq_b q_lora_rank -> heads x dim, fused
         # wk + weights_proj hidden -> dim + heads, k_norm LayerNorm (weight and bias)
         inh, ihd = rec["index_n_heads"], rec["index_head_dim"]
         mixers += rec["num_indexer_layers"] * (rec["q_lora_rank"] * inh * ihd + h * (ihd + inh) + 2 * ihd)
+    if rec["o_lora_rank"] and hd:
+        # DeepSeek-V4 KV compressors (vllm/models/deepseek_v4/compressor.py:239-280): fused wkv + wgate,
+        # hidden -> 2 x coff x head_dim (coff 2 on the overlapping ratio-4 layers), a norm; ape not counted
+        n_c, n_i = rec["num_compressor_layers"] or 0, rec["num_indexer_layers"] or 0
+        mixers += n_c * (2 * h * hd + hd) + n_i * 2 * h * hd
+        if n_i and rec["index_n_heads"] and rec["index_head_dim"] and rec["q_lora_rank"]:
+            # V4 indexer (attention.py:989-1045): wq_b, weights_proj (hidden -> heads), its own compressor
+            inh, ihd = rec["index_n_heads"], rec["index_head_dim"]
+            mixers += n_i * (rec["q_lora_rank"] * inh * ihd + h * inh + 4 * h * ihd + ihd)
+    hc = rec["hc_mult"]
+    if hc:
+        # DeepSeek-V4 hyper-connections (vllm/models/deepseek_v4/nvidia/model.py:617-665, 883-903):
+        # per layer hc_attn_* and hc_ffn_* = 2 x ((2 + m) m x m hidden + (2 + m) m + 3), head m x m hidden + m + 1
+        mix = (2 + hc) * hc
+        mixers += n * 2 * (mix * hc * h + mix + 3) + hc * hc * h + hc + 1
     if mt.startswith("lfm2"):
         # LFM2 short-convolution blocks (Lfm2ShortConv): in_proj h -> 3*conv_dim, depthwise conv of
         # conv_L_cache taps, out_proj conv_dim -> h

@@ -136,7 +136,8 @@ _NUMERIC = (
     "params_total", "params_active", "params_vision",
     "learned_position_embeddings", "global_head_dim", "num_global_key_value_heads", "index_n_heads",
     "index_head_dim", "num_indexer_layers", "params_vision_embed", "params_vision_connector",
-    "hidden_size_per_layer_input", "vocab_size_per_layer_input",
+    "hidden_size_per_layer_input", "vocab_size_per_layer_input", "o_lora_rank", "o_groups",
+    "num_compressor_layers", "hc_mult",
 )
 _BOOL = ("tie_word_embeddings", "is_mla", "is_moe", "has_linear_attention", "has_vision", "is_quantized",
          "linear_bias", "attn_output_gate")
@@ -441,7 +442,9 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     part of ``params_vision`` never split: patch / position embeddings, see
     :func:`_vision_replicated`), ``ple_embed`` (Gemma-4's vocab-parallel per-layer embedding table,
     ``vocab_size_per_layer_input x layers x hidden_size_per_layer_input``, ``models/gemma4.py:1023``;
-    its per-layer gate / projection are in ``replicated_linear``, ``models/gemma4.py:682-698``). Counts
+    its per-layer gate / projection are in ``replicated_linear``, ``models/gemma4.py:682-698``),
+    ``replicated_fp32`` (DeepSeek-V4's float32 hyper-connection mixing weights). DeepSeek-V4 adds its
+    replicated ``fused_wqa_wkv`` to ``replicated_linear`` and its KV compressors to ``replicated``. Counts
     are parameters (not bytes) of the whole model.
     """
     H, L, V = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
@@ -467,16 +470,32 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     mla_rep = n_attn * (np.where(np.isnan(ql), 0.0, H * ql + ql) + H * (c["kv_lora_rank"] + c["qk_rope_head_dim"]) + c["kv_lora_rank"])
     mla_shard = n_attn * (np.where(np.isnan(ql), H * heads * hd, ql * heads * hd)
                      + c["kv_lora_rank"] * heads * (_nz(c["qk_nope_head_dim"]) + vhd) + heads * vhd * H)
-    attn_sharded = np.where(is_mla, mla_shard, q_o)
-    kv_proj = np.where(is_mla, 0.0, kv_proj)
+    # DeepSeek-V4 (vllm/models/deepseek_v4/attention.py:252-287): fused_wqa_wkv (hidden -> q_lora_rank +
+    # one shared KV head) replicated (disable_tp) and quantized; wq_b, wo_a (grouped low-rank o) and
+    # wo_b split over TP
+    ol, og = c["o_lora_rank"], _nz(c["o_groups"], 1.0)
+    v4 = ~is_mla & ~np.isnan(ql) & ~np.isnan(ol)
+    v4_qa = np.where(v4, n_attn * H * (_nz(ql) + kv * hd), 0.0)
+    v4_shard = n_attn * (_nz(ql) * heads * hd + heads * vhd * _nz(ol) + og * _nz(ol) * H)
+    attn_sharded = np.where(is_mla, mla_shard, np.where(v4, v4_shard, q_o))
+    kv_proj = np.where(is_mla | v4, 0.0, kv_proj)
     mla_rep = np.where(is_mla, mla_rep, 0.0)
     # DSA indexer (vllm/models/deepseek_v32/attention.py:71-87): wq_b (q_lora_rank -> heads x dim) replicated and
-    # quantized like the other linears; wk_weights_proj (hidden -> dim + heads) and k_norm replicated
+    # quantized like the other linears; wk_weights_proj (hidden -> dim + heads) and k_norm replicated.
+    # DeepSeek-V4's (deepseek_v4/attention.py:989-1045): wq_b likewise, weights_proj (hidden -> heads) and
+    # its compressor (hidden -> 4 x dim, compressor.py:271-279) replicated in 16-bit
     n_idx = _nz(c["num_indexer_layers"])
     inh, ihd = _nz(c["index_n_heads"]), _nz(c["index_head_dim"])
-    idx_ok = is_mla & (n_idx > 0) & ~np.isnan(ql)
+    idx_ok = (is_mla | v4) & (n_idx > 0) & ~np.isnan(ql)
     idx_q = np.where(idx_ok, n_idx * _nz(ql) * inh * ihd, 0.0)
-    idx_rep = np.where(idx_ok, n_idx * (H * (ihd + inh) + 2 * ihd), 0.0)
+    idx_rep = np.where(idx_ok, n_idx * np.where(v4, H * inh + 4 * H * ihd, H * (ihd + inh) + 2 * ihd), 0.0)
+    # DeepSeek-V4 KV compressors (compressor.py:239-280): fused wkv + wgate, hidden -> 2 x coff x head_dim
+    # (coff 2 on the ratio-4 layers, which are the indexer layers), 16-bit, replicated (disable_tp)
+    v4_comp = np.where(v4, _nz(c["num_compressor_layers"]) * 2 * H * hd + n_idx * 2 * H * hd, 0.0)
+    # DeepSeek-V4 hyper-connections (deepseek_v4/nvidia/model.py:617-665, 883-903): float32, replicated
+    m = _nz(c["hc_mult"])
+    mix = (2 + m) * m
+    hc = np.where(m > 0, L * 2 * (mix * m * H + mix + 3) + m * m * H + m + 1, 0.0)
     # MoE
     n_moe = np.where(np.isnan(c["num_moe_layers"]), L - _nz(c["num_dense_layers"]), c["num_moe_layers"])
     n_moe = np.where(is_moe, n_moe, 0.0)
@@ -512,10 +531,10 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     ple_shard = np.where(has_ple, H * L * ple, 0.0)
     ple_rep_lin = np.where(has_ple, L * 2 * H * ple, 0.0)
     ple_rep = np.where(has_ple, L * H + ple, 0.0)
-    replicated = pos + row_bias + idx_rep + gdn_rep + ple_rep
+    replicated = pos + row_bias + idx_rep + gdn_rep + ple_rep + v4_comp
     vision = _nz(c["params_vision"])
     known = (embed + lm_head + attn_sharded + kv_proj + mla_rep + experts + router + shared + dense + norms
-             + idx_q + replicated + gdn_shard + col_bias + ple_embed + ple_shard + ple_rep_lin)
+             + idx_q + replicated + gdn_shard + col_bias + ple_embed + ple_shard + ple_rep_lin + v4_qa + hc)
     # Reconcile with the catalog's parameter estimate (text model = params_total - params_vision):
     # what the shapes do not explain (other linear-attention kinds, MLP biases, extra blocks) is a
     # TP-sharded remainder; when the shapes over-count (e.g. hybrids whose MLP is not in every layer,
@@ -532,7 +551,8 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         "embed": embed, "lm_head": lm_head, "attn_sharded": attn_sharded, "kv_proj": kv_proj,
         "mla_replicated": mla_rep, "experts": experts, "router": router,
         "sharded_mlp": shared + dense + other + gdn_shard + col_bias + ple_shard, "norms": norms,
-        "replicated": replicated, "replicated_linear": idx_q + ple_rep_lin, "ple_embed": ple_embed,
+        "replicated": replicated, "replicated_linear": idx_q + ple_rep_lin + v4_qa, "ple_embed": ple_embed,
+        "replicated_fp32": hc,
     }
     out = {k: v * scale for k, v in parts.items()}
     out.update({"vision": vision, "vision_replicated": _vision_replicated(c), "num_experts": E,
@@ -699,7 +719,8 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     n_glob, ghd, gkv = _global_attn(c)
     gkvr = _kv_heads_per_rank({**c, "num_key_value_heads": gkv}, framework, atp[0].astype(np.int64))
     kv_layers = (col("n_attn") - n_glob[:, None]) * H * kvr * (hd + vhd)[:, None] + n_glob[:, None] * H * gkvr * 2 * ghd[:, None]
-    kv_r = np.where(_flag(c["is_mla"])[:, None], 0.0, kv_layers * lin_b * sc)
+    # MLA and DeepSeek-V4 (its one KV head is in the replicated fused_wqa_wkv) have no k/v projections
+    kv_r = np.where(_flag(c["is_mla"])[:, None] | (col("kv_proj") == 0), 0.0, kv_layers * lin_b * sc)
     attn_r = col("attn_sharded") / atp * lin_b + col("mla_replicated") * lin_b
     # experts: ceil(E / ep) experts per EP rank, each split over moe_tp
     e, moe_tp = _moe_layout(framework, t, ep=ep, dp=dp, expert_parallel=expert_parallel)
@@ -726,7 +747,7 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     norms_r = col("norms") * base_
     # replicated on every rank: 16-bit tensors (positions, row-parallel biases, DSA wk_weights_proj) and
     # replicated linears that follow the checkpoint's quantization (DSA wq_b); see _param_parts
-    rep_r = col("replicated") * base_ + col("replicated_linear") * lin_b
+    rep_r = col("replicated") * base_ + col("replicated_linear") * lin_b + col("replicated_fp32") * 4.0
     # vision tower: split over TP except its patch / position embeddings (and the towers vLLM never
     # splits, _vision_replicated), or whole on every rank under ``mm_encoder_tp_mode="data"``
     vdp = (np.isin(c["model_type"], list(VISION_ENCODER_DP_MODEL_TYPES)) if vision_dp else np.zeros(len(base), bool))[:, None]

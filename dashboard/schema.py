@@ -82,6 +82,7 @@ COLUMNS: Final[tuple[tuple[str, str, str], ...]] = (
     ("learned_position_embeddings", "Int64", "Rows of a learned absolute position-embedding table (GPT-2 / GPT-BigCode `wpe` = n_positions, OPT max_position_embeddings + 2); 0 when positions are rotary, ALiBi or absent."),
     ("hidden_size_per_layer_input", "Int64", "Gemma-4 / Gemma-3n per-layer input embedding width (elements, `hidden_size_per_layer_input`); 0 when none."),
     ("vocab_size_per_layer_input", "Int64", "Rows of the per-layer input embedding table (`vocab_size_per_layer_input`, default vocab_size); NA when no per-layer embeddings."),
+    ("hc_mult", "Int64", "DeepSeek-V4 hyper-connection streams (`hc_mult`): every layer mixes hc_mult copies of the residual with float32 mixing weights; 0 when none."),
     ("linear_bias", "boolean", "Every attention (q/k/v/o) and MLP (up/down) linear layer carries a bias (GPT-2, GPT-NeoX, Falcon `bias`, `attention_bias` and `mlp_bias` both true, ...); False when only some do (e.g. Qwen2's q/k/v) or none."),
     # --- softmax attention -----------------------------------------------------------------------
     ("num_attention_heads", "Int64", "Query heads of the (full/sliding) attention layers."),
@@ -99,7 +100,10 @@ COLUMNS: Final[tuple[tuple[str, str, str], ...]] = (
     ("attn_output_gate", "boolean", "The q projection also emits a per-head output gate (Qwen3-Next / Qwen3.5 `attn_output_gate`): q_proj is 2 x heads x head_dim wide."),
     ("index_n_heads", "Int64", "DeepSeek sparse-attention (DSA) indexer heads (`index_n_heads`); NA when the model has no indexer."),
     ("index_head_dim", "Int64", "DSA indexer head dim (`index_head_dim`, elements); NA when no indexer."),
-    ("num_indexer_layers", "Int64", "Decoder layers that own a DSA indexer (all unless `index_topk_freq` / `index_topk_pattern` share one across layers); 0 when none, NA when not derivable."),
+    ("o_lora_rank", "Int64", "DeepSeek-V4 grouped low-rank output projection rank per group (`o_lora_rank`, elements); NA when o is one matrix."),
+    ("o_groups", "Int64", "Groups of the DeepSeek-V4 low-rank output projection (`o_groups`); NA when none."),
+    ("num_compressor_layers", "Int64", "DeepSeek-V4 layers with a KV compressor (`compress_ratios` entry > 1); ratio-4 layers also own the DSA indexer. 0 when none."),
+    ("num_indexer_layers", "Int64", "Decoder layers that own a DSA indexer (all unless `index_topk_freq` / `index_topk_pattern` share one across layers; DeepSeek-V4: the compress-ratio-4 layers); 0 when none, NA when not derivable."),
     # --- MLA -------------------------------------------------------------------------------------
     ("is_mla", "boolean", "Multi-head latent attention (DeepSeek-V2/V3 style): KV cache holds a latent replicated on every TP rank."),
     ("q_lora_rank", "Int64", "MLA query low-rank dim (elements); NA when q is not low-rank."),

@@ -346,7 +346,7 @@ def test_quantized_checkpoint_without_quantization_config_is_inferred_from_name(
         ("meta-llama/Llama-3.2-90B-Vision-Instruct", 88.6e9, None),
         ("Qwen/Qwen3.5-397B-A17B", 397e9, None),  # active: text-only figure, see test_text_only_published_figures
         ("openai/gpt-oss-120b", 116.8e9, None),
-        ("deepseek-ai/DeepSeek-V4-Flash", 284e9, 13e9),
+        ("deepseek-ai/DeepSeek-V4-Flash", 284e9, None),  # active: non-embedding figure, see test_non_embedding_active_figures
         ("zai-org/GLM-5", 744e9, None),  # active: non-embedding figure, see test_non_embedding_active_figures
         # third pass (published figures from the model cards)
         ("THUDM/chatglm-6b", 6.2e9, None),  # tied LM head, non-gated GELU MLP
@@ -388,10 +388,14 @@ def test_text_only_published_figures(shipped: pd.DataFrame, model_id: str, total
 @pytest.mark.parametrize(
     ("model_id", "active"),
     [
-        # Z.ai quotes active parameters without the embedding and the (untied) LM head: GLM-4.5 "32B
-        # active", GLM-5 "40B active" (its DSA indexer, 0.7 B, included)
+        # Z.ai and DeepSeek (V4) quote active parameters without the embedding and the (untied) LM head:
+        # GLM-4.5 "32B active", GLM-5 "40B active" (its DSA indexer, 0.7 B, included)
         ("zai-org/GLM-4.5", 32e9),
         ("zai-org/GLM-5", 40e9),
+        # DeepSeek-V4: "13B activated" (Flash) and "49B activated" (Pro) match the same convention; the
+        # counts include the KV compressors, the DSA indexer and the hyper-connections of every layer
+        ("deepseek-ai/DeepSeek-V4-Flash", 13e9),
+        ("deepseek-ai/DeepSeek-V4-Pro", 49e9),
     ],
 )
 def test_non_embedding_active_figures(shipped: pd.DataFrame, model_id: str, active: float) -> None:
@@ -468,10 +472,20 @@ def test_dsa_indexer_shapes(shipped: pd.DataFrame, configs_dir: Path) -> None:
     raw = _raw(configs_dir, "deepseek-ai/DeepSeek-V3.2")
     idx = raw["num_hidden_layers"] * (raw["q_lora_rank"] * 64 * 128 + raw["hidden_size"] * (128 + 64) + 2 * 128)
     assert row(shipped, "deepseek-ai/DeepSeek-V3.2").params_total - row(shipped, "deepseek-ai/DeepSeek-V3.1").params_total == idx
-    # no indexer elsewhere; DeepSeek-V4's (outside MLA) is not counted and says so
     assert row(shipped, "deepseek-ai/DeepSeek-V3").num_indexer_layers == 0
-    v4 = row(shipped, "deepseek-ai/DeepSeek-V4-Flash")
-    assert v4.index_n_heads == 64 and pd.isna(v4.num_indexer_layers) and "DSA indexer outside an MLA" in v4.parse_notes
+
+
+def test_deepseek_v4_compressors_indexer_and_hyper_connections(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    for mid in ("deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro"):
+        raw, r = _raw(configs_dir, mid), row(shipped, mid)
+        ratios = raw["compress_ratios"][: raw["num_hidden_layers"]]  # the rest are MTP layers
+        assert (r.o_lora_rank, r.o_groups, r.hc_mult) == (raw["o_lora_rank"], raw["o_groups"], raw["hc_mult"]), mid
+        assert r.num_compressor_layers == sum(x > 1 for x in ratios), mid
+        assert r.num_indexer_layers == ratios.count(4), mid  # only the ratio-4 layers index
+        assert (r.index_n_heads, r.index_head_dim) == (raw["index_n_heads"], raw["index_head_dim"]), mid
+    r = row(shipped, "deepseek-ai/DeepSeek-V4-Flash")
+    assert (r.num_compressor_layers, r.num_indexer_layers) == (41, 21)
+    assert r.params_total == pytest.approx(284e9, rel=0.01)
 
 
 def test_learned_positions_and_linear_biases(shipped: pd.DataFrame, configs_dir: Path) -> None:
