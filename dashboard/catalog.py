@@ -707,6 +707,7 @@ def _fill(rec: dict[str, Any], cfg: Mapping, notes: list[str]) -> None:
     _layers(rec, r, notes)
     _moe(rec, r, notes)
     _linear(rec, r, notes)
+    _extra_shapes(rec, r, notes)
     _vision(rec, cfg, notes)
     _quant(rec, cfg, text, notes)
     _params(rec, r, cfg, notes)
@@ -807,6 +808,136 @@ def _attention(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
     swa_kv = r.get("swa_num_key_value_heads")
     if (swa_h is not None and swa_h != heads) or (swa_kv is not None and swa_kv != kv):
         notes.append(f"sliding-window layers use {swa_h} heads / {swa_kv} KV heads")
+
+
+#: Model types whose every attention and MLP linear layer carries a bias while the config has no
+#: flag saying so (transformers' modeling code hard-codes it): GPT-2 (Conv1D c_attn / c_proj / c_fc),
+#: GPT-BigCode, GPT-NeoX, BLOOM, Phi-1/2, OPT (``enable_bias``, default True), CodeShell.
+_FULL_BIAS_TYPES = frozenset({"gpt2", "gpt_bigcode", "gpt_neox", "bloom", "phi", "opt", "codeshell"})
+#: Model types with a learned absolute position table (``wpe`` / ``embed_positions``) when the config
+#: says nothing else; OPT's table has 2 extra rows (``OPTLearnedPositionalEmbedding`` offset).
+_LEARNED_POSITION_TYPES = {"gpt2": 0, "gpt_bigcode": 0, "opt": 2, "biogpt": 2}
+
+
+def _index_layers(r: _Reader, n: int | None, notes: list[str]) -> int | None:
+    """Decoder layers that build a DSA indexer, as vLLM 0.33.0 decides per layer.
+
+    ``vllm/models/deepseek_v32/attention.py:166-190`` (DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM,
+    ``model_executor/models/registry.py:95-98, 126``): with ``index_topk_pattern`` (one letter per layer) a layer
+    whose letter is ``S`` shares the previous indexer's top-k and builds none; otherwise a layer skips
+    when ``max(layer - index_skip_topk_offset + 1, 0) % index_topk_freq != 0`` (defaults: offset 2,
+    freq 1, i.e. every layer has one). MTP layers always have one but are not decoder layers here.
+    """
+    if n is None:
+        return None
+    pat = r.get("index_topk_pattern")
+    if isinstance(pat, (list, str)) and pat:
+        if len(pat) < n:
+            notes.append(f"index_topk_pattern has {len(pat)} entries for {n} layers: the rest counted as indexer layers")
+        return sum(1 for i in range(n) if not (i < len(pat) and pat[i] == "S"))
+    freq = r.int("index_topk_freq", fallback_top=False, tf=False)
+    off = r.int("index_skip_topk_offset", lo=0, fallback_top=False, tf=False)
+    freq = freq or 1
+    off = 2 if off is None else off
+    return sum(1 for i in range(n) if max(i - off + 1, 0) % freq == 0)
+
+
+def _compress_ratios(r: _Reader, n: int | None, notes: list[str]) -> list[int] | None:
+    """DeepSeek-V4 per-layer KV compress ratios of the ``n`` decoder layers (0 / 1 = none), as vLLM 0.33.0
+    reads them (``transformers_utils/deepseek_v4_utils.py:6-18``: ``compress_ratios``, else
+    ``compress_rates[layer_type]``); ``[]`` when the config has neither, None when unreadable."""
+    cr = r.get("compress_ratios")
+    if cr is None and isinstance(r.get("compress_rates"), Mapping) and isinstance(r.get("layer_types"), list):
+        rates = r.get("compress_rates")
+        cr = [rates.get(t, 0) if isinstance(t, str) else 0 for t in r.get("layer_types")]
+    if cr is None:
+        return []
+    if not isinstance(cr, list) or n is None or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in cr):
+        notes.append("compress_ratios unreadable: KV compressors not counted")
+        return None
+    if len(cr) < n:
+        notes.append(f"compress_ratios has {len(cr)} entries for {n} layers: the rest counted as uncompressed")
+    return list(cr[:n])
+
+
+def _extra_shapes(rec: dict, r: _Reader, notes: list[str]) -> None:
+    """Shapes that change the parameter count but not the KV cache: learned positions, biases, Gemma-4's
+    full-attention head dims, Qwen3-Next's output gate, the DeepSeek sparse-attention indexer."""
+    mt = (rec["text_model_type"] or rec["model_type"] or "").lower()
+    n = rec["num_hidden_layers"]
+    # learned absolute positions
+    pos = None
+    pet = r.get("position_embedding_type")
+    if isinstance(pet, str) and pet.lower() in ("rope", "rotary", "alibi", "none"):
+        pos = 0
+    elif mt in _LEARNED_POSITION_TYPES or (isinstance(pet, str) and pet.lower() in ("absolute", "learned")):
+        rows = r.int("max_position_embeddings")
+        if rows is None:
+            notes.append("learned position embeddings without a length (n_positions / max_position_embeddings): not counted")
+        else:
+            pos = rows + _LEARNED_POSITION_TYPES.get(mt, 0)
+    else:
+        pos = 0
+    rec["learned_position_embeddings"] = pos
+    # biases on every linear layer
+    bias = None
+    for key in ("bias", "use_bias", "add_bias_linear"):
+        v = r.get(key)
+        if v is not None:
+            bias = _as_bool(v, key, notes)
+            break
+    if bias is None and r.get("attention_bias") is not None and r.get("mlp_bias") is not None:
+        bias = bool(r.get("attention_bias") is True and r.get("mlp_bias") is True)
+    if bias is None and mt == "opt":
+        bias = r.get("enable_bias", True) is True
+    if bias is None:
+        bias = mt in _FULL_BIAS_TYPES
+    rec["linear_bias"] = bias
+    # Gemma-4 / Gemma-3n per-layer input embeddings (PLE)
+    ple = r.int("hidden_size_per_layer_input", lo=0, fallback_top=False, tf=False)
+    rec["hidden_size_per_layer_input"] = ple or 0
+    if ple:
+        pv = r.int("vocab_size_per_layer_input", fallback_top=False, tf=False)
+        rec["vocab_size_per_layer_input"] = pv if pv is not None else rec["vocab_size"]
+        if pv is None:
+            notes.append("vocab_size_per_layer_input absent: vocab_size used")
+    else:
+        rec["vocab_size_per_layer_input"] = None
+    # Gemma-4: the full-attention layers have their own head dim and KV heads
+    hd, kv = rec["head_dim"], rec["num_key_value_heads"]
+    ghd = r.int("global_head_dim", fallback_top=False, tf=False)
+    gkv = r.int("num_global_key_value_heads", fallback_top=False, tf=False)
+    rec["global_head_dim"] = ghd if ghd is not None and ghd != hd else None
+    rec["num_global_key_value_heads"] = gkv if gkv is not None and gkv != kv else None
+    # per-head output gate folded into q_proj (Qwen3-Next: always; Qwen3.5: attn_output_gate)
+    gate = r.get("attn_output_gate")
+    if gate is None:
+        rec["attn_output_gate"] = mt == "qwen3_next"
+    else:
+        rec["attn_output_gate"] = _as_bool(gate, "attn_output_gate", notes)
+    # DeepSeek-V4: grouped low-rank output, per-layer KV compressors, hyper-connections
+    ol = r.int("o_lora_rank", fallback_top=False, tf=False)
+    rec["o_lora_rank"] = ol
+    rec["o_groups"] = (r.int("o_groups", fallback_top=False, tf=False) or 1) if ol else None
+    rec["hc_mult"] = r.int("hc_mult", lo=0, hi=1024, fallback_top=False, tf=False) or 0
+    ratios = _compress_ratios(r, n, notes)
+    rec["num_compressor_layers"] = sum(1 for x in ratios if x > 1) if ratios is not None else None
+    # DeepSeek sparse attention (DSA) indexer
+    inh = r.int("index_n_heads", fallback_top=False, tf=False, hi=_MAX_HEADS)
+    ihd = r.int("index_head_dim", fallback_top=False, tf=False, hi=1 << 16)
+    rec["index_n_heads"], rec["index_head_dim"] = inh, ihd
+    if inh and ihd and r.get("index_topk") is not None:
+        if rec["is_mla"] and rec["q_lora_rank"]:
+            rec["num_indexer_layers"] = _index_layers(r, n, notes)
+        elif ol and rec["q_lora_rank"] and ratios is not None:
+            # DeepSeek-V4: only the compress-ratio-4 layers have an indexer
+            # (vllm/models/deepseek_v4/attention.py:302-320)
+            rec["num_indexer_layers"] = sum(1 for x in ratios if x == 4)
+        else:
+            rec["num_indexer_layers"] = None
+            notes.append("DSA indexer outside an MLA or DeepSeek-V4 attention: its layers are not counted")
+    else:
+        rec["num_indexer_layers"] = 0
 
 
 def _layers(rec: dict, r: _Reader, notes: list[str]) -> None:
@@ -1190,7 +1321,8 @@ def _vision(rec: dict, cfg: Mapping, notes: list[str]) -> None:
                      "its heads and widths are not in config.json; not counted in num_cross_attention_layers or params")
     if vc is None:
         rec["has_vision"] = False
-        rec["params_vision"] = 0.0
+        rec["params_vision"] = rec["params_vision_embed"] = rec["params_vision_connector"] = 0.0
+        rec["vision_position_embeddings"] = rec["vision_deepstack_layers"] = 0
         for k in ("mm_vision_tower", "vision_tower", "vision_encoder", "vit_path"):
             name = cfg.get(k)
             if isinstance(name, str) and name:
@@ -1235,24 +1367,59 @@ def _vision(rec: dict, cfg: Mapping, notes: list[str]) -> None:
     rec["vision_intermediate_size"] = vi
     if rec["vision_num_heads"] is None:
         notes.append("vision_config has no head count")
-    # vision tower estimate: blocks (qkv + o + 2-matrix MLP, 3 when gated) + patch embedding + merger
+    # vision tower estimate: blocks (qkv + o + 2-matrix MLP, 3 when gated) + patch embedding + learned
+    # positions + merger / projector
+    vmt = vc.get("model_type") if isinstance(vc.get("model_type"), str) else ""
+    top_mt = (rec["model_type"] or "").lower()
+    # learned position table rows
+    pos_rows = 0
+    npe = _as_int(vc.get("num_position_embeddings"), "vision num_position_embeddings", notes) if vc.get("num_position_embeddings") is not None else None
+    pes = _as_int(vc.get("position_embedding_size"), "vision position_embedding_size", notes) if vc.get("position_embedding_size") is not None else None
+    vpet = vc.get("position_embedding_type")
+    if npe:
+        pos_rows = npe  # Qwen3-VL / Qwen3.5 pos_embed (vllm models/qwen3_vl.py:617)
+    elif pes:
+        pos_rows = 2 * pes  # Gemma-4 position_embedding_table: one row set per image axis
+    elif not (isinstance(vpet, str) and vpet.lower() in ("rope", "rotary", "none")) and not open_clip \
+            and ("siglip" in vmt or "idefics" in vmt or "glm4v" in vmt or "clip" in vmt or "llama4" in vmt):
+        # SigLIP / Idefics / GLM-4V / CLIP: one row per patch of the training resolution (+1 class token for CLIP)
+        img = _as_int(vc.get("image_size"), "vision image_size", [], hi=1 << 20)
+        ps = _as_int(vc.get("patch_size"), "vision patch_size", [], hi=4096)
+        if img and ps:
+            pos_rows = (img // ps) ** 2 + (1 if ("clip" in vmt or "llama4" in vmt) else 0)
+    rec["vision_position_embeddings"] = pos_rows
+    ds = vc.get("deepstack_visual_indexes")
+    rec["vision_deepstack_layers"] = len(ds) if isinstance(ds, list) and len(ds) <= 1024 else 0
     if vh and depth:
-        gated = (isinstance(vc.get("hidden_act"), str) and vc.get("hidden_act") in ("silu", "swiglu")) or vc.get("naiveswiglu") is True
+        gated = ((isinstance(vc.get("hidden_act"), str) and vc.get("hidden_act") in ("silu", "swiglu"))
+                 or vc.get("naiveswiglu") is True or vmt.startswith("gemma4"))  # Gemma4VisionMLP: gate/up/down
         mlp = (3 if gated else 2) * vh * (vi or 4 * vh)
         block = 4 * vh * vh + mlp + 4 * vh
         patch = _as_int(vc.get("patch_size"), "vision patch_size", [], hi=4096) or 14
         chans = _as_int(vc.get("in_channels") or vc.get("num_channels"), "vision channels", [], hi=64) or 3
         tps = _as_int(vc.get("temporal_patch_size"), "vision temporal_patch_size", [], hi=64) or 1
-        embed = chans * tps * patch * patch * vh
+        embed = chans * tps * patch * patch * vh + pos_rows * vh
         merge = _as_int(vc.get("spatial_merge_size"), "vision spatial_merge_size", [], hi=64) or 1
         out = _as_int(vc.get("out_hidden_size") or vc.get("projection_dim") or vc.get("vision_output_dim")
                       or vc.get("text_hidden_size") or vc.get("out_dim") or vc.get("output_dim")
                       or (vc.get("embed_dim") if open_clip else None), "vision out dim", []) or rec["hidden_size"] or vh
-        mi = vh * merge * merge
-        merger = mi * mi + mi * out
+        scale = _as_int(cfg.get("scale_factor"), "scale_factor", notes, hi=64) if cfg.get("scale_factor") is not None else None
+        if scale and top_mt.startswith("idefics"):
+            # Idefics3 connector: pixel shuffle by scale_factor, then one linear (vllm models/idefics3.py:356-364)
+            merger = vh * scale * scale * out
+        elif top_mt.startswith(("gemma3", "gemma4")) and merge == 1:
+            # Gemma-3 / Gemma-4: one projection vision width -> text width (gemma4_mm.py:1010)
+            merger = vh * out
+        else:
+            mi = vh * merge * merge
+            # Qwen3-VL: the final merger plus one per deepstack_visual_indexes entry (models/qwen3_vl.py)
+            merger = (1 + rec["vision_deepstack_layers"]) * (mi * mi + mi * out)
         rec["params_vision"] = float(depth * block + embed + merger)
+        rec["params_vision_embed"] = float(embed)
+        rec["params_vision_connector"] = float(merger)
     else:
         rec["params_vision"] = 0.0
+        rec["params_vision_embed"] = rec["params_vision_connector"] = 0.0
         notes.append("vision tower size unknown: params_vision = 0")
 
 
@@ -1435,7 +1602,21 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
             og = r.int("o_groups", fallback_top=False) or 1
             # DeepSeek-V4 grouped low-rank output: og groups of (heads*vd/og -> ol), then og*ol -> hidden
             o = heads * vd * ol + og * ol * h
-        attn = q + h * kv * hd + h * kv * vd + o
+        # DeepSeek-V4 (o_lora_rank): one projection wkv serves as K and V (fused_wqa_wkv,
+        # vllm/models/deepseek_v4/attention.py:252-258)
+        attn = q + h * kv * hd + (0 if ol else h * kv * vd) + o
+        if rec["attn_output_gate"]:
+            attn += h * heads * hd  # q_proj emits heads x head_dim gate values too
+    attn_full = attn
+    ghd, gkv = rec["global_head_dim"], rec["num_global_key_value_heads"]
+    if (ghd or gkv) and heads and kv and hd and not rec["is_mla"]:
+        # Gemma-4 full-attention layers: q/o of heads x global_head_dim, k and v of the global KV heads
+        # (vLLM allocates v even for attention_k_eq_v, whose checkpoint ships k only: gemma4.py:90-118)
+        g, gk = ghd or hd, gkv or kv
+        attn_full = 2 * h * heads * g + 2 * h * gk * g
+    if rec["linear_bias"] and heads and kv and hd:
+        attn += heads * hd + 2 * kv * hd + h
+        attn_full += heads * hd + 2 * kv * hd + h
     norms = 2 * h
 
     # --- linear mixers
@@ -1487,7 +1668,28 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
     n_dense = rec["num_dense_layers"] if rec["num_dense_layers"] is not None else n
     if not rec["is_moe"]:
         n_dense = n
-    mixers = n_attn * attn + n_lin * lin + n_cross * attn
+    n_full = rec["num_full_attention_layers"] or 0
+    mixers = (n_attn - n_full) * attn + n_full * attn_full + n_lin * lin + n_cross * attn
+    if rec["num_indexer_layers"] and rec["q_lora_rank"] and rec["is_mla"]:
+        # DSA indexer (vllm/models/deepseek_v32/attention.py:71-87): wq_b q_lora_rank -> heads x dim, fused
+        # wk + weights_proj hidden -> dim + heads, k_norm LayerNorm (weight and bias)
+        inh, ihd = rec["index_n_heads"], rec["index_head_dim"]
+        mixers += rec["num_indexer_layers"] * (rec["q_lora_rank"] * inh * ihd + h * (ihd + inh) + 2 * ihd)
+    if rec["o_lora_rank"] and hd:
+        # DeepSeek-V4 KV compressors (vllm/models/deepseek_v4/compressor.py:239-280): fused wkv + wgate,
+        # hidden -> 2 x coff x head_dim (coff 2 on the overlapping ratio-4 layers), a norm; ape not counted
+        n_c, n_i = rec["num_compressor_layers"] or 0, rec["num_indexer_layers"] or 0
+        mixers += n_c * (2 * h * hd + hd) + n_i * 2 * h * hd
+        if n_i and rec["index_n_heads"] and rec["index_head_dim"] and rec["q_lora_rank"]:
+            # V4 indexer (attention.py:989-1045): wq_b, weights_proj (hidden -> heads), its own compressor
+            inh, ihd = rec["index_n_heads"], rec["index_head_dim"]
+            mixers += n_i * (rec["q_lora_rank"] * inh * ihd + h * inh + 4 * h * ihd + ihd)
+    hc = rec["hc_mult"]
+    if hc:
+        # DeepSeek-V4 hyper-connections (vllm/models/deepseek_v4/nvidia/model.py:617-665, 883-903):
+        # per layer hc_attn_* and hc_ffn_* = 2 x ((2 + m) m x m hidden + (2 + m) m + 3), head m x m hidden + m + 1
+        mix = (2 + hc) * hc
+        mixers += n * 2 * (mix * hc * h + mix + 3) + hc * hc * h + hc + 1
     if mt.startswith("lfm2"):
         # LFM2 short-convolution blocks (Lfm2ShortConv): in_proj h -> 3*conv_dim, depthwise conv of
         # conv_L_cache taps, out_proj conv_dim -> h
@@ -1506,7 +1708,21 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
     else:
         total = mixers + n_dense * dense_mlp + n_moe * moe_total + n * norms
         active = mixers + n_dense * dense_mlp + n_moe * moe_active + n * norms
-    embed = vocab * h
+    if rec["linear_bias"] and inter:
+        # up (and gate) and down biases of the dense MLPs
+        b = (2 if gated else 1) * inter + h
+        total += n_dense * b
+        active += n_dense * b
+    embed = vocab * h + (rec["learned_position_embeddings"] or 0) * h
+    ple, ple_v = rec["hidden_size_per_layer_input"], rec["vocab_size_per_layer_input"]
+    if ple and ple_v:
+        # Gemma-4 PLE (vllm models/gemma4.py:1019-1052, 674-703): embed_tokens_per_layer (pv x n*ple),
+        # per_layer_model_projection (h -> n*ple), its norm, and per layer a gate (h -> ple), a
+        # projection (ple -> h) and a norm
+        per_layer = 2 * h * ple + h
+        total += n * per_layer
+        active += n * per_layer
+        embed += ple_v * n * ple + h * n * ple + ple
     head = 0 if rec["tie_word_embeddings"] else vocab * h
     pv = rec["params_vision"] or 0.0
     rec["params_total"] = float(total + embed + head + h) + pv

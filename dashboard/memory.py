@@ -137,8 +137,13 @@ _NUMERIC = (
     "quant_attention_fraction", "quant_linear_attention_fraction", "quant_dense_mlp_fraction",
     "quant_shared_experts_fraction", "quant_experts_fraction", "quant_lm_head_fraction", "quant_router_fraction",
     "quant_vision_fraction",
+    "learned_position_embeddings", "global_head_dim", "num_global_key_value_heads", "index_n_heads",
+    "index_head_dim", "num_indexer_layers", "params_vision_embed", "params_vision_connector",
+    "hidden_size_per_layer_input", "vocab_size_per_layer_input", "o_lora_rank", "o_groups",
+    "num_compressor_layers", "hc_mult",
 )
-_BOOL = ("tie_word_embeddings", "is_mla", "is_moe", "has_linear_attention", "has_vision", "is_quantized")
+_BOOL = ("tie_word_embeddings", "is_mla", "is_moe", "has_linear_attention", "has_vision", "is_quantized",
+         "linear_bias", "attn_output_gate")
 _STR = ("model_id", "model_type", "text_model_type", "linear_attention_kind", "quant_method", "quant_format", "torch_dtype", "status",
         "quant_attention_format", "quant_linear_attention_format", "quant_dense_mlp_format", "quant_shared_experts_format",
         "quant_experts_format", "quant_lm_head_format", "quant_router_format", "quant_vision_format")
@@ -474,29 +479,91 @@ def _mix(part: tuple[np.ndarray, np.ndarray], base: np.ndarray) -> np.ndarray:
     return f * q + (1.0 - f) * base
 
 
+def _global_attn(c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(full-attention layers with their own shapes, their head dim, their KV heads) per model.
+
+    Gemma-4's full-attention layers use ``global_head_dim`` and ``num_global_key_value_heads``
+    (vllm/model_executor/models/gemma4.py:365-437); elsewhere the count is 0 and the shapes are the
+    ordinary ``head_dim`` / ``num_key_value_heads``."""
+    hd, _ = _head_dims(c)
+    kv = np.where(np.isnan(c["num_key_value_heads"]), c["num_attention_heads"], c["num_key_value_heads"])
+    full, _, _ = _layer_counts(c)
+    has = ~np.isnan(c["global_head_dim"]) | ~np.isnan(c["num_global_key_value_heads"])
+    ghd = np.where(np.isnan(c["global_head_dim"]), hd, c["global_head_dim"])
+    gkv = np.where(np.isnan(c["num_global_key_value_heads"]), kv, c["num_global_key_value_heads"])
+    return np.where(has & ~_flag(c["is_mla"]), full, 0.0), ghd, gkv
+
+
 def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Parameter counts by how they are partitioned (1-D arrays, models)."""
+    """Parameter counts by how vLLM 0.33.0 partitions them (1-D arrays, one entry per model).
+
+    Keys: ``embed`` / ``lm_head`` (vocab-parallel), ``attn_sharded`` (q incl. an output gate, o, MLA
+    q_b / kv_b / o: split over attention-TP), ``kv_proj``, ``mla_replicated`` (MLA q_a / kv_a latent
+    projections, ``ReplicatedLinear``), ``experts``, ``router``, ``sharded_mlp`` (shared experts, dense
+    MLPs, GDN mixers, column-parallel biases and the unexplained remainder: split over TP), ``norms``,
+    ``replicated`` (16-bit tensors whole on every rank: learned position embeddings -- GPT-2 ``wpe``,
+    ``models/gpt2.py:210`` --; biases of row-parallel layers, which ``RowParallelLinear`` keeps at
+    full output size, ``layers/linear.py:1757-1758``; the DSA indexer's fused ``wk_weights_proj`` (``disable_tp``,
+    ``quant_config=None``) and ``k_norm``, ``vllm/models/deepseek_v32/attention.py:79-87``), ``replicated_linear``
+    (replicated weights that follow the checkpoint's linear quantization: the DSA indexer's ``wq_b``
+    ``ReplicatedLinear``, ``vllm/models/deepseek_v32/attention.py:71-77``), ``vision`` and ``vision_replicated`` (the
+    part of ``params_vision`` never split: patch / position embeddings, see
+    :func:`_vision_replicated`), ``ple_embed`` (Gemma-4's vocab-parallel per-layer embedding table,
+    ``vocab_size_per_layer_input x layers x hidden_size_per_layer_input``, ``models/gemma4.py:1023``;
+    its per-layer gate / projection are in ``replicated_linear``, ``models/gemma4.py:682-698``),
+    ``replicated_fp32`` (DeepSeek-V4's float32 hyper-connection mixing weights). DeepSeek-V4 adds its
+    replicated ``fused_wqa_wkv`` to ``replicated_linear`` and its KV compressors to ``replicated``. Counts
+    are parameters (not bytes) of the whole model.
+    """
     H, L, V = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
     heads = c["num_attention_heads"]
     kv = np.where(np.isnan(c["num_key_value_heads"]), heads, c["num_key_value_heads"])
     hd, vhd = _head_dims(c)
     full, swa, lin = _layer_counts(c)
     n_attn = full + swa
+    n_glob, ghd, gkv = _global_attn(c)
+    n_loc = n_attn - n_glob
     is_mla = _flag(c["is_mla"])
     is_moe = _flag(c["is_moe"]) & (_nz(c["num_experts"]) > 0)
+    gate = np.where(_flag(c["attn_output_gate"]), 1.0, 0.0)
     embed = V * H
     lm_head = np.where(_flag(c["tie_word_embeddings"]), 0.0, V * H)
-    # softmax attention (GQA/MHA): q and o sharded by head, k/v by KV head
-    q_o = n_attn * (H * heads * hd + heads * vhd * H)
-    kv_proj = n_attn * H * kv * (hd + vhd)
+    # softmax attention (GQA/MHA): q (+ its output gate, models/qwen3_next.py:315-322) and o sharded by head,
+    # k/v by KV head; Gemma-4 full-attention layers with their own head dim / KV heads
+    q_o = (n_loc * (H * heads * hd * (1 + gate) + heads * vhd * H)
+           + n_glob * (H * heads * ghd * (1 + gate) + heads * ghd * H))
+    kv_proj = n_loc * H * kv * (hd + vhd) + n_glob * H * gkv * 2 * ghd
     # MLA: q_a / kv_a latent projections replicated (vLLM ReplicatedLinear), the rest sharded
     ql = c["q_lora_rank"]
     mla_rep = n_attn * (np.where(np.isnan(ql), 0.0, H * ql + ql) + H * (c["kv_lora_rank"] + c["qk_rope_head_dim"]) + c["kv_lora_rank"])
     mla_shard = n_attn * (np.where(np.isnan(ql), H * heads * hd, ql * heads * hd)
                      + c["kv_lora_rank"] * heads * (_nz(c["qk_nope_head_dim"]) + vhd) + heads * vhd * H)
-    attn_sharded = np.where(is_mla, mla_shard, q_o)
-    kv_proj = np.where(is_mla, 0.0, kv_proj)
+    # DeepSeek-V4 (vllm/models/deepseek_v4/attention.py:252-287): fused_wqa_wkv (hidden -> q_lora_rank +
+    # one shared KV head) replicated (disable_tp) and quantized; wq_b, wo_a (grouped low-rank o) and
+    # wo_b split over TP
+    ol, og = c["o_lora_rank"], _nz(c["o_groups"], 1.0)
+    v4 = ~is_mla & ~np.isnan(ql) & ~np.isnan(ol)
+    v4_qa = np.where(v4, n_attn * H * (_nz(ql) + kv * hd), 0.0)
+    v4_shard = n_attn * (_nz(ql) * heads * hd + heads * vhd * _nz(ol) + og * _nz(ol) * H)
+    attn_sharded = np.where(is_mla, mla_shard, np.where(v4, v4_shard, q_o))
+    kv_proj = np.where(is_mla | v4, 0.0, kv_proj)
     mla_rep = np.where(is_mla, mla_rep, 0.0)
+    # DSA indexer (vllm/models/deepseek_v32/attention.py:71-87): wq_b (q_lora_rank -> heads x dim) replicated and
+    # quantized like the other linears; wk_weights_proj (hidden -> dim + heads) and k_norm replicated.
+    # DeepSeek-V4's (deepseek_v4/attention.py:989-1045): wq_b likewise, weights_proj (hidden -> heads) and
+    # its compressor (hidden -> 4 x dim, compressor.py:271-279) replicated in 16-bit
+    n_idx = _nz(c["num_indexer_layers"])
+    inh, ihd = _nz(c["index_n_heads"]), _nz(c["index_head_dim"])
+    idx_ok = (is_mla | v4) & (n_idx > 0) & ~np.isnan(ql)
+    idx_q = np.where(idx_ok, n_idx * _nz(ql) * inh * ihd, 0.0)
+    idx_rep = np.where(idx_ok, n_idx * np.where(v4, H * inh + 4 * H * ihd, H * (ihd + inh) + 2 * ihd), 0.0)
+    # DeepSeek-V4 KV compressors (compressor.py:239-280): fused wkv + wgate, hidden -> 2 x coff x head_dim
+    # (coff 2 on the ratio-4 layers, which are the indexer layers), 16-bit, replicated (disable_tp)
+    v4_comp = np.where(v4, _nz(c["num_compressor_layers"]) * 2 * H * hd + n_idx * 2 * H * hd, 0.0)
+    # DeepSeek-V4 hyper-connections (deepseek_v4/nvidia/model.py:617-665, 883-903): float32, replicated
+    m = _nz(c["hc_mult"])
+    mix = (2 + m) * m
+    hc = np.where(m > 0, L * 2 * (mix * m * H + mix + 3) + m * m * H + m + 1, 0.0)
     # MoE
     n_moe = np.where(np.isnan(c["num_moe_layers"]), L - _nz(c["num_dense_layers"]), c["num_moe_layers"])
     n_moe = np.where(is_moe, n_moe, 0.0)
@@ -508,10 +575,36 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     shared = n_moe * 3 * H * shared_i
     dense = (L - n_moe) * 3 * H * _nz(c["intermediate_size"])
     norms = (2 * L + 1) * H
+    # GDN mixers (Qwen3-Next / Qwen3.5, models/qwen3_next.py GatedDeltaNet): in_proj_qkvz, in_proj_ba,
+    # conv1d, A_log, dt_bias and out_proj split over TP; the gated norm (value head dim) replicated
+    nk, nv = _nz(c["linear_num_key_heads"]), _nz(c["linear_num_value_heads"])
+    dk, dv = _nz(c["linear_key_head_dim"]), _nz(c["linear_value_head_dim"])
+    kc = _nz(c["linear_conv_kernel_dim"], 4.0)
+    gdn = c["linear_attention_kind"] == "gdn"
+    gdn_shard = np.where(gdn, lin * (H * (2 * nk * dk + 2 * nv * dv) + H * 2 * nv + (2 * nk * dk + nv * dv) * kc
+                                     + nv * dv * H + 2 * nv), 0.0)
+    gdn_rep = np.where(gdn, lin * dv, 0.0)
+    # learned absolute positions and row-parallel biases (o_proj / down_proj): whole on every rank;
+    # the column-parallel biases (q/k/v, up) are split with their layers
+    pos = _nz(c["learned_position_embeddings"]) * H
+    bias = _flag(c["linear_bias"])
+    row_bias = np.where(bias, n_attn * H + (L - n_moe) * H, 0.0)
+    col_bias = np.where(bias, n_attn * (heads * hd + 2 * kv * hd), 0.0)
+    # Gemma-4 per-layer input embeddings (models/gemma4.py:1019-1052, 674-703): the table is
+    # vocab-parallel (``ple_embed``, placed with the embedding), per_layer_model_projection column-parallel,
+    # the per-layer gate / projection ReplicatedLinear (quantized like the other linears), norms replicated
+    ple = _nz(c["hidden_size_per_layer_input"])
+    has_ple = (ple > 0) & ~np.isnan(c["vocab_size_per_layer_input"])
+    ple_embed = np.where(has_ple, _nz(c["vocab_size_per_layer_input"]) * L * ple, 0.0)
+    ple_shard = np.where(has_ple, H * L * ple, 0.0)
+    ple_rep_lin = np.where(has_ple, L * 2 * H * ple, 0.0)
+    ple_rep = np.where(has_ple, L * H + ple, 0.0)
+    replicated = pos + row_bias + idx_rep + gdn_rep + ple_rep + v4_comp
     vision = _nz(c["params_vision"])
-    known = embed + lm_head + attn_sharded + kv_proj + mla_rep + experts + router + shared + dense + norms
+    known = (embed + lm_head + attn_sharded + kv_proj + mla_rep + experts + router + shared + dense + norms
+             + idx_q + replicated + gdn_shard + col_bias + ple_embed + ple_shard + ple_rep_lin + v4_qa + hc)
     # Reconcile with the catalog's parameter estimate (text model = params_total - params_vision):
-    # what the shapes do not explain (linear-attention projections, biases, extra blocks) is a
+    # what the shapes do not explain (other linear-attention kinds, MLP biases, extra blocks) is a
     # TP-sharded remainder; when the shapes over-count (e.g. hybrids whose MLP is not in every layer,
     # 2-matrix MLPs), the dense MLP is reduced first, then every part is scaled down.
     text = c["params_total"] - vision
@@ -525,14 +618,46 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     parts = {
         "embed": embed, "lm_head": lm_head, "attn_sharded": attn_sharded, "kv_proj": kv_proj,
         "mla_replicated": mla_rep, "experts": experts, "router": router,
-        "sharded_mlp": shared + dense + other, "norms": norms,
+        "sharded_mlp": shared + dense + other + gdn_shard + col_bias + ple_shard, "norms": norms,
         # the pieces of sharded_mlp, for per-part quantization (:func:`_part_quant`)
-        "shared_mlp": shared, "dense_mlp": dense, "other": other,
+        "shared_mlp": shared, "dense_mlp": dense, "other": other, "gdn_shard": gdn_shard,
+        "col_bias": col_bias, "ple_shard": ple_shard,
+        "replicated": replicated, "replicated_linear": idx_q + ple_rep_lin + v4_qa, "ple_embed": ple_embed,
+        "replicated_fp32": hc,
     }
     out = {k: v * scale for k, v in parts.items()}
-    out.update({"vision": vision, "num_experts": E, "kv_heads": kv, "layers": L, "n_attn": n_attn,
-                "scale": scale})
+    out.update({"vision": vision, "vision_replicated": _vision_replicated(c), "num_experts": E,
+                "kv_heads": kv, "layers": L, "n_attn": n_attn, "scale": scale})
     return out
+
+
+#: Architectures (catalog ``model_type``) whose whole vision tower vLLM 0.33.0 builds unsplit, so every
+#: rank holds all of ``params_vision``: Gemma-4 instantiates the Hugging Face tower
+#: (``AutoModel.from_config``) and swaps its linears for ``ReplicatedLinear``.
+VISION_UNSHARDED_MODEL_TYPES: dict[str, str] = {
+    "gemma4": "vllm/model_executor/models/gemma4_mm.py:1102-1113 (and the ReplicatedLinear projection, :1010)",
+}
+
+#: Architectures whose vision-to-text connector is a ``ReplicatedLinear`` (whole on every rank); the
+#: other towers' mergers (Qwen-VL ``PatchMerger``) are column / row parallel.
+VISION_REPLICATED_CONNECTOR_MODEL_TYPES: dict[str, str] = {
+    "idefics3": "vllm/model_executor/models/idefics3.py:356-364 (Idefics3SimpleMLP.proj)",
+}
+
+
+def _vision_replicated(c: dict[str, np.ndarray]) -> np.ndarray:
+    """Vision parameters every TP rank holds whole (count per model).
+
+    The patch embedding (``Conv2dLayer`` / ``Conv3dLayer``) and the learned position table
+    (``nn.Embedding``: ``models/qwen3_vl.py:617``, ``models/idefics2_vision_model.py:65-75``) are never
+    split (``params_vision_embed``); :data:`VISION_REPLICATED_CONNECTOR_MODEL_TYPES` add their connector
+    (``params_vision_connector``); :data:`VISION_UNSHARDED_MODEL_TYPES` keep the whole tower."""
+    vision = _nz(c["params_vision"])
+    rep = _nz(c["params_vision_embed"])
+    rep = rep + np.where(np.isin(c["model_type"], list(VISION_REPLICATED_CONNECTOR_MODEL_TYPES)),
+                         _nz(c["params_vision_connector"]), 0.0)
+    rep = np.where(np.isin(c["model_type"], list(VISION_UNSHARDED_MODEL_TYPES)), vision, rep)
+    return np.minimum(rep, vision)
 
 
 #: Architectures whose MoE router (``gate``) vLLM 0.33.0 allocates in float32 (``GateLinear(...,
@@ -663,11 +788,20 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     H = c["hidden_size"][:, None]
     sc = col("scale")
     embed_r = vocab_rows * H * base_ * sc
+    # Gemma-4 per-layer embedding table: vocab-parallel like the embedding, padded the same way
+    Vl = c["vocab_size_per_layer_input"][:, None]
+    Vlp = sharding.pad_to_multiple(np.nan_to_num(Vl).astype(np.int64), 64).astype(np.float64) if framework in ("vllm", "sglang") else Vl
+    ple_w = np.where(np.isnan(Vl) | (col("ple_embed") == 0), 0.0, col("ple_embed") / np.where(np.isnan(Vl) | (Vl == 0), 1.0, Vl))
+    embed_r = embed_r + np.ceil(np.nan_to_num(Vlp) / t) * ple_w * base_
     lm_r = np.where(col("lm_head") > 0, vocab_rows * H * _mix(pq["lm_head"], base)[:, None] * sc, 0.0)
     # attention: heads split over attention-TP; KV heads per rank with replication
     kvr = _kv_heads_per_rank(c, framework, atp[0].astype(np.int64))
     hd, vhd = _head_dims(c)
-    kv_r = np.where(_flag(c["is_mla"])[:, None], 0.0, col("n_attn") * H * kvr * (hd + vhd)[:, None] * attn_b * sc)
+    n_glob, ghd, gkv = _global_attn(c)
+    gkvr = _kv_heads_per_rank({**c, "num_key_value_heads": gkv}, framework, atp[0].astype(np.int64))
+    kv_layers = (col("n_attn") - n_glob[:, None]) * H * kvr * (hd + vhd)[:, None] + n_glob[:, None] * H * gkvr * 2 * ghd[:, None]
+    # MLA and DeepSeek-V4 (its one KV head is in the replicated fused_wqa_wkv) have no k/v projections
+    kv_r = np.where(_flag(c["is_mla"])[:, None] | (col("kv_proj") == 0), 0.0, kv_layers * attn_b * sc)
     attn_r = col("attn_sharded") / atp * attn_b + col("mla_replicated") * attn_b
     # experts: ceil(E / ep) experts per EP rank, each split over moe_tp
     e, moe_tp = _moe_layout(framework, t, ep=ep, dp=dp, expert_parallel=expert_parallel)
@@ -697,12 +831,19 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     experts_r = ef * experts_q + (1.0 - ef) * local_experts * per_expert / moe_tp * base_
     rf, rq = pq["router"]
     router_r = col("router") * (rf * rq + (1.0 - rf) * np.maximum(base, _router_bytes(c)))[:, None]
-    mlp_r = (col("dense_mlp") * dense_b + col("shared_mlp") * shared_b + col("other") * other_b) / t
+    lin_attn_b = _mix(pq["linear_attention"], base)[:, None]
+    mlp_r = (col("dense_mlp") * dense_b + col("shared_mlp") * shared_b + col("other") * other_b
+             + col("gdn_shard") * lin_attn_b + col("ple_shard") * dense_b + col("col_bias") * base_) / t
     norms_r = col("norms") * base_
-    # vision tower: split over TP, or whole on every rank under ``mm_encoder_tp_mode="data"``
+    # replicated on every rank: 16-bit tensors (positions, row-parallel biases, DSA wk_weights_proj) and
+    # replicated linears that follow the checkpoint's quantization (DSA wq_b); see _param_parts
+    rep_r = col("replicated") * base_ + col("replicated_linear") * attn_b + col("replicated_fp32") * 4.0
+    # vision tower: split over TP except its patch / position embeddings (and the towers vLLM never
+    # splits, _vision_replicated), or whole on every rank under ``mm_encoder_tp_mode="data"``
     vdp = (np.isin(c["model_type"], list(VISION_ENCODER_DP_MODEL_TYPES)) if vision_dp else np.zeros(len(base), bool))[:, None]
-    vision_r = col("vision") / np.where(vdp, 1.0, t) * _mix(pq["vision"], base)[:, None]
-    layer_part = kv_r + attn_r + experts_r + router_r + mlp_r + norms_r
+    v_rep = col("vision_replicated")
+    vision_r = ((col("vision") - v_rep) / np.where(vdp, 1.0, t) + v_rep) * _mix(pq["vision"], base)[:, None]
+    layer_part = kv_r + attn_r + experts_r + router_r + mlp_r + norms_r + rep_r
     stages = float(max(int(pp), 1))
     if stages == 1:
         return layer_part + embed_r + lm_r + vision_r
@@ -719,7 +860,7 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
     """Weight bytes one GPU holds (bytes, float): the most loaded pipeline stage's TP shard.
 
     Partitioning (shapes from the record; anything in ``params_total`` the shapes do not explain, e.g.
-    linear-attention projections, is treated as TP-sharded):
+    KDA / Mamba projections, is treated as TP-sharded):
 
     * embedding and LM head vocab-parallel: ``ceil(vocab' / tp)`` rows, ``vocab'`` = vocab padded to a
       multiple of 64 for vLLM/SGLang; a tied LM head costs nothing extra unless ``pp > 1`` (the last
@@ -738,8 +879,15 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
       ``quantization/fp8.py:554-632``);
     * router replicated, in float32 for :data:`FP32_ROUTER_MODEL_TYPES` (``GateLinear(params_dtype=
       torch.float32)``), else the model dtype; shared experts and dense MLPs split over TP;
-    * norms replicated; vision tower (``params_vision``) split over TP, on the first PP stage; with
-      ``vision_dp=True`` (``--mm-encoder-tp-mode data``) whole on every rank for the architectures in
+    * norms replicated, and whole on every rank as well (see :func:`_param_parts`): learned position
+      tables (GPT-2 ``wpe``), row-parallel biases, the DSA indexer (``wq_b`` in the linear layers'
+      quantized dtype, ``wk_weights_proj`` in 16-bit), Gemma-4's per-layer gate / projection; the
+      attention output gate (Qwen3-Next / Qwen3.5) widens q; Gemma-4's full-attention layers use
+      their own head dim and KV heads; Gemma-4's per-layer embedding table is vocab-parallel;
+    * vision tower (``params_vision``) split over TP except its patch / position embeddings (and the
+      connector / whole tower of :data:`VISION_REPLICATED_CONNECTOR_MODEL_TYPES` /
+      :data:`VISION_UNSHARDED_MODEL_TYPES`), on the first PP stage; with ``vision_dp=True``
+      (``--mm-encoder-tp-mode data``) whole on every rank for the architectures in
       :data:`VISION_ENCODER_DP_MODEL_TYPES` (others ignore the flag);
     * PP: ``ceil(layers / pp)`` layers on the heaviest stage plus the larger of (embedding + vision) and
       LM head.

@@ -79,6 +79,11 @@ COLUMNS: Final[tuple[tuple[str, str, str], ...]] = (
     ("vocab_size", "Int64", "Vocabulary rows of the embedding (unpadded)."),
     ("tie_word_embeddings", "boolean", "LM head shares the embedding matrix."),
     ("max_position_embeddings", "Int64", "Maximum context length the config declares (tokens)."),
+    ("learned_position_embeddings", "Int64", "Rows of a learned absolute position-embedding table (GPT-2 / GPT-BigCode `wpe` = n_positions, OPT max_position_embeddings + 2); 0 when positions are rotary, ALiBi or absent."),
+    ("hidden_size_per_layer_input", "Int64", "Gemma-4 / Gemma-3n per-layer input embedding width (elements, `hidden_size_per_layer_input`); 0 when none."),
+    ("vocab_size_per_layer_input", "Int64", "Rows of the per-layer input embedding table (`vocab_size_per_layer_input`, default vocab_size); NA when no per-layer embeddings."),
+    ("hc_mult", "Int64", "DeepSeek-V4 hyper-connection streams (`hc_mult`): every layer mixes hc_mult copies of the residual with float32 mixing weights; 0 when none."),
+    ("linear_bias", "boolean", "Every attention (q/k/v/o) and MLP (up/down) linear layer carries a bias (GPT-2, GPT-NeoX, Falcon `bias`, `attention_bias` and `mlp_bias` both true, ...); False when only some do (e.g. Qwen2's q/k/v) or none."),
     # --- softmax attention -----------------------------------------------------------------------
     ("num_attention_heads", "Int64", "Query heads of the (full/sliding) attention layers."),
     ("num_key_value_heads", "Int64", "KV heads (GQA groups); = num_attention_heads when absent (noted); 1 for MQA. For MLA the config value (usually = heads)."),
@@ -90,6 +95,15 @@ COLUMNS: Final[tuple[tuple[str, str, str], ...]] = (
     ("num_linear_attention_layers", "Int64", "Layers with linear attention or SSM (GDN, KDA, Mamba2): fixed-size state, no per-token KV."),
     ("sliding_window", "Int64", "Window of the sliding-window layers (tokens)."),
     ("num_cross_attention_layers", "Int64", "Cross-attention layers (e.g. mllama), 0 when none."),
+    ("global_head_dim", "Int64", "Per-head dim of q/k/v/o in the full-attention layers when it differs from head_dim (Gemma-4 `global_head_dim`, elements); NA when all layers use head_dim."),
+    ("num_global_key_value_heads", "Int64", "KV heads of the full-attention layers when they differ from num_key_value_heads (Gemma-4 `num_global_key_value_heads`); NA when the same."),
+    ("attn_output_gate", "boolean", "The q projection also emits a per-head output gate (Qwen3-Next / Qwen3.5 `attn_output_gate`): q_proj is 2 x heads x head_dim wide."),
+    ("index_n_heads", "Int64", "DeepSeek sparse-attention (DSA) indexer heads (`index_n_heads`); NA when the model has no indexer."),
+    ("index_head_dim", "Int64", "DSA indexer head dim (`index_head_dim`, elements); NA when no indexer."),
+    ("o_lora_rank", "Int64", "DeepSeek-V4 grouped low-rank output projection rank per group (`o_lora_rank`, elements); NA when o is one matrix."),
+    ("o_groups", "Int64", "Groups of the DeepSeek-V4 low-rank output projection (`o_groups`); NA when none."),
+    ("num_compressor_layers", "Int64", "DeepSeek-V4 layers with a KV compressor (`compress_ratios` entry > 1); ratio-4 layers also own the DSA indexer. 0 when none."),
+    ("num_indexer_layers", "Int64", "Decoder layers that own a DSA indexer (all unless `index_topk_freq` / `index_topk_pattern` share one across layers; DeepSeek-V4: the compress-ratio-4 layers); 0 when none, NA when not derivable."),
     # --- MLA -------------------------------------------------------------------------------------
     ("is_mla", "boolean", "Multi-head latent attention (DeepSeek-V2/V3 style): KV cache holds a latent replicated on every TP rank."),
     ("q_lora_rank", "Int64", "MLA query low-rank dim (elements); NA when q is not low-rank."),
@@ -121,6 +135,8 @@ COLUMNS: Final[tuple[tuple[str, str, str], ...]] = (
     ("vision_hidden_size", "Int64", "Width of the vision encoder (elements)."),
     ("vision_depth", "Int64", "Layers of the vision encoder."),
     ("vision_intermediate_size", "Int64", "MLP width of the vision encoder (elements)."),
+    ("vision_position_embeddings", "Int64", "Rows of the vision encoder's learned position-embedding table (Qwen3-VL `num_position_embeddings`, SigLIP (image_size / patch_size)^2, Gemma-4 2 x position_embedding_size); 0 when none."),
+    ("vision_deepstack_layers", "Int64", "Qwen3-VL deepstack patch mergers (one per `deepstack_visual_indexes` entry), each the size of the final merger; 0 when none."),
     # --- quantization ----------------------------------------------------------------------------
     ("is_quantized", "boolean", "Checkpoint has a quantization_config."),
     ("quant_method", "string", "quantization_config quant_method (fp8, awq, gptq, compressed-tensors, modelopt, mxfp4, ...)."),
@@ -149,6 +165,8 @@ COLUMNS: Final[tuple[tuple[str, str, str], ...]] = (
     ("params_total", "float64", "Estimated parameters from the shapes (count, not billions), text model + vision tower."),
     ("params_active", "float64", "Estimated parameters active per token (MoE: top-k routed + shared + dense); = params_total for dense."),
     ("params_vision", "float64", "Estimated parameters of the vision tower (count), 0 when none."),
+    ("params_vision_embed", "float64", "Part of params_vision in the patch and position embeddings (count): convolutions / tables no framework splits over TP."),
+    ("params_vision_connector", "float64", "Part of params_vision in the projector / patch merger(s) into the language model (count, deepstack mergers included)."),
     ("parse_notes", "string", "`; `-joined notes: fields missing, inferred, contradictory or unreadable."),
 )
 

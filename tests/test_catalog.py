@@ -344,10 +344,10 @@ def test_quantized_checkpoint_without_quantization_config_is_inferred_from_name(
         ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6e9, None),
         ("Qwen/Qwen2.5-VL-7B-Instruct", 8.29e9, None),  # vision tower included
         ("meta-llama/Llama-3.2-90B-Vision-Instruct", 88.6e9, None),
-        ("Qwen/Qwen3.5-397B-A17B", 397e9, 17e9),
+        ("Qwen/Qwen3.5-397B-A17B", 397e9, None),  # active: text-only figure, see test_text_only_published_figures
         ("openai/gpt-oss-120b", 116.8e9, None),
-        ("deepseek-ai/DeepSeek-V4-Flash", 284e9, 13e9),
-        ("zai-org/GLM-5", 744e9, 40e9),
+        ("deepseek-ai/DeepSeek-V4-Flash", 284e9, None),  # active: non-embedding figure, see test_non_embedding_active_figures
+        ("zai-org/GLM-5", 744e9, None),  # active: non-embedding figure, see test_non_embedding_active_figures
         # third pass (published figures from the model cards)
         ("THUDM/chatglm-6b", 6.2e9, None),  # tied LM head, non-gated GELU MLP
         ("EleutherAI/gpt-j-6b", 6.05e9, None),
@@ -373,6 +373,8 @@ def test_parameter_estimates_within_3_percent(shipped: pd.DataFrame, model_id: s
     [
         ("meta-llama/Llama-4-Scout-17B-16E-Instruct", None, 17e9),  # Meta: "17B active"
         ("google/gemma-4-26B-A4B", 25.2e9, 3.8e9),  # Google: 25.2B total, 3.8B active (dense MLP + experts per layer)
+        # Qwen: 17B activated; the count includes the attention output gate (q_proj 2 x heads x head_dim)
+        ("Qwen/Qwen3.5-397B-A17B", None, 17e9),
     ],
 )
 def test_text_only_published_figures(shipped: pd.DataFrame, model_id: str, total: float | None, active: float) -> None:
@@ -381,6 +383,25 @@ def test_text_only_published_figures(shipped: pd.DataFrame, model_id: str, total
     if total is not None:
         assert r.params_total - r.params_vision == pytest.approx(total, rel=0.03)
     assert r.params_active - r.params_vision == pytest.approx(active, rel=0.03)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "active"),
+    [
+        # Z.ai and DeepSeek (V4) quote active parameters without the embedding and the (untied) LM head:
+        # GLM-4.5 "32B active", GLM-5 "40B active" (its DSA indexer, 0.7 B, included)
+        ("zai-org/GLM-4.5", 32e9),
+        ("zai-org/GLM-5", 40e9),
+        # DeepSeek-V4: "13B activated" (Flash) and "49B activated" (Pro) match the same convention; the
+        # counts include the KV compressors, the DSA indexer and the hyper-connections of every layer
+        ("deepseek-ai/DeepSeek-V4-Flash", 13e9),
+        ("deepseek-ai/DeepSeek-V4-Pro", 49e9),
+    ],
+)
+def test_non_embedding_active_figures(shipped: pd.DataFrame, model_id: str, active: float) -> None:
+    r = row(shipped, model_id)
+    vocab_params = r.vocab_size * r.hidden_size * (1 if r.tie_word_embeddings else 2)
+    assert r.params_active - r.params_vision - vocab_params == pytest.approx(active, rel=0.03)
 
 
 def test_dense_models_have_active_equal_total_and_moe_less(shipped: pd.DataFrame) -> None:
@@ -428,3 +449,104 @@ def test_data_readme_is_current_and_lists_every_column() -> None:
     assert text == catalog.data_readme()
     for name, dtype, _ in schema.COLUMNS:
         assert f"| `{name}` | {dtype} |" in text
+
+
+# --- shapes that place parameters (memory model): one test per family, values from the config -----
+
+
+def _raw(configs_dir: Path, mid: str) -> dict:
+    return json.loads((configs_dir / (mid.replace("/", "--") + ".json")).read_text())
+
+
+def test_dsa_indexer_shapes(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    for mid in ("deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5", "zai-org/GLM-5.1-FP8"):
+        raw, r = _raw(configs_dir, mid), row(shipped, mid)
+        assert (r.index_n_heads, r.index_head_dim) == (raw["index_n_heads"], raw["index_head_dim"]), mid
+        assert r.num_indexer_layers == raw["num_hidden_layers"], mid  # no index_topk_freq: every layer
+    # GLM-5.2 shares one indexer over index_topk_freq=4 layers after the first index_skip_topk_offset=3:
+    # the layers its indexer_types call "full" keep one
+    raw, r = _raw(configs_dir, "zai-org/GLM-5.2"), row(shipped, "zai-org/GLM-5.2")
+    assert (raw["index_topk_freq"], raw["index_skip_topk_offset"]) == (4, 3)
+    assert r.num_indexer_layers == raw["indexer_types"].count("full") == 21
+    # the indexer is in params_total: q_lora_rank x heads x dim + hidden x (dim + heads) + k_norm per layer
+    raw = _raw(configs_dir, "deepseek-ai/DeepSeek-V3.2")
+    idx = raw["num_hidden_layers"] * (raw["q_lora_rank"] * 64 * 128 + raw["hidden_size"] * (128 + 64) + 2 * 128)
+    assert row(shipped, "deepseek-ai/DeepSeek-V3.2").params_total - row(shipped, "deepseek-ai/DeepSeek-V3.1").params_total == idx
+    assert row(shipped, "deepseek-ai/DeepSeek-V3").num_indexer_layers == 0
+
+
+def test_deepseek_v4_compressors_indexer_and_hyper_connections(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    for mid in ("deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro"):
+        raw, r = _raw(configs_dir, mid), row(shipped, mid)
+        ratios = raw["compress_ratios"][: raw["num_hidden_layers"]]  # the rest are MTP layers
+        assert (r.o_lora_rank, r.o_groups, r.hc_mult) == (raw["o_lora_rank"], raw["o_groups"], raw["hc_mult"]), mid
+        assert r.num_compressor_layers == sum(x > 1 for x in ratios), mid
+        assert r.num_indexer_layers == ratios.count(4), mid  # only the ratio-4 layers index
+        assert (r.index_n_heads, r.index_head_dim) == (raw["index_n_heads"], raw["index_head_dim"]), mid
+    r = row(shipped, "deepseek-ai/DeepSeek-V4-Flash")
+    assert (r.num_compressor_layers, r.num_indexer_layers) == (41, 21)
+    assert r.params_total == pytest.approx(284e9, rel=0.01)
+
+
+def test_learned_positions_and_linear_biases(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    raw, r = _raw(configs_dir, "openai-community/gpt2"), row(shipped, "openai-community/gpt2")
+    assert r.learned_position_embeddings == raw["n_positions"] == 1024 and r.linear_bias
+    h, n, L, V = raw["n_embd"], raw["n_positions"], raw["n_layer"], raw["vocab_size"]
+    # wte + wpe + per block (c_attn, c_proj, c_fc, mlp c_proj with biases, two LayerNorm weights) + ln_f
+    block = 4 * h * h + 4 * h + 2 * 4 * h * h + 4 * h + h + 2 * h
+    assert r.params_total == V * h + n * h + L * block + h  # = 124.4 M; GPT-2 small is "124M"
+    assert row(shipped, "TheBloke/WizardCoder-15B-1.0-GPTQ").learned_position_embeddings == 8192  # n_positions
+    # rotary models: no table; position_embedding_type "rope" wins over a GPT-BigCode-like layout
+    assert row(shipped, "WisdomShell/CodeShell-7B-Chat-int4").learned_position_embeddings == 0
+    assert row(shipped, "meta-llama/Llama-3.1-8B-Instruct").learned_position_embeddings == 0
+    # biases: Falcon's `bias` flag, Llama's attention_bias + mlp_bias, Qwen2's q/k/v-only bias is not "every layer"
+    assert not row(shipped, "tiiuae/falcon-7b-instruct").linear_bias and _raw(configs_dir, "tiiuae/falcon-7b-instruct")["bias"] is False
+    assert row(shipped, "togethercomputer/RedPajama-INCITE-7B-Base").linear_bias
+    assert not row(shipped, "meta-llama/Llama-3.1-8B-Instruct").linear_bias
+    assert not row(shipped, "Qwen/Qwen2.5-7B").linear_bias
+
+
+def test_gemma4_global_attention_and_unsharded_vision(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    raw = _raw(configs_dir, "google/gemma-4-31B-it")
+    tc, vc = raw["text_config"], raw["vision_config"]
+    r = row(shipped, "google/gemma-4-31B-it")
+    assert (r.global_head_dim, r.num_global_key_value_heads) == (tc["global_head_dim"], tc["num_global_key_value_heads"]) == (512, 4)
+    assert r.num_full_attention_layers == tc["layer_types"].count("full_attention")
+    assert tc["hidden_size_per_layer_input"] == 0  # no per-layer input embeddings in these checkpoints
+    # vision: position_embedding_table (2 x position_embedding_size rows), gated MLP, one projection
+    vh, vi, d = vc["hidden_size"], vc["intermediate_size"], vc["num_hidden_layers"]
+    assert r.vision_position_embeddings == 2 * vc["position_embedding_size"]
+    embed = 3 * vc["patch_size"] ** 2 * vh + 2 * vc["position_embedding_size"] * vh
+    assert r.params_vision_embed == embed and r.params_vision_connector == vh * tc["hidden_size"]
+    assert r.params_vision == d * (4 * vh * vh + 3 * vh * vi + 4 * vh) + embed + vh * tc["hidden_size"]
+
+
+def test_qwen3_vl_deepstack_mergers_and_position_table(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    raw = _raw(configs_dir, "Qwen/Qwen3-VL-8B-Instruct")
+    vc = raw["vision_config"]
+    r = row(shipped, "Qwen/Qwen3-VL-8B-Instruct")
+    assert r.vision_deepstack_layers == len(vc["deepstack_visual_indexes"]) == 3
+    assert r.vision_position_embeddings == vc["num_position_embeddings"] == 2304
+    vh, m, out = vc["hidden_size"], vc["spatial_merge_size"], vc["out_hidden_size"]
+    mi = vh * m * m
+    assert r.params_vision_connector == 4 * (mi * mi + mi * out)  # final merger + 3 deepstack mergers
+    assert r.params_vision_embed == 3 * vc["temporal_patch_size"] * vc["patch_size"] ** 2 * vh + 2304 * vh
+    q35 = row(shipped, "Qwen/Qwen3.5-9B")  # same tower, deepstack_visual_indexes empty
+    assert q35.vision_deepstack_layers == 0 and q35.vision_position_embeddings == 2304
+
+
+def test_attention_output_gate(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    tc = _raw(configs_dir, "Qwen/Qwen3.5-9B")["text_config"]
+    assert tc["attn_output_gate"] is True and row(shipped, "Qwen/Qwen3.5-9B").attn_output_gate
+    # Qwen3-Next has no key: its attention always gates (transformers / vLLM default True)
+    assert "attn_output_gate" not in _raw(configs_dir, "Qwen/Qwen3-Next-80B-A3B-Instruct")
+    assert row(shipped, "Qwen/Qwen3-Next-80B-A3B-Instruct").attn_output_gate
+    assert not row(shipped, "Qwen/Qwen3-8B").attn_output_gate
+
+
+def test_idefics3_connector(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    raw = _raw(configs_dir, "ibm-granite/granite-docling-258M")
+    vc, s = raw["vision_config"], raw["scale_factor"]
+    r = row(shipped, "ibm-granite/granite-docling-258M")
+    assert r.params_vision_connector == vc["hidden_size"] * s * s * raw["text_config"]["hidden_size"]
+    assert r.vision_position_embeddings == (vc["image_size"] // vc["patch_size"]) ** 2 == 1024

@@ -326,3 +326,30 @@ def test_property_weights_per_rank_times_tp_covers_total(r, tp, fw):
     per_rank = memory.weight_bytes_per_rank(r, fw, tp)
     assert per_rank * tp >= total * 0.999
     assert per_rank <= total
+
+
+def test_vllm_gemma4_per_layer_embeddings_match_a_measured_build(rec):
+    """Gemma-4 per-layer input embeddings (PLE): no catalog checkpoint has them (the 26B / 31B set
+    ``hidden_size_per_layer_input`` to 0), so the rule is checked on google/gemma-4-31B-it's config with
+    ``hidden_size_per_layer_input=256``, ``vocab_size_per_layer_input=262144`` and 12 layers (the first 12
+    ``layer_types``), built by vLLM 0.33.0 at TP 4 (``python -m conformance params CONFIG --tp 4``):
+    5,273,450,080 B on rank 0, of which ``embed_tokens_per_layer`` 402,653,184 B (vocab-parallel),
+    ``per_layer_input_gate`` / ``per_layer_projection`` 33,030,144 B each (replicated) and
+    ``per_layer_model_projection`` 8,257,536 B (column-parallel)."""
+    from dashboard.catalog import normalize_config
+
+    base = rec("google/gemma-4-31B-it")
+    cfg = {"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"], "tie_word_embeddings": True}
+    text = {"model_type": "gemma4_text", "hidden_size": 5376, "intermediate_size": 21504, "num_attention_heads": 32,
+            "num_key_value_heads": 16, "num_global_key_value_heads": 4, "head_dim": 256, "global_head_dim": 512,
+            "hidden_activation": "gelu_pytorch_tanh", "num_hidden_layers": 12, "vocab_size": 262144,
+            "sliding_window": 1024, "max_position_embeddings": 262144, "enable_moe_block": False,
+            "attention_k_eq_v": True, "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262144,
+            "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 2, "dtype": "bfloat16"}
+    vision = {"model_type": "gemma4_vision", "hidden_size": 1152, "intermediate_size": 4304, "num_attention_heads": 16,
+              "num_hidden_layers": 27, "patch_size": 16, "position_embedding_size": 10240}
+    r = normalize_config({**cfg, "text_config": text, "vision_config": vision}, "x/gemma4-ple", fetched_at="x")
+    assert r["status"] == "ok" and (r["hidden_size_per_layer_input"], r["vocab_size_per_layer_input"]) == (256, 262144)
+    assert r["params_vision"] == base.params_vision  # the same tower as the 31B
+    est = memory.weight_bytes_per_rank(r, "vllm", 4)
+    assert est == pytest.approx(5_273_450_080, rel=0.001)
