@@ -1197,7 +1197,7 @@ def _vision(rec: dict, cfg: Mapping, notes: list[str]) -> None:
                      "its heads and widths are not in config.json; not counted in num_cross_attention_layers or params")
     if vc is None:
         rec["has_vision"] = False
-        rec["params_vision"] = 0.0
+        rec["params_vision"] = rec["params_vision_embeddings"] = rec["params_vision_projector"] = 0.0
         for k in ("mm_vision_tower", "vision_tower", "vision_encoder", "vit_path"):
             name = cfg.get(k)
             if isinstance(name, str) and name:
@@ -1280,8 +1280,11 @@ def _vision(rec: dict, cfg: Mapping, notes: list[str]) -> None:
                 embed += ph * pw * vh  # MoonViT learned 2-D position embedding (init_pos_emb_height x width)
         block = attn + mlp + 4 * vh
         rec["params_vision"] = float(depth * block + embed + merger)
+        rec["params_vision_embeddings"] = float(embed)
+        rec["params_vision_projector"] = float(merger)
     else:
         rec["params_vision"] = 0.0
+        rec["params_vision_embeddings"] = rec["params_vision_projector"] = 0.0
         notes.append("vision tower size unknown: params_vision = 0")
 
 

@@ -133,7 +133,8 @@ _NUMERIC = (
     "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
     "linear_conv_kernel_dim", "mamba_n_groups", "ssm_state_size", "vision_num_heads",
     "quant_bits", "quant_group_size", "weight_block_n", "weight_block_k",
-    "params_total", "params_active", "params_vision", "moe_latent_size",
+    "params_total", "params_active", "params_vision", "params_vision_embeddings", "params_vision_projector",
+    "moe_latent_size",
 )
 _BOOL = ("tie_word_embeddings", "is_mla", "is_moe", "has_linear_attention", "has_vision", "is_quantized", "mlp_gated")
 _STR = ("model_id", "model_type", "text_model_type", "linear_attention_kind", "quant_method", "quant_format", "torch_dtype", "status")
@@ -513,6 +514,15 @@ VISION_HEADS_DP_FALLBACK_MODEL_TYPES: dict[str, str] = {
     "kimi_k3": "vllm/models/kimi_k3/nvidia/model.py:1612-1614",
 }
 
+#: Architectures whose vision projector (catalog ``params_vision_projector``) vLLM 0.33.0 builds with
+#: ``ReplicatedLinear``: whole on every rank even when the tower is split over TP. Keyed by catalog
+#: ``model_type``; elsewhere the projector is split like the tower.
+VISION_REPLICATED_PROJECTOR_MODEL_TYPES: dict[str, str] = {
+    "kimi_k25": "vllm/model_executor/models/kimi_k25_vit.py:910-946 (KimiK25MultiModalProjector)",
+    "kimi_k3": "vllm/model_executor/models/kimi_k25_vit.py:910-946 (KimiK25MultiModalProjector, kimi_k3/nvidia/model.py)",
+    "idefics3": "vllm/model_executor/models/idefics3.py:358 (Idefics3SimpleMLP.proj)",
+}
+
 #: Architectures that pad each rank's routed-expert intermediate size up to a minimum when plain TP
 #: (no ``--enable-expert-parallel``) would cut it thinner: if ``moe_intermediate_size // tp < min``
 #: vLLM builds the experts with ``min * tp`` (``padded_moe_intermediate_size``), split as usual over
@@ -677,7 +687,14 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
         vh = c["vision_num_heads"][:, None]
         vdp = vdp | (np.isin(c["model_type"], list(VISION_HEADS_DP_FALLBACK_MODEL_TYPES))[:, None]
                      & ~np.isnan(vh) & (np.mod(_nz(vh, 1.0), t) != 0))
-    vision_r = col("vision") / np.where(vdp, 1.0, t) * base_
+    # a split tower still keeps its input convolutions / embedding tables (patch and position
+    # embeddings, GLM-4.xV's Conv2d downsample: plain nn.Conv / nn.Embedding modules, e.g.
+    # models/glm4_1v.py:685, qwen3_vl.py pos_embed, kimi_k25_vit.py pos_emb) and, for
+    # :data:`VISION_REPLICATED_PROJECTOR_MODEL_TYPES`, its projector whole on every rank
+    rep_proj = np.isin(c["model_type"], list(VISION_REPLICATED_PROJECTOR_MODEL_TYPES))
+    vis_rep = np.minimum(_nz(c["params_vision_embeddings"]) + np.where(rep_proj, _nz(c["params_vision_projector"]), 0.0),
+                         _nz(c["params_vision"]))[:, None]
+    vision_r = np.where(vdp, col("vision"), vis_rep + (col("vision") - vis_rep) / t) * base_
     layer_part = kv_r + attn_r + experts_r + moe_rep_r + router_r + mlp_r + norms_r
     stages = float(max(int(pp), 1))
     if stages == 1:

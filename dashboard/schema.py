@@ -135,6 +135,8 @@ COLUMNS: Final[tuple[tuple[str, str, str], ...]] = (
     ("params_total", "float64", "Estimated parameters from the shapes (count, not billions), text model + vision tower."),
     ("params_active", "float64", "Estimated parameters active per token (MoE: top-k routed + shared + dense); = params_total for dense."),
     ("params_vision", "float64", "Estimated parameters of the vision tower (count), 0 when none."),
+    ("params_vision_embeddings", "float64", "Part of params_vision in the tower's input convolutions and embedding tables: patch embedding, learned position embedding and, for GLM-4.xV, the Conv2d downsample (count); 0 when none."),
+    ("params_vision_projector", "float64", "Part of params_vision in the projector / patch merger that maps the tower's output to the language model's width (count); 0 when none."),
     ("parse_notes", "string", "`; `-joined notes: fields missing, inferred, contradictory or unreadable."),
 )
 

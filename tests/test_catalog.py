@@ -320,7 +320,9 @@ def test_vision_tower_sizes_follow_the_vllm_modules(shipped: pd.DataFrame, confi
                         vc["patch_size"], vc["spatial_merge_size"])
     blocks = d * (4 * h * h + 3 * h * o + 4 * h)
     embed = vc["in_channels"] * vc["temporal_patch_size"] * p * p * h + (vc["image_size"] // p) ** 2 * h + h * o * m * m
-    assert row(shipped, "zai-org/GLM-4.5V").params_vision == blocks + embed + o * o + 3 * o * i
+    glm = row(shipped, "zai-org/GLM-4.5V")
+    assert glm.params_vision == blocks + embed + o * o + 3 * o * i
+    assert (glm.params_vision_embeddings, glm.params_vision_projector) == (embed, o * o + 3 * o * i)
     # MoonViT (Kimi-K2.5 / K3): patches merged by merge_kernel_size, qkv_hidden_size attention (K3)
     for mid in ("moonshotai/Kimi-K2.5", "moonshotai/Kimi-K3"):
         vc = json.loads((configs_dir / (mid.replace("/", "--") + ".json")).read_text())["vision_config"]
@@ -330,6 +332,10 @@ def test_vision_tower_sizes_follow_the_vllm_modules(shipped: pd.DataFrame, confi
         embed = 3 * p * p * h + vc["init_pos_emb_height"] * vc["init_pos_emb_width"] * h
         expect = d * (4 * h * q + 2 * h * i + 4 * h) + embed + mi * mi + mi * vc["text_hidden_size"]
         assert row(shipped, mid).params_vision == expect, mid
+        assert row(shipped, mid).params_vision_projector == mi * mi + mi * vc["text_hidden_size"], mid
+        assert row(shipped, mid).params_vision_embeddings == embed, mid
+    text = shipped[~shipped.has_vision.astype(bool)]
+    assert (text.params_vision_embeddings == 0).all() and (text.params_vision_projector == 0).all()
 
 
 def test_lfm2_short_convolution_blocks_hold_no_kv_cache(shipped: pd.DataFrame, configs_dir: Path) -> None:
