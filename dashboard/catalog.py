@@ -1200,6 +1200,13 @@ def _moe(rec: dict, r: _Reader, notes: list[str]) -> None:
         notes.append(f"shared expert width = n_shared_experts x moe_intermediate_size = {sh_i}")
     rec["num_shared_experts"] = shared
     rec["shared_expert_intermediate_size"] = sh_i if shared else None
+    # latent MoE (Nemotron-H moe_latent_size, Kimi-K3 routed_expert_hidden_size): the experts run at
+    # this width between a down and an up projection of hidden_size
+    for key in ("moe_latent_size", "routed_expert_hidden_size"):
+        latent = r.int(key, fallback_top=False)
+        if latent is not None:
+            rec["moe_latent_size"] = latent
+            break
 
     # dense-layer width: some MoE configs keep it apart (MiniMax-M3 dense_intermediate_size,
     # Llama 4 intermediate_size_mlp) while intermediate_size is the expert width
@@ -1393,27 +1400,55 @@ def _vision(rec: dict, cfg: Mapping, notes: list[str]) -> None:
     if vh and depth:
         gated = ((isinstance(vc.get("hidden_act"), str) and vc.get("hidden_act") in ("silu", "swiglu"))
                  or vc.get("naiveswiglu") is True or vmt.startswith("gemma4"))  # Gemma4VisionMLP: gate/up/down
-        mlp = (3 if gated else 2) * vh * (vi or 4 * vh)
-        block = 4 * vh * vh + mlp + 4 * vh
         patch = _as_int(vc.get("patch_size"), "vision patch_size", [], hi=4096) or 14
         chans = _as_int(vc.get("in_channels") or vc.get("num_channels"), "vision channels", [], hi=64) or 3
         tps = _as_int(vc.get("temporal_patch_size"), "vision temporal_patch_size", [], hi=64) or 1
         embed = chans * tps * patch * patch * vh + pos_rows * vh
         merge = _as_int(vc.get("spatial_merge_size"), "vision spatial_merge_size", [], hi=64) or 1
+        mks = vc.get("merge_kernel_size")
+        mk = [_as_int(x, "vision merge_kernel_size", [], hi=64) for x in mks] if isinstance(mks, list) and len(mks) == 2 else []
         out = _as_int(vc.get("out_hidden_size") or vc.get("projection_dim") or vc.get("vision_output_dim")
                       or vc.get("text_hidden_size") or vc.get("out_dim") or vc.get("output_dim")
                       or (vc.get("embed_dim") if open_clip else None), "vision out dim", []) or rec["hidden_size"] or vh
+        # attention width: MoonViT (Kimi-K3) projects q/k/v to qkv_hidden_size (kimi_k25_vit.py wqkv / wo)
+        qkv = _as_int(vc.get("qkv_hidden_size"), "vision qkv_hidden_size", notes) or vh
+        attn = 4 * vh * qkv
+        mlp = (3 if gated else 2) * vh * (vi or 4 * vh)
         scale = _as_int(cfg.get("scale_factor"), "scale_factor", notes, hi=64) if cfg.get("scale_factor") is not None else None
-        if scale and top_mt.startswith("idefics"):
+        if top_mt in ("glm4v", "glm4v_moe"):
+            # GLM-4.xV (vLLM models/glm4_1v.py:606-692): the blocks' gated MLP is out_hidden_size wide; the
+            # merger (Glm4vPatchMerger) is proj (out x out) + a gated MLP of intermediate_size at out_hidden_size;
+            # a Conv2d downsample (hidden x out x merge^2) and a learned position embedding of
+            # (image_size / patch_size)^2 rows replace the generic merger
+            mlp = 3 * vh * out
+            if not pos_rows:
+                img = _as_int(vc.get("image_size"), "vision image_size", notes, hi=1 << 16) or 0
+                pos_rows = (img // patch) ** 2
+                rec["vision_position_embeddings"] = pos_rows
+                embed += pos_rows * vh
+            embed += vh * out * merge * merge
+            merger = out * out + 3 * out * (vi or 4 * out)
+        elif scale and top_mt.startswith("idefics"):
             # Idefics3 connector: pixel shuffle by scale_factor, then one linear (vllm models/idefics3.py:356-364)
             merger = vh * scale * scale * out
         elif top_mt.startswith(("gemma3", "gemma4")) and merge == 1:
             # Gemma-3 / Gemma-4: one projection vision width -> text width (gemma4_mm.py:1010)
             merger = vh * out
         else:
-            mi = vh * merge * merge
+            if merge == 1 and len(mk) == 2 and all(mk):
+                # MoonViT (Kimi-VL / K2.5 / K3): patches merged by merge_kernel_size (kh x kw) before the projector
+                mi = vh * mk[0] * mk[1]
+            else:
+                mi = vh * merge * merge
             # Qwen3-VL: the final merger plus one per deepstack_visual_indexes entry (models/qwen3_vl.py)
             merger = (1 + rec["vision_deepstack_layers"]) * (mi * mi + mi * out)
+            ph, pw = vc.get("init_pos_emb_height"), vc.get("init_pos_emb_width")
+            if (not pos_rows and isinstance(ph, int) and isinstance(pw, int) and not isinstance(ph, bool)
+                    and not isinstance(pw, bool) and 0 < ph * pw <= (1 << 24)):
+                # MoonViT learned 2-D position embedding (init_pos_emb_height x width)
+                rec["vision_position_embeddings"] = pos_rows = ph * pw
+                embed += ph * pw * vh
+        block = attn + mlp + 4 * vh
         rec["params_vision"] = float(depth * block + embed + merger)
         rec["params_vision_embed"] = float(embed)
         rec["params_vision_connector"] = float(merger)
@@ -1569,8 +1604,6 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
     kv = rec["num_key_value_heads"]
     hd = rec["head_dim"]
     vocab = rec["vocab_size"]
-    if not (h and n and vocab):
-        return
     mt = (rec["text_model_type"] or rec["model_type"] or "").lower()
     act = r.get("hidden_act") or r.get("activation_function") or r.get("mlp_hidden_act") or r.get("hidden_activation")
     gated = not (mt in _NONGATED_TYPES or (isinstance(act, str) and act in _NONGATED_ACTS))
@@ -1581,6 +1614,9 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
         # ChatGLM2/3 (ffn_hidden_size) use SwiGLU with dense_h_to_4h of 2 x ffn_hidden_size
         gated = False
         notes.append("chatglm v1 (inner_hidden_size): non-gated GELU MLP")
+    rec["mlp_gated"] = gated
+    if not (h and n and vocab):
+        return
 
     # --- attention mixer (per softmax-attention layer)
     attn = 0
@@ -1592,6 +1628,10 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
         rope = rec["qk_rope_head_dim"] or 0
         q = (h * ql + ql + ql * heads * qk) if ql else h * heads * qk
         attn = q + h * (kvl + rope) + kvl + kvl * heads * ((rec["qk_nope_head_dim"] or 0) + vd) + heads * vd * h
+        if r.get("mla_use_output_gate") is True:
+            # Kimi-K3 MLA output gate: hidden -> heads x v_head_dim, fused with q_a / kv_a
+            # (vLLM models/kimi_k3/nvidia/mla.py:220-250 fused_qkv_a_g_proj)
+            attn += h * heads * vd
     elif heads and kv and hd:
         vd = rec["v_head_dim"] or hd
         ql = r.int("q_lora_rank", fallback_top=False)
@@ -1633,6 +1673,11 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
         kc = rec["linear_conv_kernel_dim"] or 4
         proj = nh * d
         lin = 3 * h * proj + 3 * proj * kc + 2 * (h * d + d * proj) + h * nh + proj * h + 2 * nh
+        lac = r.get("linear_attn_config")
+        if isinstance(lac, Mapping) and lac.get("use_full_rank_gate") is True:
+            # Kimi-K3 KDA: the output gate is one hidden -> heads x head_dim projection instead of the
+            # low-rank g_a / g_b pair (vLLM models/kimi_k3/nvidia/kda.py:625-660, in_proj_qkvgfab)
+            lin += h * proj - (h * d + d * proj)
     elif kind == "mamba2":
         nh, d = rec["linear_num_value_heads"] or 0, rec["linear_value_head_dim"] or 0
         g, s = rec["mamba_n_groups"] or 1, rec["ssm_state_size"] or 0
@@ -1647,7 +1692,7 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
     if rec["is_moe"]:
         e, k = rec["num_experts"] or 0, rec["num_experts_per_tok"] or 0
         mi = rec["moe_intermediate_size"] or 0
-        latent = r.int("moe_latent_size", fallback_top=False) or r.int("routed_expert_hidden_size", fallback_top=False)
+        latent = rec["moe_latent_size"]
         eh = latent or h
         one = _mlp_params(eh, mi, gated)
         proj = 2 * h * latent if latent else 0

@@ -133,7 +133,7 @@ _NUMERIC = (
     "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
     "linear_conv_kernel_dim", "mamba_n_groups", "ssm_state_size", "vision_num_heads",
     "quant_bits", "quant_group_size", "weight_block_n", "weight_block_k",
-    "params_total", "params_active", "params_vision",
+    "params_total", "params_active", "params_vision", "moe_latent_size",
     "quant_attention_fraction", "quant_linear_attention_fraction", "quant_dense_mlp_fraction",
     "quant_shared_experts_fraction", "quant_experts_fraction", "quant_lm_head_fraction", "quant_router_fraction",
     "quant_vision_fraction",
@@ -143,7 +143,7 @@ _NUMERIC = (
     "num_compressor_layers", "hc_mult",
 )
 _BOOL = ("tie_word_embeddings", "is_mla", "is_moe", "has_linear_attention", "has_vision", "is_quantized",
-         "linear_bias", "attn_output_gate")
+         "linear_bias", "attn_output_gate", "mlp_gated")
 _STR = ("model_id", "model_type", "text_model_type", "linear_attention_kind", "quant_method", "quant_format", "torch_dtype", "status",
         "quant_attention_format", "quant_linear_attention_format", "quant_dense_mlp_format", "quant_shared_experts_format",
         "quant_experts_format", "quant_lm_head_format", "quant_router_format", "quant_vision_format")
@@ -564,16 +564,24 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     m = _nz(c["hc_mult"])
     mix = (2 + m) * m
     hc = np.where(m > 0, L * 2 * (mix * m * H + mix + 3) + m * m * H + m + 1, 0.0)
-    # MoE
+    # MoE (matrices per MLP: 3 when gated, 2 for non-gated activations such as Nemotron-H's relu2)
+    mats = np.where(np.isnan(c["mlp_gated"]) | _flag(c["mlp_gated"]), 3.0, 2.0)
     n_moe = np.where(np.isnan(c["num_moe_layers"]), L - _nz(c["num_dense_layers"]), c["num_moe_layers"])
     n_moe = np.where(is_moe, n_moe, 0.0)
     E = _nz(c["num_experts"])
-    experts = n_moe * E * 3 * H * _nz(c["moe_intermediate_size"])
+    # latent MoE: experts run at moe_latent_size between two replicated hidden <-> latent projections
+    # (vLLM ReplicatedLinear: nemotron_h.py:195-212 fc1/fc2_latent_proj, kimi_k3/nvidia/model.py:478-505)
+    latent = c["moe_latent_size"]
+    expert_h = np.where(np.isnan(latent), H, latent)
+    experts = n_moe * E * mats * expert_h * _nz(c["moe_intermediate_size"])
+    moe_rep = n_moe * 2 * H * _nz(latent)
     router = n_moe * H * E
     shared_i = np.where(np.isnan(c["shared_expert_intermediate_size"]),
                         _nz(c["num_shared_experts"]) * _nz(c["moe_intermediate_size"]), c["shared_expert_intermediate_size"])
-    shared = n_moe * 3 * H * shared_i
-    dense = (L - n_moe) * 3 * H * _nz(c["intermediate_size"])
+    shared = n_moe * mats * H * shared_i
+    # layers with a dense MLP: the catalog's count (hybrids: Mamba / attention-only blocks have none)
+    n_dense = np.where(np.isnan(c["num_dense_layers"]) | ~is_moe, L - n_moe, c["num_dense_layers"])
+    dense = n_dense * mats * H * _nz(c["intermediate_size"])
     norms = (2 * L + 1) * H
     # GDN mixers (Qwen3-Next / Qwen3.5, models/qwen3_next.py GatedDeltaNet): in_proj_qkvz, in_proj_ba,
     # conv1d, A_log, dt_bias and out_proj split over TP; the gated norm (value head dim) replicated
@@ -601,7 +609,7 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     ple_rep = np.where(has_ple, L * H + ple, 0.0)
     replicated = pos + row_bias + idx_rep + gdn_rep + ple_rep + v4_comp
     vision = _nz(c["params_vision"])
-    known = (embed + lm_head + attn_sharded + kv_proj + mla_rep + experts + router + shared + dense + norms
+    known = (embed + lm_head + attn_sharded + kv_proj + mla_rep + experts + moe_rep + router + shared + dense + norms
              + idx_q + replicated + gdn_shard + col_bias + ple_embed + ple_shard + ple_rep_lin + v4_qa + hc)
     # Reconcile with the catalog's parameter estimate (text model = params_total - params_vision):
     # what the shapes do not explain (other linear-attention kinds, MLP biases, extra blocks) is a
@@ -617,7 +625,7 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     scale = np.where(has_total & (known > 0) & (known > text), text / np.where(known > 0, known, 1.0), 1.0)
     parts = {
         "embed": embed, "lm_head": lm_head, "attn_sharded": attn_sharded, "kv_proj": kv_proj,
-        "mla_replicated": mla_rep, "experts": experts, "router": router,
+        "mla_replicated": mla_rep, "experts": experts, "moe_replicated": moe_rep, "router": router,
         "sharded_mlp": shared + dense + other + gdn_shard + col_bias + ple_shard, "norms": norms,
         # the pieces of sharded_mlp, for per-part quantization (:func:`_part_quant`)
         "shared_mlp": shared, "dense_mlp": dense, "other": other, "gdn_shard": gdn_shard,
@@ -642,6 +650,8 @@ VISION_UNSHARDED_MODEL_TYPES: dict[str, str] = {
 #: other towers' mergers (Qwen-VL ``PatchMerger``) are column / row parallel.
 VISION_REPLICATED_CONNECTOR_MODEL_TYPES: dict[str, str] = {
     "idefics3": "vllm/model_executor/models/idefics3.py:356-364 (Idefics3SimpleMLP.proj)",
+    "kimi_k25": "vllm/model_executor/models/kimi_k25_vit.py:910-946 (KimiK25MultiModalProjector)",
+    "kimi_k3": "vllm/model_executor/models/kimi_k25_vit.py:910-946 (KimiK25MultiModalProjector, kimi_k3/nvidia/model.py)",
 }
 
 
@@ -671,6 +681,8 @@ FP32_ROUTER_MODEL_TYPES: dict[str, str] = {
     "step3p5": "vllm/model_executor/models/step3p5.py:343",
     "afmoe": "vllm/model_executor/models/afmoe.py:90",
     "hy_v3": "vllm/model_executor/models/hy_v3.py:159",
+    "glm4v_moe_text": "vllm/model_executor/models/glm4_moe.py:145 (GLM-4.5V's text model is Glm4MoeForCausalLM, "
+                      "glm4_1v.py:1803)",
 }
 
 
@@ -685,7 +697,27 @@ VISION_ENCODER_DP_MODEL_TYPES: dict[str, str] = {
     "qwen3_5_moe": "vllm/model_executor/models/qwen3_vl.py:1962 (qwen3_5.py:703 subclass)",
     "glm4v_moe": "vllm/model_executor/models/glm4_1v.py:1762",
     "kimi_k25": "vllm/model_executor/models/kimi_k25.py:307",
+    "kimi_k3": "vllm/models/kimi_k3/nvidia/model.py:1581",
     "llama4": "vllm/model_executor/models/mllama4.py:742",
+    "minimax_m3_vl": "vllm/models/minimax_m3/nvidia/model.py:1122",
+}
+
+#: Architectures whose vision encoder also falls back to data parallelism (whole tower on every rank)
+#: when its attention heads (catalog ``vision_num_heads``) do not divide the TP size, with or without
+#: ``--mm-encoder-tp-mode data``: they call ``is_vit_use_data_parallel(num_heads)``
+#: (``vllm/model_executor/models/vision.py:141-156``). Keyed by catalog ``model_type``.
+VISION_HEADS_DP_FALLBACK_MODEL_TYPES: dict[str, str] = {
+    "kimi_k25": "vllm/model_executor/models/kimi_k25.py:344-346 (MoonViT, kimi_k25_vit.py:388)",
+    "kimi_k3": "vllm/models/kimi_k3/nvidia/model.py:1612-1614",
+}
+
+#: Architectures that pad each rank's routed-expert intermediate size up to a minimum when plain TP
+#: (no ``--enable-expert-parallel``) would cut it thinner: if ``moe_intermediate_size // tp < min``
+#: vLLM builds the experts with ``min * tp`` (``padded_moe_intermediate_size``), split as usual over
+#: the MoE-TP ranks (``tp * dp``). Keyed by catalog ``text_model_type``: (minimum, source). The
+#: minimum is the config's ``min_moe_intermediate_per_partition``, default 256; no catalog config sets it.
+MOE_MIN_INTERMEDIATE_PER_PARTITION: dict[str, tuple[int, str]] = {
+    "kimi_linear": (256, "vllm/models/kimi_k3/nvidia/model.py:417-428 (KimiMoE; Kimi-Linear and Kimi-K3)"),
 }
 
 
@@ -702,12 +734,14 @@ def _block_fp8(c: dict[str, np.ndarray]) -> np.ndarray:
     return fp8 & ~np.isnan(c["weight_block_n"]) & ~np.isnan(c["weight_block_k"])
 
 
-def _fp8_moe_scale_count(c: dict[str, np.ndarray], moe_tp: np.ndarray) -> np.ndarray:
+def _fp8_moe_scale_count(c: dict[str, np.ndarray], moe_tp: np.ndarray,
+                         intermediate: np.ndarray | None = None) -> np.ndarray:
     """float32 block scales per expert per rank of a block-FP8 MoE layer (models x tp).
 
     vLLM 0.33.0 ``Fp8MoEMethod.create_weights`` (``layers/quantization/fp8.py:619-632``): ``w13`` holds
     ``2 * ceil(I_p / block_n) * ceil(H / block_k)`` scales and ``w2`` ``ceil(H / block_n) * ceil(I_p /
-    block_k)``, for ``I_p = moe_intermediate_size / moe_tp``. When ``I_p`` is not a multiple of the
+    block_k)``, for ``I_p = moe_intermediate_size / moe_tp`` (``intermediate``, models x tp, replaces
+    ``moe_intermediate_size`` when the architecture pads it, :func:`_moe_intermediate_matrix`). When ``I_p`` is not a multiple of the
     block (``fp8.py:559-566``), ``refine_fp8_moe_block_shape`` (``layers/fused_moe/oracle/fp8.py:
     314-321``) refines the grid to ``gcd(block_n, block_k, I_p, H)`` square blocks (>= 32; below that
     vLLM refuses the layout).
@@ -715,7 +749,7 @@ def _fp8_moe_scale_count(c: dict[str, np.ndarray], moe_tp: np.ndarray) -> np.nda
     H = c["hidden_size"][:, None]
     bn = c["weight_block_n"][:, None]
     bk = c["weight_block_k"][:, None]
-    Ip = c["moe_intermediate_size"][:, None] / moe_tp
+    Ip = (c["moe_intermediate_size"][:, None] if intermediate is None else intermediate) / moe_tp
     ok = ~(np.isnan(bn) | np.isnan(bk) | np.isnan(Ip) | np.isnan(H))
     Ipi, Hi = np.where(ok, Ip, 1).astype(np.int64), np.where(ok, H, 1).astype(np.int64)
     bni, bki = np.where(ok, bn, 1).astype(np.int64), np.where(ok, bk, 1).astype(np.int64)
@@ -750,6 +784,26 @@ def _moe_layout(framework: str, t: np.ndarray, *, ep: int = 1, dp: int = 1,
     if framework == "vllm" and e == 1:
         return np.ones_like(t), t * d
     return np.full_like(t, e), np.maximum(1.0, np.floor(t / e))
+
+
+def _moe_intermediate_matrix(c: dict[str, np.ndarray], framework: str, t: np.ndarray, *,
+                             expert_parallel: bool = False) -> np.ndarray:
+    """Routed-expert intermediate size vLLM builds the experts with, shape (models, len(tp)) (elements).
+
+    ``moe_intermediate_size``, except for :data:`MOE_MIN_INTERMEDIATE_PER_PARTITION` architectures on
+    vLLM without expert parallelism at ``tp > 1``: when ``moe_intermediate_size // tp`` is below the
+    minimum, ``min * tp`` (``vllm/models/kimi_k3/nvidia/model.py:417-428``; the padding rows are
+    zero-filled, ``model.py:589-601``). It depends on TP only, not on DP, although the experts are
+    then split over ``tp * dp`` ranks (Kimi-Linear at TP 8: 1024 -> 2048, 256 per rank; at TP 8 x DP 2,
+    128 per rank).
+    """
+    inter = np.broadcast_to(c["moe_intermediate_size"][:, None], (len(c["moe_intermediate_size"]), t.shape[-1]))
+    if framework != "vllm" or expert_parallel:
+        return inter
+    mt = c["text_model_type"] if "text_model_type" in c else c["model_type"]
+    lo = np.array([float(MOE_MIN_INTERMEDIATE_PER_PARTITION.get(str(m), (np.nan,))[0]) for m in mt])[:, None]
+    pad = ~np.isnan(lo) & (t > 1) & (np.floor(inter / t) < lo)
+    return np.where(pad, lo * t, inter)
 
 
 def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, *, pp: int = 1,
@@ -808,6 +862,11 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     E = col("num_experts")
     per_expert = np.where(E > 0, col("experts") / np.where(E > 0, E, 1.0), 0.0)
     local_experts = np.ceil(E / e)
+    # architectures that pad a thin per-rank expert shard (:func:`_moe_intermediate_matrix`)
+    I_moe = c["moe_intermediate_size"][:, None]
+    I_eff = _moe_intermediate_matrix(c, framework, t, expert_parallel=expert_parallel)
+    grow = np.where(I_moe > 0, I_eff / np.where(I_moe > 0, I_moe, 1.0), 1.0)
+    per_expert = per_expert * grow
     ef, eq = pq["experts"]
     ef, eq = ef[:, None], eq[:, None]
     experts_fmt = c["quant_experts_format"]
@@ -817,7 +876,7 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     # 64 for the default (Triton) backend a Hopper GPU selects
     # (``layers/fused_moe/oracle/mxfp4.py:915-916``, via ``Mxfp4MoEMethod.maybe_roundup_sizes``,
     # ``layers/quantization/mxfp4.py:185-198``): e.g. gpt-oss's 2880 / 4 = 720 -> 768 per rank.
-    Ip = c["moe_intermediate_size"][:, None] / moe_tp
+    Ip = I_eff / moe_tp
     Ip_ok = ~np.isnan(Ip) & (Ip > 0)
     pad = np.where(Ip_ok, np.ceil(np.where(Ip_ok, Ip, 1.0) / MXFP4_MOE_ALIGN) * MXFP4_MOE_ALIGN
                    / np.where(Ip_ok, Ip, 1.0), 1.0)
@@ -825,12 +884,14 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     experts_q = np.where(mx_pad[:, None], experts_q * pad, experts_q)
     # block-FP8 experts: 1 B weights + float32 scales on the per-partition block grid (exact, not 4/blk)
     blk_fp8 = (np.where(known_e, experts_fmt == "fp8-block", _block_fp8(c)) & (weight_dtype is None))[:, None]
-    scales = _fp8_moe_scale_count(c, moe_tp)
+    scales = _fp8_moe_scale_count(c, moe_tp, I_eff)
     experts_fp8 = local_experts * (per_expert / moe_tp * 1.0 + scales * 4.0)
     experts_q = np.where(blk_fp8 & (E > 0), experts_fp8, experts_q)
     experts_r = ef * experts_q + (1.0 - ef) * local_experts * per_expert / moe_tp * base_
     rf, rq = pq["router"]
     router_r = col("router") * (rf * rq + (1.0 - rf) * np.maximum(base, _router_bytes(c)))[:, None]
+    # latent-MoE projections, whole on every rank, quantized like the shared experts' linears
+    moe_rep_r = col("moe_replicated") * shared_b
     lin_attn_b = _mix(pq["linear_attention"], base)[:, None]
     mlp_r = (col("dense_mlp") * dense_b + col("shared_mlp") * shared_b + col("other") * other_b
              + col("gdn_shard") * lin_attn_b + col("ple_shard") * dense_b + col("col_bias") * base_) / t
@@ -840,10 +901,15 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     rep_r = col("replicated") * base_ + col("replicated_linear") * attn_b + col("replicated_fp32") * 4.0
     # vision tower: split over TP except its patch / position embeddings (and the towers vLLM never
     # splits, _vision_replicated), or whole on every rank under ``mm_encoder_tp_mode="data"``
+    # (and on vLLM for the architectures that fall back to it when the vision heads do not divide TP)
     vdp = (np.isin(c["model_type"], list(VISION_ENCODER_DP_MODEL_TYPES)) if vision_dp else np.zeros(len(base), bool))[:, None]
+    if framework == "vllm":
+        vh = c["vision_num_heads"][:, None]
+        vdp = vdp | (np.isin(c["model_type"], list(VISION_HEADS_DP_FALLBACK_MODEL_TYPES))[:, None]
+                     & ~np.isnan(vh) & (np.mod(_nz(vh, 1.0), t) != 0))
     v_rep = col("vision_replicated")
     vision_r = ((col("vision") - v_rep) / np.where(vdp, 1.0, t) + v_rep) * _mix(pq["vision"], base)[:, None]
-    layer_part = kv_r + attn_r + experts_r + router_r + mlp_r + norms_r + rep_r
+    layer_part = kv_r + attn_r + experts_r + moe_rep_r + router_r + mlp_r + norms_r + rep_r
     stages = float(max(int(pp), 1))
     if stages == 1:
         return layer_part + embed_r + lm_r + vision_r
@@ -876,7 +942,13 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
       explicit ``ep`` > 1 without the flag keeps the generic layout (EP ``ep``, MoE-TP ``tp // ep``).
       Block-FP8 experts are 1 B per weight plus float32 scales on the per-partition block grid, refined
       to ``gcd`` blocks when the shard is not a block multiple (:func:`_fp8_moe_scale_count`,
-      ``quantization/fp8.py:554-632``);
+      ``quantization/fp8.py:554-632``). Each expert is ``3`` (gated, catalog ``mlp_gated``) or ``2``
+      matrices of ``moe_latent_size`` (when set, else ``hidden_size``) x ``moe_intermediate_size``;
+      :data:`MOE_MIN_INTERMEDIATE_PER_PARTITION` architectures (KimiMoE) widen the intermediate size to
+      ``min * tp`` when plain TP would cut it below ``min`` per rank (:func:`_moe_intermediate_matrix`);
+    * latent-MoE projections (``2 * hidden * moe_latent_size`` per MoE layer: Nemotron-H
+      ``fc1/fc2_latent_proj``, Kimi-K3 ``routed_expert_down/up_proj``) are ``ReplicatedLinear``: whole
+      on every rank, TP and DP alike;
     * router replicated, in float32 for :data:`FP32_ROUTER_MODEL_TYPES` (``GateLinear(params_dtype=
       torch.float32)``), else the model dtype; shared experts and dense MLPs split over TP;
     * norms replicated, and whole on every rank as well (see :func:`_param_parts`): learned position
@@ -888,7 +960,9 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
       connector / whole tower of :data:`VISION_REPLICATED_CONNECTOR_MODEL_TYPES` /
       :data:`VISION_UNSHARDED_MODEL_TYPES`), on the first PP stage; with ``vision_dp=True``
       (``--mm-encoder-tp-mode data``) whole on every rank for the architectures in
-      :data:`VISION_ENCODER_DP_MODEL_TYPES` (others ignore the flag);
+      :data:`VISION_ENCODER_DP_MODEL_TYPES` (others ignore the flag), and on vLLM also whole when the
+      vision heads do not divide TP for :data:`VISION_HEADS_DP_FALLBACK_MODEL_TYPES` (MoonViT,
+      ``models/vision.py:141-156``);
     * PP: ``ceil(layers / pp)`` layers on the heaviest stage plus the larger of (embedding + vision) and
       LM head.
 

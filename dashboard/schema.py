@@ -76,6 +76,7 @@ COLUMNS: Final[tuple[tuple[str, str, str], ...]] = (
     ("hidden_size", "Int64", "Model width d_model (elements)."),
     ("num_hidden_layers", "Int64", "Decoder layers (all kinds: full, sliding-window, linear attention, Mamba)."),
     ("intermediate_size", "Int64", "Dense MLP width (elements); for MoE models the dense layers' width."),
+    ("mlp_gated", "boolean", "MLPs (dense, routed and shared experts) are gated: 3 matrices (gate, up, down) of hidden x width; False for non-gated activations (relu2, gelu, ...): 2 matrices (up, down)."),
     ("vocab_size", "Int64", "Vocabulary rows of the embedding (unpadded)."),
     ("tie_word_embeddings", "boolean", "LM head shares the embedding matrix."),
     ("max_position_embeddings", "Int64", "Maximum context length the config declares (tokens)."),
@@ -119,6 +120,7 @@ COLUMNS: Final[tuple[tuple[str, str, str], ...]] = (
     ("shared_expert_intermediate_size", "Int64", "Total width of the shared expert MLP (elements); NA when none."),
     ("num_dense_layers", "Int64", "Decoder layers with a dense MLP instead of MoE (first_k_dense_replace, mlp_only_layers, ...)."),
     ("num_moe_layers", "Int64", "Decoder layers with an MoE MLP."),
+    ("moe_latent_size", "Int64", "Latent width the routed experts run at (elements) when the MoE block projects hidden states down before the experts and back up after them (`moe_latent_size`, `routed_expert_hidden_size`); NA when the experts run at hidden_size."),
     # --- linear attention / SSM -------------------------------------------------------------------
     ("has_linear_attention", "boolean", "Has GDN, KDA or Mamba layers."),
     ("linear_attention_kind", "string", "`gdn`, `kda`, `mamba2`, or empty."),
@@ -165,7 +167,7 @@ COLUMNS: Final[tuple[tuple[str, str, str], ...]] = (
     ("params_total", "float64", "Estimated parameters from the shapes (count, not billions), text model + vision tower."),
     ("params_active", "float64", "Estimated parameters active per token (MoE: top-k routed + shared + dense); = params_total for dense."),
     ("params_vision", "float64", "Estimated parameters of the vision tower (count), 0 when none."),
-    ("params_vision_embed", "float64", "Part of params_vision in the patch and position embeddings (count): convolutions / tables no framework splits over TP."),
+    ("params_vision_embed", "float64", "Part of params_vision in the tower's input convolutions and embedding tables: patch embedding, learned position embedding and, for GLM-4.xV, the Conv2d downsample (count): modules vLLM does not split over TP; 0 when none."),
     ("params_vision_connector", "float64", "Part of params_vision in the projector / patch merger(s) into the language model (count, deepstack mergers included)."),
     ("parse_notes", "string", "`; `-joined notes: fields missing, inferred, contradictory or unreadable."),
 )

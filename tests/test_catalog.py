@@ -297,6 +297,47 @@ def test_compressed_tensors_block_structure_feeds_the_block_columns(shipped: pd.
     assert r.quant_bits == 8 and pd.isna(r.weight_block_n) and pd.isna(r.weight_block_k)
 
 
+def test_latent_moe_width_and_non_gated_mlps(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    # Nemotron-3 Ultra: experts at moe_latent_size; Kimi-K3: at routed_expert_hidden_size (text_config)
+    raw = json.loads((configs_dir / "nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json").read_text())
+    assert row(shipped, "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16").moe_latent_size == raw["moe_latent_size"] == 2048
+    raw = json.loads((configs_dir / "moonshotai--Kimi-K3.json").read_text())
+    assert row(shipped, "moonshotai/Kimi-K3").moe_latent_size == raw["text_config"]["routed_expert_hidden_size"] == 3584
+    assert pd.isna(row(shipped, "moonshotai/Kimi-Linear-48B-A3B-Instruct").moe_latent_size)
+    assert pd.isna(row(shipped, "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16").moe_latent_size)
+    # mlp_gated: relu2 (Nemotron-H mlp_hidden_act) and GELU MLPs have no gate; SiLU / SITU ones do
+    for mid, gated in (("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", False), ("openai-community/gpt2", False),
+                       ("moonshotai/Kimi-K3", True), ("moonshotai/Kimi-K2.5", True), ("zai-org/GLM-4.5V", True)):
+        assert bool(row(shipped, mid).mlp_gated) is gated, mid
+    assert shipped["mlp_gated"].notna().all()
+
+
+def test_vision_tower_sizes_follow_the_vllm_modules(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    # GLM-4.5V (glm4_1v.py Glm4vVisionTransformer): block MLP out_hidden_size wide, merger a gated MLP of
+    # intermediate_size at out_hidden_size, Conv2d downsample, (image_size / patch)^2 position rows
+    vc = json.loads((configs_dir / "zai-org--GLM-4.5V.json").read_text())["vision_config"]
+    h, o, i, d, p, m = (vc["hidden_size"], vc["out_hidden_size"], vc["intermediate_size"], vc["depth"],
+                        vc["patch_size"], vc["spatial_merge_size"])
+    blocks = d * (4 * h * h + 3 * h * o + 4 * h)
+    embed = vc["in_channels"] * vc["temporal_patch_size"] * p * p * h + (vc["image_size"] // p) ** 2 * h + h * o * m * m
+    glm = row(shipped, "zai-org/GLM-4.5V")
+    assert glm.params_vision == blocks + embed + o * o + 3 * o * i
+    assert (glm.params_vision_embed, glm.params_vision_connector) == (embed, o * o + 3 * o * i)
+    # MoonViT (Kimi-K2.5 / K3): patches merged by merge_kernel_size, qkv_hidden_size attention (K3)
+    for mid in ("moonshotai/Kimi-K2.5", "moonshotai/Kimi-K3"):
+        vc = json.loads((configs_dir / (mid.replace("/", "--") + ".json")).read_text())["vision_config"]
+        h, i, d, p = vc["vt_hidden_size"], vc["vt_intermediate_size"], vc["vt_num_hidden_layers"], vc["patch_size"]
+        q = vc.get("qkv_hidden_size", h)
+        mi = h * vc["merge_kernel_size"][0] * vc["merge_kernel_size"][1]
+        embed = 3 * p * p * h + vc["init_pos_emb_height"] * vc["init_pos_emb_width"] * h
+        expect = d * (4 * h * q + 2 * h * i + 4 * h) + embed + mi * mi + mi * vc["text_hidden_size"]
+        assert row(shipped, mid).params_vision == expect, mid
+        assert row(shipped, mid).params_vision_connector == mi * mi + mi * vc["text_hidden_size"], mid
+        assert row(shipped, mid).params_vision_embed == embed, mid
+    text = shipped[~shipped.has_vision.astype(bool)]
+    assert (text.params_vision_embed == 0).all() and (text.params_vision_connector == 0).all()
+
+
 def test_lfm2_short_convolution_blocks_hold_no_kv_cache(shipped: pd.DataFrame, configs_dir: Path) -> None:
     raw = json.loads((configs_dir / "LiquidAI--LFM2-1.2B.json").read_text())
     r = row(shipped, "LiquidAI/LFM2-1.2B")

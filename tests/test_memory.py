@@ -191,6 +191,39 @@ def test_expert_parallel_and_pipeline_parallel_split_weights(rec):
     assert odd > 16_060_522_496 / 3  # the heaviest stage holds ceil(32 / 3) = 11 layers + embeddings
 
 
+def test_latent_moe_projections_replicated_and_experts_over_tp_times_dp(rec):
+    # Nemotron-3 Ultra: relu2 experts (2 matrices) at moe_latent_size, fc1/fc2_latent_proj whole on every rank
+    u = rec("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16")
+    H, lat, E, I, n_moe = 8192, 2048, 512, 5120, 48
+    experts = n_moe * E * 2 * lat * I * 2
+    latent_proj = n_moe * 2 * H * lat * 2
+    tp8 = memory.weight_bytes_per_rank(u, "vllm", 8)
+    tp8dp2 = memory.weight_bytes_per_rank(u, "vllm", 8, dp=2)
+    assert tp8 - tp8dp2 == pytest.approx(experts / 16, rel=1e-6)  # only the experts shrink with DP
+    assert tp8 > latent_proj + experts / 8
+
+
+def test_kimi_moe_pads_thin_expert_shards(rec):
+    # KimiMoE (Kimi-Linear): moe_intermediate_size 1024 // tp < 256 -> experts built with 256 * tp
+    k = rec("moonshotai/Kimi-Linear-48B-A3B-Instruct")
+    experts = 26 * 256 * 3 * 2304 * 1024 * 2  # 26 MoE layers of 256 experts, bf16
+    tp8 = memory.weight_bytes_per_rank(k, "vllm", 8)
+    ep8 = memory.weight_bytes_per_rank(k, "vllm", 8, expert_parallel=True)  # EP: 32 whole experts, no padding
+    assert tp8 - ep8 == pytest.approx(experts / 4 - experts / 8, rel=1e-9)  # TP 8: 2048 / 8 = 256 per rank
+    assert memory.weight_bytes_per_rank(k, "vllm", 8, dp=2) == pytest.approx(tp8 - experts / 8, rel=1e-9)  # 128
+    assert memory.weight_bytes_per_rank(k, "vllm", 4) - memory.weight_bytes_per_rank(k, "vllm", 4, expert_parallel=True) \
+        == pytest.approx(0.0, abs=1.0)  # 1024 / 4 = 256: no padding needed
+
+
+def test_moonvit_whole_when_vision_heads_do_not_divide_tp(rec):
+    k = rec("moonshotai/Kimi-K2.5")  # 16 vision heads
+    for tp in (2, 4, 8, 16):
+        assert memory.weight_bytes_per_rank(k, "vllm", tp) < memory.weight_bytes_per_rank(k, "vllm", tp, vision_dp=True)
+    assert memory.weight_bytes_per_rank(k, "vllm", 32) == memory.weight_bytes_per_rank(k, "vllm", 32, vision_dp=True)
+    # SGLang is not modelled with that fallback: its tower stays split
+    assert memory.weight_bytes_per_rank(k, "sglang", 32) < memory.weight_bytes_per_rank(k, "vllm", 32)
+
+
 # ------------------------------------------------------------------------- GPU table ----
 def test_gpu_table_has_required_gpus_in_driver_bytes():
     g = memory.load_gpus()

@@ -42,29 +42,12 @@ EXPECTED_MISSES: dict[str, tuple[float, str]] = {
         -89.9, "GPTBigCodeForCausalLM is served by vLLM's Transformers backend (models/registry.py:753), which "
         "shards only what the HF tp_plan names; GPTBigCode has none, so only the vocab-parallel embedding and "
         "LM head shrink with TP (-1.2 % at TP 1 with the harness's GPTQ sidecar); that backend is not modelled"),
-    "moonshotai/Kimi-K3": (
-        -57.7, "the quantized parts are right (catalog quant_*: routed experts MXFP4, everything else 16-bit, the "
-        "compressed-tensors config never reaching MoonViT, kimi_k3/nvidia/model.py:1882-1887), but the shapes are "
-        "not: its latent MoE runs the 896 experts in a smaller latent width with replicated "
-        "routed_expert_up/down_proj (kimi_k3/nvidia/model.py:470-505) and KDA projections are not catalog "
-        "shapes (-4.7 % at TP 1); MoonViT's own data-parallel switch and the layout above TP 8 are not modelled"),
-    "moonshotai/Kimi-Linear-48B-A3B-Instruct": (
-        -86.9, "within 0.1 % for TP 1-4, but vLLM's rank-0 bytes stop shrinking above TP 4 (24.6 GB at TP 4, "
-        "24.1 GB at TP 8): the KDA / MoE layout above TP 4 is not explained yet"),
     "nvidia/Qwen3-235B-A22B-NVFP4": (
         +11.6, "built with the harness's NVFP4 hf_quant_config.json (data/conformance/sidecars/README.md): "
         "+0.05 % at TP 1, growing with MoE-TP (= tp x dp) to +11.6 % at TP 64 x DP 3: the NVFP4 expert shard "
         "per rank is smaller than moe_intermediate_size / moe_tp once that is below the kernel's tile"),
-    "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4": (
-        -6.2, "built with the harness's NVFP4 hf_quant_config.json (data/conformance/sidecars/README.md): "
-        "-1.7 % at TP 1 (the Mamba mixer's 16-bit share), -6.2 % under DP (the Nemotron-3 DP gap of "
-        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16)"),
-    "nvidia/Kimi-K2.5-NVFP4": (-11.9, "quantized parts modelled (within 0.3 % up to TP 16 and with vision DP); the "
-                               "MoonViT gap of moonshotai/Kimi-K2.5 at TP 32-64"),
-    "nvidia/Kimi-K2.6-NVFP4": (-11.7, "MoonViT gap at TP 32-64: see nvidia/Kimi-K2.5-NVFP4"),
-    "nvidia/Kimi-K2.7-Code-NVFP4": (-11.7, "MoonViT gap at TP 32-64: see nvidia/Kimi-K2.5-NVFP4"),
     "nvidia/MiniMax-M3-NVFP4": (
-        -18.1, "quantized parts modelled (MIXED_PRECISION: MXFP8 attention / dense / shared experts, NVFP4 "
+        -5.5, "quantized parts modelled (MIXED_PRECISION: MXFP8 attention / dense / shared experts, NVFP4 "
         "routed experts, float32 router): -0.3 % at TP 1; the fused qkv_proj carries the sparse-attention "
         "index heads, replicated with the KV heads above TP 8 (minimax_m3/nvidia/model.py:440-456), which the "
         "catalog counts as TP-sharded (-2 % at TP 16 x DP 3), and the vision tower under vision DP "
@@ -79,20 +62,6 @@ EXPECTED_MISSES: dict[str, tuple[float, str]] = {
                                        "attention and shared experts block-FP8; the shared-expert block padding "
                                        "at TP 32-64 of deepseek-ai/DeepSeek-V4-Flash"),
     "nvidia/DeepSeek-V4-Pro-NVFP4": (-1.4, "shared-expert block padding at TP 64: see deepseek-ai/DeepSeek-V4-Flash"),
-    "moonshotai/Kimi-K2.5": (
-        -7.5, "within 1 % for every layout up to TP 16 (int4 experts at 0.5 B + a bf16 scale per 32, the "
-        "rest 16-bit per the config's ignore list); at TP 32-64 without vision DP vLLM's rank-0 bytes carry "
-        "~0.9 GB more than the TP-split MoonViT tower (the same 21.6 GB at TP 32 with and without vision DP: "
-        "MoonViT's automatic data-parallel tower), not modelled yet"),
-    "zai-org/GLM-4.5V": (
-        +14.5, "GLM-4.5V vision tower and DP: within 1 % at TP 1 (+0.6 %), over-counts by up to +14.5 % in the "
-        "vision-DP / DP cells; the Glm4v tower layout under --mm-encoder-tp-mode data is not modelled yet"),
-    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": (
-        -3.5, "Nemotron-3 (NemotronH hybrid Mamba + latent MoE): within 0.1 % for every TP without DP, but "
-        "-3.4 % as soon as DP = 2 (constant over TP): the part of the MoE block that is not flattened over "
-        "tp x dp is not identified yet"),
-    "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": (-9.2, "Nemotron-3 under DP: see "
-                                                      "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"),
     "poolside/Laguna-XS.2-FP8": (
         -2.6, "quantized parts modelled (attention and router bf16 by the ignore regexes, MLPs and experts "
         "block-FP8); the catalog's attention shapes under-count vLLM's (1.43 G params of q/k/v/o/g_proj at "
