@@ -118,7 +118,7 @@ class _Props:
     major = 9
     minor = 0
     total_memory = H100_MEMORY
-    multi_processor_count = 132
+    multi_processor_count = 132  # H100 SXM
     L2_cache_size = 50 * 1024 * 1024
     max_threads_per_multi_processor = 2048
     regs_per_multiprocessor = 65536
@@ -194,10 +194,23 @@ def install_cuda() -> None:
         pass
 
 
+H100_SMS = 132
+
+
+def install_deep_gemm() -> None:
+    """DeepGEMM's device query (``get_num_sms``, read by the DSA indexer at construction) answered as
+    an H100 SXM would; DeepGEMM's kernels never run."""
+    try:
+        import deep_gemm
+    except Exception:  # noqa: BLE001 - not installed: SGLang takes its torch fallback
+        return
+    deep_gemm.get_num_sms = lambda: H100_SMS
+
+
 def meta_device_mode():
     """A ``TorchFunctionMode`` that puts every tensor on the meta device: the default device of
-    factories and also explicit CUDA devices (``device="cuda"``, ``device=0``), ``Tensor.to("cuda")`` and
-    ``.cuda()``. Shapes and dtypes are unchanged; no memory is allocated."""
+    factories and also explicit CUDA devices (``device="cuda"``, ``device=0``, ``empty_like(...,
+    device="cuda")``), ``Tensor.to("cuda")`` and ``.cuda()``. Shapes and dtypes are unchanged; no memory is allocated."""
     import torch
     from torch.overrides import TorchFunctionMode
     from torch.utils._device import _device_constructors
@@ -213,17 +226,19 @@ def meta_device_mode():
     class MetaEverywhere(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = dict(kwargs or {})
+            d = kwargs.get("device")
             if func in ctors:
-                d = kwargs.get("device")
                 if d is None or _is_cuda(d) or (isinstance(d, int) and not isinstance(d, bool)):
                     kwargs["device"] = meta
             elif func in (torch.Tensor.to,):
-                if _is_cuda(kwargs.get("device")):
+                if _is_cuda(d):
                     kwargs["device"] = meta
                 args = tuple(meta if (i > 0 and _is_cuda(a) and not isinstance(a, torch.dtype)) else a
                              for i, a in enumerate(args))
             elif func in (torch.Tensor.cuda, torch.Tensor.pin_memory):
                 return args[0]
+            elif _is_cuda(d):  # ``torch.empty_like(x, device="cuda")`` and the like
+                kwargs["device"] = meta
             return func(*args, **kwargs)
 
     return MetaEverywhere()
@@ -415,7 +430,10 @@ def sgl_stack(exc: BaseException, keep: int = 8) -> list[str]:
 
 
 REMOTE_CODE_MARKERS = ("trust_remote_code", "trust-remote-code", "execute the configuration file",
-                       "contains custom code")
+                       "contains custom code",
+                       # an architecture neither SGLang nor transformers has, whose code the config's
+                       # auto_map names (SGLang's Transformers-backend fallback without remote code)
+                       "loading the custom model from auto_map failed")
 
 
 def is_remote_code_error(exc: BaseException) -> bool:
@@ -444,6 +462,8 @@ HARNESS_MARKERS = (
     ("NVIDIA driver", "the code called the CUDA driver (no GPU here)"),
     ("Torch not compiled with CUDA", "the code called the CUDA runtime (no GPU here)"),
     ("cudaError", "the code called the CUDA runtime (no GPU here)"),
+    ("cuBLAS", "the code called cuBLAS (no GPU here)"),
+    ("the library was not initialized", "the code called a CUDA library (no GPU here)"),
     ("CUDA_ERROR", "the code called the CUDA driver (no GPU here)"),
     ("no CUDA device (harness stub)", "the code called the CUDA driver (no GPU here)"),
     ("NVML", "the code called NVML (no GPU here)"),
@@ -454,7 +474,10 @@ HARNESS_MARKERS = (
      "processor files)"),
     ("preprocessor_config.json", "the harness folder holds only config.json (a Hub repo has the "
      "processor files)"),
-    ("tokenizer", "the harness folder holds only config.json (a Hub repo has the tokenizer files)"),
+    ("Can't load tokenizer", "the harness folder holds only config.json (a Hub repo has the tokenizer "
+     "files)"),
+    ("tokenizer_config.json", "the harness folder holds only config.json (a Hub repo has the tokenizer "
+     "files)"),
 )
 
 
@@ -715,6 +738,7 @@ def main() -> int:
         from sglang.srt import server_args  # noqa: F401 - the launcher's imports, once
         from sglang.srt.model_loader import loader  # noqa: F401
 
+        install_deep_gemm()
         version = getattr(sglang, "__version__", None)
         if not version:
             import importlib.metadata as md
