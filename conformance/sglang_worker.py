@@ -24,7 +24,8 @@ It is run in two stages, as the launcher runs them:
 2. **Scheduler of TP rank 0** (``run_scheduler_process``): ``publish(role="scheduler")`` with the rank
    bundle of world rank 0, ``ModelConfig.from_server_args``, the parallel groups (stand-ins, below),
    ``initialize_dp_attention``, ``init_layer_runtime``, the scheduler's MoE/GEMM and Mamba initialisers,
-   then what ``ModelRunner.load_model`` does with ``--load-format dummy`` up to the model class:
+   the model runner's initial expert-location metadata (``maybe_init_expert_location_metadata``, on CPU
+   tensors), then what ``ModelRunner.load_model`` does with ``--load-format dummy`` up to the model class:
    ``DummyModelLoader``'s quantization config (``_get_quantization_config``) and ``_initialize_model``;
    then the check ``ModelRunner.__init__`` runs right after loading
    (``check_quantized_moe_compatibility``). An exception here is ``refused_build``; otherwise ``built``
@@ -46,7 +47,8 @@ Stand-ins (what is simulated, and nothing else):
   groups follow ``initialize_model_parallel``'s aliasing (attention-TP is the TP group when they are
   the same width, etc.).
 * **Tensors.** The model is constructed with every tensor on the meta device (a ``TorchFunctionMode``
-  that also redirects explicit ``device="cuda"`` factories and ``.to("cuda")``).
+  that also redirects explicit ``device="cuda"`` factories and ``.to("cuda")``). DeepGEMM's SM count is
+  an H100's; Triton's CUDA driver helper links the stub ``libcuda.so.1`` (own ``TRITON_CACHE_DIR``).
 * **Hub.** ``HF_HUB_OFFLINE=1``; the config is a local folder holding only the verbatim config.json.
   ``trust_remote_code`` is off: where SGLang asks for remote code, the cell is ``not_run``.
 """
@@ -301,7 +303,7 @@ def stub_group(name: str, world_size: int):
     from sglang.srt.distributed import parallel_state as ps
 
     class StubGroupCoordinator(ps.GroupCoordinator):
-        def __init__(self) -> None:  # noqa: D401 - no process group behind it
+        def __init__(self) -> None:  # no process group behind it
             pass
 
         def destroy(self) -> None:
@@ -598,7 +600,9 @@ def _scheduler_initialisers(server_args, model_config) -> None:
 
 def _load_config(server_args):
     """``ModelRunner.load_model``'s ``build_load_config`` for rank 0 (no remote-instance engine)."""
-    from sglang.srt.model_executor.model_runner_components.load_model_utils import build_load_config
+    from sglang.srt.model_executor.model_runner_components.load_model_utils import (
+        build_load_config,
+    )
 
     return build_load_config(server_args=server_args, load_format=None, tp_rank=0,
                              remote_instance_weight_transporter_engine=None,
@@ -649,7 +653,9 @@ def run_cell(model_dir: str, cell: dict) -> dict:
     # 1. the launcher's checks, before any scheduler starts
     try:
         server_args = engine_stage(model_dir, cell)
-    except BaseException as e:  # noqa: BLE001 - argparse exits with SystemExit
+    except BaseException as e:  # argparse refuses with SystemExit
+        if isinstance(e, (KeyboardInterrupt, MemoryError)):
+            raise
         rec.update(exc_record(e))
         rec["outcome"] = "refused_engine"
         harness = harness_reason(e)
@@ -657,8 +663,6 @@ def run_cell(model_dir: str, cell: dict) -> dict:
             rec["outcome"], rec["reason"] = "not_run", "remote code"
         elif harness:
             rec["outcome"], rec["reason"] = "harness_error", harness
-        elif isinstance(e, (KeyboardInterrupt, MemoryError)):
-            raise
         rec["seconds"] = round(time.perf_counter() - t0, 3)
         return rec
     # 2. rank 0's scheduler: groups (stand-ins), model class on the meta device
@@ -724,7 +728,20 @@ def registry(version: str) -> dict:
     from sglang.srt.models.registry import ModelRegistry
 
     archs = ModelRegistry.get_supported_archs()
-    return {"version": version, "architectures": list(archs)}
+    model_types: set[str] = set()
+    try:  # config model_types readable without remote code: SGLang's config classes + transformers'
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+        model_types |= set(CONFIG_MAPPING_NAMES)
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        from sglang.srt.utils.hf_transformers import config as scfg
+
+        model_types |= set(getattr(scfg, "_CONFIG_REGISTRY", {}))
+    except Exception:  # noqa: BLE001
+        pass
+    return {"version": version, "architectures": list(archs), "model_types": sorted(model_types)}
 
 
 def main() -> int:
@@ -734,7 +751,7 @@ def main() -> int:
     try:
         install_nvidia_smi()
         install_cuda()
-        import sglang  # noqa: F401
+        import sglang
         from sglang.srt import server_args  # noqa: F401 - the launcher's imports, once
         from sglang.srt.model_loader import loader  # noqa: F401
 
