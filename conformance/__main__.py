@@ -3,6 +3,7 @@
 Commands (see data/conformance/README.md for the venv set-up):
 
     python -m conformance run --framework vllm --venv /work/venvs/vllm-0.33.0 [--models ID ...] [--depth tp]
+    python -m conformance run --framework sglang --venv /work/venvs/sglang-0.5.23 --workers 1 [--no-assemble]
     python -m conformance assemble --framework vllm --version 0.33.0
     python -m conformance verify --framework vllm --venv /work/venvs/vllm-0.33.0 --sample 40 --seed 0
     python -m conformance report --version 0.33.0      # results + remaining mismatches in the README
@@ -39,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="folder of <org>--<name>.json configs (default: ../shared/hub-configs)")
     r.add_argument("--models", nargs="*", help="only these model ids")
     r.add_argument("--depth", choices=("full", "tp"), default="full",
-                   help="full: TP sizes x EP off/on, DP 2/3 for MoE, vision DP; tp: TP sizes only (default: full)")
+                   help="full: vLLM: TP sizes x EP off/on, DP 2/3 for MoE, vision DP; SGLang: TP sizes x EP "
+                   "off/on x attention-DP 1/2/4; tp: TP sizes only (default: full)")
     r.add_argument("--workers", type=int, default=2, help="worker processes at once (default: 2)")
     r.add_argument("--batch", type=int, default=12, help="models per worker process (default: 12)")
     r.add_argument("--limit", type=int, help="run at most this many models (the rest stay for the next run)")

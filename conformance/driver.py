@@ -28,7 +28,8 @@ from dashboard.catalog import model_id_from_filename
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data" / "conformance"
-WORKER = {"vllm": Path(__file__).resolve().parent / "vllm_worker.py"}
+WORKER = {"vllm": Path(__file__).resolve().parent / "vllm_worker.py",
+          "sglang": Path(__file__).resolve().parent / "sglang_worker.py"}
 CELL_PREFIX = "@@CELL "
 MODEL_START = "@@MODEL_START "
 MODEL_DONE = "@@MODEL_DONE "
@@ -37,6 +38,8 @@ MODEL_DONE = "@@MODEL_DONE "
 TP_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
 #: DP sizes run without EP for MoE models (MoE tensor parallelism spans TP x DP there).
 MOE_DP_SIZES = (2, 3)
+#: SGLang: attention-DP sizes (``--attn-dp-size``; recorded in the ``dp`` column).
+SGLANG_ATTN_DP_SIZES = (1, 2, 4)
 OUTCOMES = ("built", "refused_engine", "refused_build", "harness_error", "not_run")
 
 #: Columns of a conformance table, in order.
@@ -103,9 +106,13 @@ def _has_vision(raw: dict) -> bool:
     return isinstance(raw.get("vision_config"), dict)
 
 
-def plan_cells(raw: dict, depth: str = "full") -> list[Cell]:
-    """The cells run for one model: every TP size with EP off and on; DP 2 and 3 without EP for MoE
-    models; vision-DP (``mm_encoder_tp_mode="data"``) for models with a vision tower."""
+def plan_cells(raw: dict, depth: str = "full", framework: str = "vllm") -> list[Cell]:
+    """The cells run for one model. vLLM: every TP size with EP off and on; DP 2 and 3 without EP for
+    MoE models; vision-DP (``mm_encoder_tp_mode="data"``) for models with a vision tower. SGLang:
+    every TP size x EP off/on (``--ep-size`` = TP) x attention-DP 1/2/4 (``--attn-dp-size``, in the
+    ``dp`` field), for every model (see :func:`plan_cells_sglang`)."""
+    if framework == "sglang":
+        return plan_cells_sglang(depth)
     cells = [Cell(tp) for tp in TP_SIZES]
     if depth == "tp":
         return cells
@@ -115,6 +122,15 @@ def plan_cells(raw: dict, depth: str = "full") -> list[Cell]:
     if _has_vision(raw):
         cells += [Cell(tp, vision_dp=True) for tp in TP_SIZES if tp > 1]
     return cells
+
+
+def plan_cells_sglang(depth: str = "full") -> list[Cell]:
+    """SGLang's cells: TP x EP off/on x attention-DP 1/2/4, in table order (EP, DP, TP). ``dp`` is the
+    attention-DP size (``--attn-dp-size``; data-parallel replicas, ``--dp-size``, are not run), ``ep``
+    means ``--ep-size`` equal to the TP size. ``depth="tp"``: the TP sizes alone."""
+    if depth == "tp":
+        return [Cell(tp) for tp in TP_SIZES]
+    return [Cell(tp, dp=dp, ep=ep) for ep in (False, True) for dp in SGLANG_ATTN_DP_SIZES for tp in TP_SIZES]
 
 
 def work_dir(framework: str, version: str) -> Path:
@@ -268,7 +284,7 @@ def run(python: str, framework: str, version: str, configs_dir: Path, *, models:
                 if not queue:
                     return
                 b = queue.pop(0)
-            run_batch(python, framework, [(f, plan_cells(_raw(f), depth)) for f in b], platform=platform,
+            run_batch(python, framework, [(f, plan_cells(_raw(f), depth, framework)) for f in b], platform=platform,
                       model_timeout=model_timeout, on_model=on_model)
 
     threads = [threading.Thread(target=worker) for _ in range(max(1, workers))]

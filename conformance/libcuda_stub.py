@@ -1,7 +1,8 @@
 """A stand-in ``libcuda.so.1`` (the NVIDIA driver library) for machines without a GPU driver.
 
 vLLM's CUDA wheels link their kernel extensions (``vllm/_C_stable_libtorch.abi3.so`` ...) against
-``libcuda.so.1``; without it, ``import vllm.platforms.cuda`` fails before any model code runs. This
+``libcuda.so.1``, and so do SGLang's (``sgl_kernel/sm90/common_ops.abi3.so``); without it,
+``import vllm.platforms.cuda`` or ``import sgl_kernel`` fails before any model code runs. This
 module compiles a library that defines every ``cu*`` symbol those extensions import, each returning
 ``CUDA_ERROR_NO_DEVICE`` (100), and ``cuDeviceGetCount`` reporting 0 devices. No kernel ever runs in the
 harness (tensors are on the meta device), so these functions are never reached on the build path; if
@@ -15,13 +16,25 @@ import subprocess
 import sys
 from pathlib import Path
 
+#: Packages of the frameworks' venvs whose extensions link libcuda.so.1 directly.
+PACKAGES = ("vllm", "sgl_kernel", "deep_gemm", "flash_mla", "humming", "tilelang")
 ALWAYS = ("cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuGetProcAddress",
-          "cuGetProcAddress_v2", "cuGetErrorString", "cuGetErrorName")
+          "cuGetProcAddress_v2", "cuGetErrorString", "cuGetErrorName",
+          # Triton's CUDA driver helper (triton/backends/nvidia/driver.c), compiled and loaded when a
+          # module asks Triton for its target (SGLang's fla kernels at import)
+          "cuCtxGetCurrent", "cuCtxGetDevice", "cuCtxGetLimit", "cuCtxSetCurrent", "cuCtxSetLimit",
+          "cuDeviceGetAttribute", "cuDevicePrimaryCtxRetain", "cuFuncGetAttribute", "cuFuncSetAttribute",
+          "cuFuncSetCacheConfig", "cuLaunchKernelEx", "cuModuleGetFunction", "cuModuleLoadData",
+          "cuModuleUnload", "cuOccupancyMaxActiveClusters", "cuPointerGetAttribute", "cuPointerGetAttributes",
+          "cuTensorMapEncodeIm2col", "cuTensorMapEncodeTiled")
 
 
 def undefined_cu_symbols(site_packages: Path) -> list[str]:
     syms = set(ALWAYS)
-    for so in list(site_packages.glob("vllm/*.so")) + list(site_packages.glob("vllm/**/*.so")):
+    sos = []
+    for pkg in PACKAGES:
+        sos += list(site_packages.glob(f"{pkg}/*.so")) + list(site_packages.glob(f"{pkg}/**/*.so"))
+    for so in sorted(set(sos)):
         out = subprocess.run(["nm", "-D", "--undefined-only", str(so)], capture_output=True, text=True).stdout
         for line in out.splitlines():
             m = re.search(r"\bU (cu[A-Z]\w*)", line)
