@@ -721,6 +721,34 @@ MOE_MIN_INTERMEDIATE_PER_PARTITION: dict[str, tuple[int, str]] = {
 }
 
 
+#: Architectures whose block-FP8 shared-expert MLP vLLM 0.33.0 pads to whole weight blocks per rank:
+#: ``n_local = cdiv(intermediate // block_n, tp)`` blocks, so the layer is built ``n_local * block_n * tp``
+#: wide and stops shrinking once ``tp`` exceeds the block count (trailing ranks zero-filled). Keyed by
+#: catalog ``text_model_type``.
+BLOCK_PADDED_SHARED_MLP_MODEL_TYPES: dict[str, str] = {
+    "deepseek_v4": "vllm/models/deepseek_v4/nvidia/model.py:145-151 (DeepseekV4MLP)",
+}
+
+
+def _shared_mlp_padding(c: dict[str, np.ndarray], framework: str, t: np.ndarray) -> np.ndarray:
+    """Growth factor (models x tp) of the shared-expert MLP under :data:`BLOCK_PADDED_SHARED_MLP_MODEL_TYPES`
+    (1 elsewhere, and for frameworks other than vLLM)."""
+    one = np.ones((len(c["hidden_size"]), t.shape[-1]))
+    if framework != "vllm":
+        return one
+    mt = c["text_model_type"] if "text_model_type" in c else c["model_type"]
+    bn = c["weight_block_n"][:, None]
+    ish = np.where(np.isnan(c["shared_expert_intermediate_size"]),
+                   _nz(c["num_shared_experts"]) * _nz(c["moe_intermediate_size"]),
+                   c["shared_expert_intermediate_size"])[:, None]
+    sel = (np.isin(mt, list(BLOCK_PADDED_SHARED_MLP_MODEL_TYPES))
+           & (c["quant_shared_experts_format"] == "fp8-block"))[:, None] & ~np.isnan(bn) & (bn > 0) & (ish > 0)
+    bn_ = np.where(sel, bn, 1.0)
+    ish_ = np.where(sel, ish, 1.0)
+    padded = np.ceil(np.floor(ish_ / bn_) / t) * bn_ * t
+    return np.where(sel, np.maximum(padded, ish_) / ish_, one)
+
+
 def _router_bytes(c: dict[str, np.ndarray]) -> np.ndarray:
     """Bytes per router element: 4 for :data:`FP32_ROUTER_MODEL_TYPES`, else 0 (= the model dtype)."""
     mt = c["text_model_type"] if "text_model_type" in c else c["model_type"]
@@ -872,6 +900,19 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     experts_fmt = c["quant_experts_format"]
     known_e = ~np.isnan(c["quant_experts_fraction"])
     experts_q = local_experts * per_expert / moe_tp * eq
+    # NVFP4 experts (ModelOptNvFp4FusedMoE.create_weights, layers/quantization/modelopt.py:946-985): the
+    # down projection's packed weight and fp8 block scales run along the per-rank intermediate width
+    # I_p, with ``I_p // 2`` bytes and ``I_p // 16`` scales per row, so a rank whose I_p is not a
+    # multiple of 16 holds fewer scale bytes than 0.5625 B per element (e.g. Qwen3-235B at MoE-TP 128:
+    # I_p = 12, no scales at all)
+    mats_ = np.where(np.isnan(c["mlp_gated"]) | _flag(c["mlp_gated"]), 3.0, 2.0)[:, None]
+    Ip_n = I_eff / moe_tp
+    nv_e = (np.where(known_e, experts_fmt == "nvfp4", qb == WEIGHT_DTYPE_BYTES["nvfp4"]) & (weight_dtype is None))[:, None]
+    Ip_s = np.where(nv_e & (Ip_n > 0), Ip_n, 1.0)
+    w2_b = (np.floor(Ip_s / 2) + np.floor(Ip_s / 16)) / Ip_s  # bytes per w2 element
+    nv_bytes = ((mats_ - 1) * WEIGHT_DTYPE_BYTES["nvfp4"] + w2_b) / mats_
+    experts_q = np.where(nv_e & (eq == WEIGHT_DTYPE_BYTES["nvfp4"]), local_experts * per_expert / moe_tp * nv_bytes,
+                         experts_q)
     # MXFP4 experts: vLLM 0.33.0 rounds each rank's intermediate shard up to the MoE kernel's tile,
     # 64 for the default (Triton) backend a Hopper GPU selects
     # (``layers/fused_moe/oracle/mxfp4.py:915-916``, via ``Mxfp4MoEMethod.maybe_roundup_sizes``,
@@ -893,7 +934,8 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     # latent-MoE projections, whole on every rank, quantized like the shared experts' linears
     moe_rep_r = col("moe_replicated") * shared_b
     lin_attn_b = _mix(pq["linear_attention"], base)[:, None]
-    mlp_r = (col("dense_mlp") * dense_b + col("shared_mlp") * shared_b + col("other") * other_b
+    shared_pad = _shared_mlp_padding(c, framework, t) if weight_dtype is None else 1.0
+    mlp_r = (col("dense_mlp") * dense_b + col("shared_mlp") * shared_b * shared_pad + col("other") * other_b
              + col("gdn_shard") * lin_attn_b + col("ple_shard") * dense_b + col("col_bias") * base_) / t
     norms_r = col("norms") * base_
     # replicated on every rank: 16-bit tensors (positions, row-parallel biases, DSA wk_weights_proj) and

@@ -386,3 +386,23 @@ def test_vllm_gemma4_per_layer_embeddings_match_a_measured_build(rec):
     assert r["params_vision"] == base.params_vision  # the same tower as the 31B
     est = memory.weight_bytes_per_rank(r, "vllm", 4)
     assert est == pytest.approx(5_273_450_080, rel=0.001)
+
+
+def test_deepseek_v4_block_fp8_shared_expert_is_padded_to_whole_blocks_per_rank():
+    """vLLM 0.33.0 DeepseekV4MLP (vllm/models/deepseek_v4/nvidia/model.py:145-151): the block-FP8 shared
+    expert is built ``cdiv(I // 128, tp) * 128 * tp`` wide, so it stops shrinking once TP exceeds its
+    block count (DeepSeek-V4-Flash: I = 2048 = 16 blocks; Pro: I = 3072 = 24 blocks)."""
+    import numpy as np
+
+    from dashboard.catalog import load_catalog
+
+    cat = load_catalog().set_index("model_id", drop=False)
+    t = np.array([[1.0, 8.0, 16.0, 32.0, 64.0]])
+    flash = memory._shared_mlp_padding(memory._cols(cat.loc[["deepseek-ai/DeepSeek-V4-Flash"]]), "vllm", t)
+    assert flash[0].tolist() == [1.0, 1.0, 1.0, 2.0, 4.0]
+    pro = memory._shared_mlp_padding(memory._cols(cat.loc[["deepseek-ai/DeepSeek-V4-Pro"]]), "vllm", t)
+    assert pro[0].tolist() == [1.0, 1.0, 4096 / 3072, 4096 / 3072, 8192 / 3072]
+    # other frameworks, and the compressed-tensors NVFP4 shared expert (no weight_block_size), are not padded
+    assert memory._shared_mlp_padding(memory._cols(cat.loc[["deepseek-ai/DeepSeek-V4-Flash"]]), "sglang", t)[0].tolist() == [1.0] * 5
+    rh = memory._shared_mlp_padding(memory._cols(cat.loc[["RedHatAI/DeepSeek-V4-Flash-NVFP4-FP8"]]), "vllm", t)
+    assert rh[0].tolist() == [1.0] * 5

@@ -42,26 +42,12 @@ EXPECTED_MISSES: dict[str, tuple[float, str]] = {
         -89.9, "GPTBigCodeForCausalLM is served by vLLM's Transformers backend (models/registry.py:753), which "
         "shards only what the HF tp_plan names; GPTBigCode has none, so only the vocab-parallel embedding and "
         "LM head shrink with TP (-1.2 % at TP 1 with the harness's GPTQ sidecar); that backend is not modelled"),
-    "nvidia/Qwen3-235B-A22B-NVFP4": (
-        +11.6, "built with the harness's NVFP4 hf_quant_config.json (data/conformance/sidecars/README.md): "
-        "+0.05 % at TP 1, growing with MoE-TP (= tp x dp) to +11.6 % at TP 64 x DP 3: the NVFP4 expert shard "
-        "per rank is smaller than moe_intermediate_size / moe_tp once that is below the kernel's tile"),
     "nvidia/MiniMax-M3-NVFP4": (
         -5.5, "quantized parts modelled (MIXED_PRECISION: MXFP8 attention / dense / shared experts, NVFP4 "
         "routed experts, float32 router): -0.3 % at TP 1; the fused qkv_proj carries the sparse-attention "
         "index heads, replicated with the KV heads above TP 8 (minimax_m3/nvidia/model.py:440-456), which the "
         "catalog counts as TP-sharded (-2 % at TP 16 x DP 3), and the vision tower under vision DP "
         "(-18 % at TP 32) is not modelled"),
-    "deepseek-ai/DeepSeek-V4-Flash": (
-        -1.7, "routed experts MXFP4 from expert_dtype=fp4 (with the tile padding), attention / compressors / DSA "
-        "indexer / float32 hyper-connections as catalog shapes: within 1 % up to TP 16; at TP 32-64 the "
-        "block-FP8 shared expert is padded to whole 128-blocks per rank (deepseek_v4/nvidia/model.py:145-151, "
-        "so it splits at most 16 ways), which is not modelled; the hash layers' tid2eid table (9.3 MB) and "
-        "the compressors' ape (5.6 MB) are not counted"),
-    "nvidia/DeepSeek-V4-Flash-NVFP4": (-2.5, "routed experts NVFP4 (moe_quant_algo under the fp8 DeepSeek-V4 config), "
-                                       "attention and shared experts block-FP8; the shared-expert block padding "
-                                       "at TP 32-64 of deepseek-ai/DeepSeek-V4-Flash"),
-    "nvidia/DeepSeek-V4-Pro-NVFP4": (-1.4, "shared-expert block padding at TP 64: see deepseek-ai/DeepSeek-V4-Flash"),
     "poolside/Laguna-XS.2-FP8": (
         -2.6, "quantized parts modelled (attention and router bf16 by the ignore regexes, MLPs and experts "
         "block-FP8); the catalog's attention shapes under-count vLLM's (1.43 G params of q/k/v/o/g_proj at "
