@@ -44,10 +44,10 @@ EXPECTED_MISSES: dict[str, tuple[float, str]] = {
         "LM head shrink with TP (-1.2 % at TP 1 with the harness's GPTQ sidecar); that backend is not modelled"),
     "nvidia/MiniMax-M3-NVFP4": (
         -5.5, "quantized parts modelled (MIXED_PRECISION: MXFP8 attention / dense / shared experts, NVFP4 "
-        "routed experts, float32 router): -0.3 % at TP 1; the fused qkv_proj carries the sparse-attention "
-        "index heads, replicated with the KV heads above TP 8 (minimax_m3/nvidia/model.py:440-456), which the "
-        "catalog counts as TP-sharded (-2 % at TP 16 x DP 3), and the vision tower under vision DP "
-        "(-18 % at TP 32) is not modelled"),
+        "routed experts, float32 router): -0.3 % at TP 1; the fused qkv_proj also carries the sparse-attention "
+        "index heads (one per KV head, replicated with them above TP 8, minimax_m3/nvidia/model.py:440-456), "
+        "which are not catalog shapes (-2.0 % at TP 16 x DP 3), and the tower under vision DP is "
+        "under-counted (-1.7 % at TP 8, -5.5 % at TP 32)"),
     "poolside/Laguna-XS.2-FP8": (
         -2.6, "quantized parts modelled (attention and router bf16 by the ignore regexes, MLPs and experts "
         "block-FP8); the catalog's attention shapes under-count vLLM's (1.43 G params of q/k/v/o/g_proj at "
