@@ -64,14 +64,20 @@ import tempfile
 import time
 import traceback
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("SGLANG_DISABLE_REQUEST_LOGGING", "1")
-# Triton compiles its CUDA driver helper against the stub libcuda.so.1: keep that build out of the
-# user's ~/.triton cache (a helper built against the stub is useless on a real machine)
-os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(sys.prefix, "conformance-stubs", "triton-cache"))
+
+
+def set_worker_env() -> None:
+    """The worker process's environment (called by :func:`main` only, so importing this module -- as the
+    tests do -- changes nothing in the importing process)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("SGLANG_DISABLE_REQUEST_LOGGING", "1")
+    # Triton compiles its CUDA driver helper against the stub libcuda.so.1: keep that build out of the
+    # user's ~/.triton cache (a helper built against the stub is useless on a real machine)
+    os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(sys.prefix, "conformance-stubs", "triton-cache"))
+
 
 CELL_PREFIX = "@@CELL "
 MODEL_START = "@@MODEL_START "
@@ -745,6 +751,7 @@ def registry(version: str) -> dict:
 
 
 def main() -> int:
+    set_worker_env()
     job = json.loads(sys.stdin.readline())
     platform_kind = job.get("platform", "cuda-sm90")
     models = job["models"] if "models" in job else [job]

@@ -70,3 +70,13 @@ def test_harness_and_remote_code_classification() -> None:
     assert w.harness_reason(ValueError("KDA num_heads (32) must be divisible by shard tp_size (12)")) == ""
     assert w.is_remote_code_error(ValueError("... Please pass the argument `trust_remote_code=True` ..."))
     assert not w.is_remote_code_error(AssertionError("16 is not divisible by 32"))
+
+
+def test_importing_the_worker_leaves_the_environment_alone() -> None:
+    """The worker sets HF_HUB_OFFLINE and friends in its own process only: importing it (as these tests do)
+    must not turn the rest of the test session offline."""
+    import os
+
+    before = dict(os.environ)
+    _worker()
+    assert dict(os.environ) == before
