@@ -23,6 +23,11 @@ from typing import Iterable
 
 import pandas as pd
 
+from conformance.worker_common import (  # the workers' protocol
+    CELL_PREFIX,
+    MODEL_DONE,
+    MODEL_START,
+)
 from dashboard.atomic import atomic_write, atomic_write_text
 from dashboard.catalog import model_id_from_filename
 
@@ -30,9 +35,6 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data" / "conformance"
 WORKER = {"vllm": Path(__file__).resolve().parent / "vllm_worker.py",
           "sglang": Path(__file__).resolve().parent / "sglang_worker.py"}
-CELL_PREFIX = "@@CELL "
-MODEL_START = "@@MODEL_START "
-MODEL_DONE = "@@MODEL_DONE "
 
 #: TP sizes of the tables (the dashboard's defaults).
 TP_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)

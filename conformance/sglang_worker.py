@@ -64,6 +64,24 @@ import tempfile
 import time
 import traceback
 
+try:  # imported by the project (tests, driver)
+    from conformance.worker_common import (
+        MODEL_DONE,
+        MODEL_START,
+        emit,
+        innermost_site,
+        param_bytes,
+        param_list,
+    )
+except ImportError:  # run as a script by the framework venv's interpreter: the sibling file
+    from worker_common import (
+        MODEL_DONE,
+        MODEL_START,
+        emit,
+        innermost_site,
+        param_bytes,
+        param_list,
+    )
 
 
 def set_worker_env() -> None:
@@ -79,9 +97,6 @@ def set_worker_env() -> None:
     os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(sys.prefix, "conformance-stubs", "triton-cache"))
 
 
-CELL_PREFIX = "@@CELL "
-MODEL_START = "@@MODEL_START "
-MODEL_DONE = "@@MODEL_DONE "
 H100_MEMORY = 85_520_809_984  # nvidia-smi memory.total 81559 MiB x 2^20 (data/gpus.csv H100-80GB)
 H100_MIB = 81559
 H100_NAME = "NVIDIA H100 80GB HBM3"
@@ -419,14 +434,6 @@ def raise_site(exc: BaseException) -> tuple[str, int, str]:
     return rel, int(pick.lineno or 0), pick.name
 
 
-def innermost_site(exc: BaseException) -> tuple[str, int]:
-    tb = traceback.extract_tb(exc.__traceback__)
-    if not tb:
-        return "", 0
-    fr = tb[-1]
-    return fr.filename, int(fr.lineno or 0)
-
-
 def sgl_stack(exc: BaseException, keep: int = 8) -> list[str]:
     """The last ``keep`` frames inside the sglang package, innermost last, as ``file:line function``."""
     out = []
@@ -616,35 +623,6 @@ def _load_config(server_args):
                              weight_cache_mode=None, weight_cache_socket=None)
 
 
-def param_bytes(model) -> tuple[int, int, dict]:
-    """Bytes and element count of rank 0's parameters (meta tensors report their real dtype)."""
-    total_b = total_n = 0
-    by_dtype: dict[str, int] = {}
-    seen = set()
-    for p in model.parameters():
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
-        n = p.numel()
-        b = n * p.element_size()
-        total_b += b
-        total_n += n
-        k = str(p.dtype).replace("torch.", "")
-        by_dtype[k] = by_dtype.get(k, 0) + b
-    return total_b, total_n, by_dtype
-
-
-def param_list(model) -> list[list]:
-    """Rank 0's parameters as ``[name, shape, dtype, bytes]`` (``python -m conformance params``)."""
-    out, seen = [], set()
-    for name, p in model.named_parameters(remove_duplicate=False):
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
-        out.append([name, list(p.shape), str(p.dtype).replace("torch.", ""), p.numel() * p.element_size()])
-    return out
-
-
 def run_cell(model_dir: str, cell: dict) -> dict:
     """Build one cell; returns the outcome record (never raises)."""
     rec = dict(cell)
@@ -692,11 +670,6 @@ def run_cell(model_dir: str, cell: dict) -> dict:
     rec["seconds"] = round(time.perf_counter() - t0, 3)
     del model
     return rec
-
-
-def emit(rec: dict) -> None:
-    sys.stdout.write(CELL_PREFIX + json.dumps(rec, default=str) + "\n")
-    sys.stdout.flush()
 
 
 def run_model(job_model: dict, platform_kind: str, version: str) -> None:

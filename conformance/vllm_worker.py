@@ -1,7 +1,8 @@
 """One vLLM worker: builds one model's cells with vLLM's own code and prints one JSON line per cell.
 
 Run by the framework venv's interpreter (``/path/to/venv/bin/python conformance/vllm_worker.py``), not
-imported by the project: it depends only on vLLM, torch and the standard library.
+imported by the project: it depends only on vLLM, torch, the standard library and its stdlib-only sibling
+``worker_common.py`` (the protocol and the parameter accounting it shares with ``sglang_worker.py``).
 
 Protocol: the first line on stdin is a JSON job ``{"platform": "cuda-sm90" | "cpu", "models":
 [{"config_path", "model_id", "cells": [{"tp", "pp", "dp", "ep", "vision_dp"}, ...]}, ...]}``. Per
@@ -32,16 +33,37 @@ import tempfile
 import time
 import traceback
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+try:  # imported by the project (tests, driver)
+    from conformance.worker_common import (
+        MODEL_DONE,
+        MODEL_START,
+        emit,
+        innermost_site,
+        param_bytes,
+        param_list,
+    )
+except ImportError:  # run as a script by the framework venv's interpreter: the sibling file
+    from worker_common import (
+        MODEL_DONE,
+        MODEL_START,
+        emit,
+        innermost_site,
+        param_bytes,
+        param_list,
+    )
 
-CELL_PREFIX = "@@CELL "
-MODEL_START = "@@MODEL_START "
-MODEL_DONE = "@@MODEL_DONE "
+
+def set_worker_env() -> None:
+    """The worker process's environment (called by :func:`main` only, so importing this module changes
+    nothing in the importing process; ``sglang_worker.set_worker_env`` likewise)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
 H100_MEMORY = 85_520_809_984  # nvidia-smi memory.total 81559 MiB x 2^20 (data/gpus.csv H100-80GB)
 
 
@@ -287,14 +309,6 @@ def raise_site(exc: BaseException) -> tuple[str, int, str]:
     return rel, int(pick.lineno or 0), pick.name
 
 
-def innermost_site(exc: BaseException) -> tuple[str, int]:
-    tb = traceback.extract_tb(exc.__traceback__)
-    if not tb:
-        return "", 0
-    fr = tb[-1]
-    return fr.filename, int(fr.lineno or 0)
-
-
 REMOTE_CODE_MARKERS = ("trust_remote_code", "trust-remote-code", "execute the configuration file",
                        "contains custom code")
 
@@ -431,35 +445,6 @@ def kv_specs(vllm_config) -> list[dict]:
     return out
 
 
-def param_bytes(model) -> tuple[int, int, dict]:
-    """Bytes and element count of rank 0's parameters (meta tensors report their real dtype)."""
-    total_b = total_n = 0
-    by_dtype: dict[str, int] = {}
-    seen = set()
-    for p in model.parameters():
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
-        n = p.numel()
-        b = n * p.element_size()
-        total_b += b
-        total_n += n
-        k = str(p.dtype).replace("torch.", "")
-        by_dtype[k] = by_dtype.get(k, 0) + b
-    return total_b, total_n, by_dtype
-
-
-def param_list(model) -> list[list]:
-    """Rank 0's parameters as ``[name, shape, dtype, bytes]`` (``python -m conformance params``)."""
-    out, seen = [], set()
-    for name, p in model.named_parameters(remove_duplicate=False):
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
-        out.append([name, list(p.shape), str(p.dtype).replace("torch.", ""), p.numel() * p.element_size()])
-    return out
-
-
 def run_cell(model_dir: str, cell: dict) -> dict:
     """Build one cell; returns the outcome record (never raises)."""
     import torch
@@ -531,11 +516,6 @@ def run_cell(model_dir: str, cell: dict) -> dict:
     return rec
 
 
-def emit(rec: dict) -> None:
-    sys.stdout.write(CELL_PREFIX + json.dumps(rec, default=str) + "\n")
-    sys.stdout.flush()
-
-
 def _known_model_types() -> list[str]:
     out: set[str] = set()
     try:
@@ -592,6 +572,7 @@ def run_model(job_model: dict, platform_kind: str, version: str) -> None:
 
 
 def main() -> int:
+    set_worker_env()
     job = json.loads(sys.stdin.readline())
     platform_kind = job.get("platform", "cuda-sm90")
     models = job["models"] if "models" in job else [job]
