@@ -494,6 +494,24 @@ def _global_attn(c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.n
     return np.where(has & ~_flag(c["is_mla"]), full, 0.0), ghd, gkv
 
 
+def _text_model_type(c: dict[str, np.ndarray]) -> np.ndarray:
+    """The language model's ``model_type`` (catalog ``text_model_type``, else ``model_type``)."""
+    return c["text_model_type"] if "text_model_type" in c else c["model_type"]
+
+
+def _mlp_matrices(c: dict[str, np.ndarray]) -> np.ndarray:
+    """Weight matrices per MLP / expert: 3 when gated (gate, up, down; also when unknown), 2 for
+    non-gated activations such as Nemotron-H's relu2 (catalog ``mlp_gated``)."""
+    return np.where(np.isnan(c["mlp_gated"]) | _flag(c["mlp_gated"]), 3.0, 2.0)
+
+
+def _shared_intermediate(c: dict[str, np.ndarray]) -> np.ndarray:
+    """Total shared-expert width per MoE layer (elements): ``shared_expert_intermediate_size``, else
+    ``num_shared_experts x moe_intermediate_size``."""
+    return np.where(np.isnan(c["shared_expert_intermediate_size"]),
+                    _nz(c["num_shared_experts"]) * _nz(c["moe_intermediate_size"]), c["shared_expert_intermediate_size"])
+
+
 def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Parameter counts by how vLLM 0.33.0 partitions them (1-D arrays, one entry per model).
 
@@ -565,7 +583,7 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     mix = (2 + m) * m
     hc = np.where(m > 0, L * 2 * (mix * m * H + mix + 3) + m * m * H + m + 1, 0.0)
     # MoE (matrices per MLP: 3 when gated, 2 for non-gated activations such as Nemotron-H's relu2)
-    mats = np.where(np.isnan(c["mlp_gated"]) | _flag(c["mlp_gated"]), 3.0, 2.0)
+    mats = _mlp_matrices(c)
     n_moe = np.where(np.isnan(c["num_moe_layers"]), L - _nz(c["num_dense_layers"]), c["num_moe_layers"])
     n_moe = np.where(is_moe, n_moe, 0.0)
     E = _nz(c["num_experts"])
@@ -576,8 +594,7 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     experts = n_moe * E * mats * expert_h * _nz(c["moe_intermediate_size"])
     moe_rep = n_moe * 2 * H * _nz(latent)
     router = n_moe * H * E
-    shared_i = np.where(np.isnan(c["shared_expert_intermediate_size"]),
-                        _nz(c["num_shared_experts"]) * _nz(c["moe_intermediate_size"]), c["shared_expert_intermediate_size"])
+    shared_i = _shared_intermediate(c)
     shared = n_moe * mats * H * shared_i
     # layers with a dense MLP: the catalog's count (hybrids: Mamba / attention-only blocks have none)
     n_dense = np.where(np.isnan(c["num_dense_layers"]) | ~is_moe, L - n_moe, c["num_dense_layers"])
@@ -736,11 +753,9 @@ def _shared_mlp_padding(c: dict[str, np.ndarray], framework: str, t: np.ndarray)
     one = np.ones((len(c["hidden_size"]), t.shape[-1]))
     if framework != "vllm":
         return one
-    mt = c["text_model_type"] if "text_model_type" in c else c["model_type"]
+    mt = _text_model_type(c)
     bn = c["weight_block_n"][:, None]
-    ish = np.where(np.isnan(c["shared_expert_intermediate_size"]),
-                   _nz(c["num_shared_experts"]) * _nz(c["moe_intermediate_size"]),
-                   c["shared_expert_intermediate_size"])[:, None]
+    ish = _shared_intermediate(c)[:, None]
     sel = (np.isin(mt, list(BLOCK_PADDED_SHARED_MLP_MODEL_TYPES))
            & (c["quant_shared_experts_format"] == "fp8-block"))[:, None] & ~np.isnan(bn) & (bn > 0) & (ish > 0)
     bn_ = np.where(sel, bn, 1.0)
@@ -751,7 +766,7 @@ def _shared_mlp_padding(c: dict[str, np.ndarray], framework: str, t: np.ndarray)
 
 def _router_bytes(c: dict[str, np.ndarray]) -> np.ndarray:
     """Bytes per router element: 4 for :data:`FP32_ROUTER_MODEL_TYPES`, else 0 (= the model dtype)."""
-    mt = c["text_model_type"] if "text_model_type" in c else c["model_type"]
+    mt = _text_model_type(c)
     return np.where(np.isin(mt, list(FP32_ROUTER_MODEL_TYPES)), 4.0, 0.0)
 
 
@@ -828,7 +843,7 @@ def _moe_intermediate_matrix(c: dict[str, np.ndarray], framework: str, t: np.nda
     inter = np.broadcast_to(c["moe_intermediate_size"][:, None], (len(c["moe_intermediate_size"]), t.shape[-1]))
     if framework != "vllm" or expert_parallel:
         return inter
-    mt = c["text_model_type"] if "text_model_type" in c else c["model_type"]
+    mt = _text_model_type(c)
     lo = np.array([float(MOE_MIN_INTERMEDIATE_PER_PARTITION.get(str(m), (np.nan,))[0]) for m in mt])[:, None]
     pad = ~np.isnan(lo) & (t > 1) & (np.floor(inter / t) < lo)
     return np.where(pad, lo * t, inter)
@@ -905,7 +920,7 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     # I_p, with ``I_p // 2`` bytes and ``I_p // 16`` scales per row, so a rank whose I_p is not a
     # multiple of 16 holds fewer scale bytes than 0.5625 B per element (e.g. Qwen3-235B at MoE-TP 128:
     # I_p = 12, no scales at all)
-    mats_ = np.where(np.isnan(c["mlp_gated"]) | _flag(c["mlp_gated"]), 3.0, 2.0)[:, None]
+    mats_ = _mlp_matrices(c)[:, None]
     Ip_n = I_eff / moe_tp
     nv_e = (np.where(known_e, experts_fmt == "nvfp4", qb == WEIGHT_DTYPE_BYTES["nvfp4"]) & (weight_dtype is None))[:, None]
     Ip_s = np.where(nv_e & (Ip_n > 0), Ip_n, 1.0)
