@@ -59,12 +59,19 @@ COLUMNS = (
 SIDECARS = DATA / "sidecars"
 
 
+#: verbatim sidecars of catalog models (the catalog reads them too, dashboard.catalog.default_sidecars_dir)
+VERBATIM_SIDECARS = REPO / "data" / "sidecars"
+
+
 def sidecars_for(model_id: str) -> dict[str, str]:
-    """{file name: path} of the harness's sidecar files for ``model_id`` (empty when none)."""
-    d = SIDECARS / model_id.replace("/", "--")
-    if not d.is_dir():
-        return {}
-    return {p.name: str(p) for p in sorted(d.iterdir()) if p.is_file() and p.suffix == ".json"}
+    """{file name: path} of the sidecar files put beside ``model_id``'s config.json (empty when none):
+    the verbatim ones in ``data/sidecars/`` and the harness's own in ``data/conformance/sidecars/``."""
+    out: dict[str, str] = {}
+    for root in (VERBATIM_SIDECARS, SIDECARS):
+        d = root / model_id.replace("/", "--")
+        if d.is_dir():
+            out.update({p.name: str(p) for p in sorted(d.iterdir()) if p.is_file() and p.suffix == ".json"})
+    return out
 
 
 @dataclass(frozen=True)

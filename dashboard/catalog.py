@@ -564,7 +564,7 @@ def _empty_record(model_id: str, source: str, sha: Any, fetched_at: Any) -> dict
 
 
 def normalize_config(raw: object, model_id: str, *, source: str = "snapshot", sha: str | None = None,
-                     fetched_at: str | None = None) -> dict[str, Any]:
+                     fetched_at: str | None = None, sidecars: Mapping[str, object] | None = None) -> dict[str, Any]:
     """Normalize one raw ``config.json`` into a catalog record.
 
     Parameters
@@ -573,6 +573,11 @@ def normalize_config(raw: object, model_id: str, *, source: str = "snapshot", sh
         row with ``status="invalid_json"``.
     model_id : ``org/name``.
     source, sha, fetched_at : provenance columns (``fetched_at`` defaults to now, ISO-8601 UTC).
+    sidecars : optional ``{file name: content}`` of the repository's quantization sidecars
+        (:data:`QUANT_SIDECARS`: AutoGPTQ's ``quantize_config.json``, AutoAWQ's ``quant_config.json``;
+        content as for ``raw``). Read only when ``config.json`` has no ``quantization_config``: early
+        GPTQ / AWQ repositories keep their quantization there. Other names, and unreadable files, are
+        ignored with a note.
 
     Returns
     -------
@@ -609,7 +614,7 @@ def normalize_config(raw: object, model_id: str, *, source: str = "snapshot", sh
                 rec["status"] = "invalid_json"
                 rec["status_reason"] = f"config is not a JSON object (got {type(cfg).__name__})"
             else:
-                _fill(rec, cfg, notes)
+                _fill(rec, cfg, notes, _quant_sidecar(sidecars, notes))
     except RecursionError:
         rec["status"], rec["status_reason"] = "error", "config nested too deeply"
     except Exception as e:  # last line of defence: a bad config must never crash a catalog build
@@ -623,7 +628,48 @@ def normalize_config(raw: object, model_id: str, *, source: str = "snapshot", sh
     return rec
 
 
-def _fill(rec: dict[str, Any], cfg: Mapping, notes: list[str]) -> None:
+#: Quantization files a repository may keep beside ``config.json`` -> the quant_method they imply when
+#: they do not name one (AutoGPTQ writes ``quantize_config.json``, AutoAWQ ``quant_config.json``; vLLM
+#: reads them for ``--quantization gptq`` / ``awq``, ``vllm/model_executor/model_loader/weight_utils.py``
+#: ``get_quant_config``). In order of preference.
+QUANT_SIDECARS: dict[str, str] = {"quantize_config.json": "gptq", "quant_config.json": "awq"}
+_MAX_SIDECAR_BYTES = 1 << 20
+
+
+def _quant_sidecar(sidecars: Mapping[str, object] | None, notes: list[str]) -> tuple[str, dict] | None:
+    """(file name, parsed object with ``quant_method``) of the first readable quantization sidecar."""
+    if not sidecars:
+        return None
+    if not isinstance(sidecars, Mapping):
+        notes.append("sidecars is not a mapping: ignored")
+        return None
+    for name in sidecars:
+        if name not in QUANT_SIDECARS:
+            notes.append(f"sidecar {_short(name, 40)} is not a quantization file: ignored")
+    for name, method in QUANT_SIDECARS.items():
+        if name not in sidecars:
+            continue
+        v = sidecars[name]
+        if isinstance(v, (bytes, bytearray, str)):
+            if len(v) > _MAX_SIDECAR_BYTES:
+                notes.append(f"{name} larger than {_MAX_SIDECAR_BYTES} bytes: ignored")
+                continue
+            try:
+                v = json.loads(bytes(v).decode("utf-8") if isinstance(v, (bytes, bytearray)) else v)
+            except (ValueError, UnicodeDecodeError, RecursionError) as e:
+                notes.append(f"{name} unreadable ({_short(str(e), 80)}): ignored")
+                continue
+        if not isinstance(v, Mapping):
+            notes.append(f"{name} is not a JSON object: ignored")
+            continue
+        q = dict(v)
+        if not isinstance(q.get("quant_method"), str):
+            q["quant_method"] = method
+        return name, q
+    return None
+
+
+def _fill(rec: dict[str, Any], cfg: Mapping, notes: list[str], sidecar: tuple[str, dict] | None = None) -> None:
     model_type = _clean_str(cfg.get("model_type"), "model_type", notes)
     if model_type is None:
         notes.append("model_type missing")
@@ -709,7 +755,7 @@ def _fill(rec: dict[str, Any], cfg: Mapping, notes: list[str]) -> None:
     _linear(rec, r, notes)
     _extra_shapes(rec, r, notes)
     _vision(rec, cfg, notes)
-    _quant(rec, cfg, text, notes)
+    _quant(rec, cfg, text, notes, sidecar)
     _params(rec, r, cfg, notes)
     _status(rec, notes)
 
@@ -794,12 +840,22 @@ def _attention(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
     elif heads is not None and kv is not None:
         rec["attention_kind"] = "mha" if kv == heads else ("mqa" if kv == 1 else "gqa")
 
-    # per-layer heterogeneous head counts: keep the headline value, note the spread
+    # per-layer heterogeneous head counts (Laguna ``num_attention_heads_per_layer``, one entry per decoder
+    # layer, vLLM models/laguna.py:490-501): keep the headline value, note the spread, and average the
+    # query heads over the layers for the parameter counts (q / o / gate widths scale with them)
+    rec["num_attention_heads_mean"] = float(heads) if heads is not None else None
     per_layer = r.get("num_attention_heads_per_layer")
     if isinstance(per_layer, list) and per_layer:
-        vals = sorted({x for x in per_layer if isinstance(x, int) and not isinstance(x, bool)})
+        ints = [x for x in per_layer if isinstance(x, int) and not isinstance(x, bool) and 0 < x <= _MAX_SIZE]
+        vals = sorted(set(ints))
         if len(vals) > 1:
             notes.append(f"attention heads vary per layer: {vals[:6]}")
+        n_layers = rec["num_hidden_layers"]
+        if len(ints) == len(per_layer) and n_layers and len(ints) == n_layers:
+            rec["num_attention_heads_mean"] = sum(ints) / len(ints)
+        else:
+            notes.append(f"num_attention_heads_per_layer ignored: {len(per_layer)} entries, "
+                         f"{len(ints)} valid, {n_layers} layers")
     gkv = r.get("num_global_key_value_heads")
     if gkv is not None and gkv != kv:
         notes.append(f"full-attention layers use num_global_key_value_heads={_short(gkv, 20)}"
@@ -915,6 +971,17 @@ def _extra_shapes(rec: dict, r: _Reader, notes: list[str]) -> None:
         rec["attn_output_gate"] = mt == "qwen3_next"
     else:
         rec["attn_output_gate"] = _as_bool(gate, "attn_output_gate", notes)
+    # Laguna's separate output-gate projection g_proj (vLLM models/laguna.py:327-351): ``gating`` true or
+    # "per-head" -> hidden -> heads (one gate per head); "per-element" -> hidden -> heads x head_dim,
+    # counted like attn_output_gate
+    rec["attn_head_gate"] = False
+    lg = r.get("gating") if mt == "laguna" else None
+    if lg is True or lg == "per-head":
+        rec["attn_head_gate"] = True
+    elif lg == "per-element":
+        rec["attn_output_gate"] = True
+    elif lg not in (None, False):
+        notes.append(f"gating={_short(lg, 20)} not understood: no output gate counted")
     # DeepSeek-V4: grouped low-rank output, per-layer KV compressors, hyper-connections
     ol = r.int("o_lora_rank", fallback_top=False, tf=False)
     rec["o_lora_rank"] = ol
@@ -926,7 +993,22 @@ def _extra_shapes(rec: dict, r: _Reader, notes: list[str]) -> None:
     inh = r.int("index_n_heads", fallback_top=False, tf=False, hi=_MAX_HEADS)
     ihd = r.int("index_head_dim", fallback_top=False, tf=False, hi=1 << 16)
     rec["index_n_heads"], rec["index_head_dim"] = inh, ihd
-    if inh and ihd and r.get("index_topk") is not None:
+    sac = r.get("sparse_attention_config")
+    if inh is None and isinstance(sac, Mapping) and sac.get("use_sparse_attention") is True:
+        # MiniMax-M3 block-sparse attention: the layers with a non-zero sparse_attention_freq entry fuse
+        # index_q (sparse_num_index_heads = KV heads, sharded like them) and one replicated index_k head of
+        # sparse_index_dim into qkv_proj (vLLM models/minimax_m3/nvidia/model.py:98-106, 433-446;
+        # layers/linear.py:1365-1440 MinimaxM3QKVParallelLinearWithIndexer)
+        inh = _as_int(sac.get("sparse_num_index_heads"), "sparse_num_index_heads", notes, hi=_MAX_HEADS)
+        ihd = _as_int(sac.get("sparse_index_dim"), "sparse_index_dim", notes, hi=1 << 16)
+        freq = sac.get("sparse_attention_freq")
+        rec["index_n_heads"], rec["index_head_dim"] = inh, ihd
+        if inh and ihd and isinstance(freq, list) and len(freq) <= (1 << 20):
+            rec["num_indexer_layers"] = sum(1 for x in freq if x not in (0, None, False))
+        else:
+            rec["num_indexer_layers"] = None
+            notes.append("sparse_attention_config without a readable sparse_attention_freq: indexer layers not counted")
+    elif inh and ihd and r.get("index_topk") is not None:
         if rec["is_mla"] and rec["q_lora_rank"]:
             rec["num_indexer_layers"] = _index_layers(r, n, notes)
         elif ol and rec["q_lora_rank"] and ratios is not None:
@@ -1431,6 +1513,18 @@ def _vision(rec: dict, cfg: Mapping, notes: list[str]) -> None:
         elif scale and top_mt.startswith("idefics"):
             # Idefics3 connector: pixel shuffle by scale_factor, then one linear (vllm models/idefics3.py:356-364)
             merger = vh * scale * scale * out
+        elif top_mt == "minimax_m3_vl":
+            # MiniMax-M3 (vLLM models/minimax_m3/common/vision_tower.py:530-660): projector vision width ->
+            # projector_hidden_size -> text width, then the patch merger (text width x spatial_merge^2 ->
+            # projector_hidden_size -> text width, img_token_compression_config); both with biases by default
+            th = rec["hidden_size"] or out
+            mid = _as_int(cfg.get("projector_hidden_size"), "projector_hidden_size", notes) or th
+            comp = cfg.get("img_token_compression_config") or vc.get("img_token_compression_config")
+            sms = 2
+            if isinstance(comp, Mapping) and comp.get("spatial_merge_size") is not None:
+                sms = _as_int(comp.get("spatial_merge_size"), "img_token_compression_config.spatial_merge_size",
+                              notes, hi=64) or 2
+            merger = (vh * mid + mid + mid * th + th) + (th * sms * sms * mid + mid + mid * th + th)
         elif top_mt.startswith(("gemma3", "gemma4")) and merge == 1:
             # Gemma-3 / Gemma-4: one projection vision width -> text width (gemma4_mm.py:1010)
             merger = vh * out
@@ -1462,7 +1556,7 @@ _NAME_QUANT = (("nvfp4", "modelopt", "nvfp4", 4), ("mxfp4", "mxfp4", "mxfp4", 4)
                ("awq", "awq", "", 4), ("gptq", "gptq", "", 4), ("int4", "", "", 4), ("w4a16", "", "", 4))
 
 
-def _quant(rec: dict, cfg: Mapping, text: Mapping, notes: list[str]) -> None:
+def _quant(rec: dict, cfg: Mapping, text: Mapping, notes: list[str], sidecar: tuple[str, dict] | None = None) -> None:
     q = cfg.get("quantization_config")
     if not isinstance(q, Mapping) and text is not cfg:
         q = text.get("quantization_config")
@@ -1471,6 +1565,11 @@ def _quant(rec: dict, cfg: Mapping, text: Mapping, notes: list[str]) -> None:
     if q is not None and not isinstance(q, Mapping):
         notes.append("quantization_config is not an object: ignored")
         q = None
+    if not q and sidecar is not None:
+        q = sidecar[1]
+        notes.append(f"no quantization_config in config.json: quantization read from {sidecar[0]}")
+    elif q and sidecar is not None:
+        notes.append(f"{sidecar[0]} ignored: config.json has a quantization_config")
     if not q:
         rec["is_quantized"] = False
         name = (rec["name"] or "").lower()
@@ -1501,8 +1600,7 @@ def _quant(rec: dict, cfg: Mapping, text: Mapping, notes: list[str]) -> None:
         bits = _as_int(q.get("bits", q.get("w_bit")), "quant bits", notes, hi=64)
         group = _as_int(q.get("group_size", q.get("q_group_size")), "quant group_size", notes, lo=-1, hi=1 << 20)
         if group == -1:
-            group = None
-            notes.append("group_size -1: per-channel quantization")
+            notes.append("group_size -1: per-channel quantization (one scale per output column)")
     elif m == "bitsandbytes":
         bits = 4 if q.get("load_in_4bit") else (8 if q.get("load_in_8bit") else None)
         fmt = fmt or _clean_str(q.get("bnb_4bit_quant_type"), "bnb_4bit_quant_type", notes, cap=40)
@@ -1633,6 +1731,7 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
             # (vLLM models/kimi_k3/nvidia/mla.py:220-250 fused_qkv_a_g_proj)
             attn += h * heads * vd
     elif heads and kv and hd:
+        heads = rec["num_attention_heads_mean"] or heads  # q / o / gates: heads averaged over the layers
         vd = rec["v_head_dim"] or hd
         ql = r.int("q_lora_rank", fallback_top=False)
         q = (h * ql + ql * heads * hd) if ql else h * heads * hd
@@ -1647,6 +1746,8 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
         attn = q + h * kv * hd + (0 if ol else h * kv * vd) + o
         if rec["attn_output_gate"]:
             attn += h * heads * hd  # q_proj emits heads x head_dim gate values too
+        if rec["attn_head_gate"]:
+            attn += h * heads  # g_proj: one gate per head
     attn_full = attn
     ghd, gkv = rec["global_head_dim"], rec["num_global_key_value_heads"]
     if (ghd or gkv) and heads and kv and hd and not rec["is_mla"]:
@@ -1715,6 +1816,10 @@ def _params(rec: dict, r: _Reader, cfg: Mapping, notes: list[str]) -> None:
         n_dense = n
     n_full = rec["num_full_attention_layers"] or 0
     mixers = (n_attn - n_full) * attn + n_full * attn_full + n_lin * lin + n_cross * attn
+    if rec["num_indexer_layers"] and not rec["is_mla"] and not rec["q_lora_rank"] and rec["index_n_heads"]:
+        # MiniMax-M3: index_q (heads x dim) and index_k (one head) in qkv_proj, plus their q / k norms
+        inh, ihd = rec["index_n_heads"], rec["index_head_dim"]
+        mixers += rec["num_indexer_layers"] * (h * inh * ihd + h * ihd + 2 * ihd)
     if rec["num_indexer_layers"] and rec["q_lora_rank"] and rec["is_mla"]:
         # DSA indexer (vllm/models/deepseek_v32/attention.py:71-87): wq_b q_lora_rank -> heads x dim, fused
         # wk + weights_proj hidden -> dim + heads, k_norm LayerNorm (weight and bias)
@@ -1903,9 +2008,32 @@ def model_id_from_filename(path: str | os.PathLike) -> str:
     return f"{org}/{name}" if sep else stem
 
 
+def read_sidecars(folder: str | os.PathLike | None, model_id: str) -> dict[str, bytes]:
+    """``{file name: bytes}`` of the :data:`QUANT_SIDECARS` in ``folder/<org>--<name>/`` (empty when the
+    folder or the files are absent; a file larger than 1 MiB or unreadable is skipped)."""
+    if folder is None:
+        return {}
+    d = Path(folder) / model_id.replace("/", "--")
+    out: dict[str, bytes] = {}
+    for name in QUANT_SIDECARS:
+        p = d / name
+        try:
+            if p.is_file() and p.stat().st_size <= _MAX_SIDECAR_BYTES:
+                out[name] = p.read_bytes()
+        except OSError:
+            continue
+    return out
+
+
+def default_sidecars_dir() -> Path:
+    """``data/sidecars/``: verbatim quantization sidecars of catalog models (see its README)."""
+    return default_catalog_path().with_name("sidecars")
+
+
 def read_config_file(path: str | os.PathLike, *, source: str = "snapshot", sha: str | None = None,
-                     fetched_at: str | None = None) -> dict[str, Any]:
-    """Read and normalize one ``<org>--<name>.json`` file; unreadable files give a row with the reason."""
+                     fetched_at: str | None = None, sidecars: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Read and normalize one ``<org>--<name>.json`` file; unreadable files give a row with the reason.
+    ``sidecars``: a folder holding ``<org>--<name>/quantize_config.json`` etc. (:func:`read_sidecars`)."""
     mid = model_id_from_filename(path)
     try:
         data = Path(path).read_bytes()
@@ -1914,15 +2042,18 @@ def read_config_file(path: str | os.PathLike, *, source: str = "snapshot", sha: 
         rec["status"], rec["status_reason"] = "error", f"unreadable file: {e.strerror or e}"
         rec["parse_notes"] = rec["status_reason"]
         return rec
-    return normalize_config(data, mid, source=source, sha=sha, fetched_at=fetched_at)
+    return normalize_config(data, mid, source=source, sha=sha, fetched_at=fetched_at,
+                            sidecars=read_sidecars(sidecars, mid))
 
 
 def build_catalog(folder: str | os.PathLike, *, fetched_at: str | None = None,
-                  shas: Mapping[str, str] | None = None) -> pd.DataFrame:
+                  shas: Mapping[str, str] | None = None, sidecars: str | os.PathLike | None = None) -> pd.DataFrame:
     """Catalog of every ``*.json`` file in ``folder`` (named ``<org>--<name>.json``), one row per file.
 
     ``source`` is ``snapshot``; ``fetched_at`` defaults to each file's modification time (UTC);
-    ``shas`` optionally maps model_id -> Hub commit sha. Rows are sorted by model_id.
+    ``shas`` optionally maps model_id -> Hub commit sha; ``sidecars`` is a folder of per-model
+    quantization sidecars (``<org>--<name>/quantize_config.json``, :func:`read_sidecars`; the shipped
+    catalog uses :func:`default_sidecars_dir`). Rows are sorted by model_id.
     Raises ``FileNotFoundError`` / ``NotADirectoryError`` when ``folder`` is not a directory.
     """
     folder = Path(folder)
@@ -1937,7 +2068,7 @@ def build_catalog(folder: str | os.PathLike, *, fetched_at: str | None = None,
             except OSError:
                 ts = None
         mid = model_id_from_filename(p)
-        recs.append(read_config_file(p, fetched_at=ts, sha=(shas or {}).get(mid)))
+        recs.append(read_config_file(p, fetched_at=ts, sha=(shas or {}).get(mid), sidecars=sidecars))
     df = catalog_from_records(recs)
     return df.sort_values("model_id", kind="stable").reset_index(drop=True)
 
@@ -1998,7 +2129,9 @@ def data_readme(df: pd.DataFrame | None = None) -> str:
         "",
         "- `catalog.parquet`: the shipped catalog the dashboard opens on. One row per model, built by",
         "  `dashboard.catalog` from verbatim Hub `config.json` files (`../shared/hub-configs/`, see its",
-        "  `SOURCES.tsv`); raw configs are not in the repo.",
+        "  `SOURCES.tsv`); raw configs are not in the repo. Quantization sidecars some GPTQ / AWQ repositories",
+        "  keep beside `config.json` (`quantize_config.json`, `quant_config.json`) are read from `sidecars/`",
+        "  (verbatim, each with its source in `sidecars/README.md`) when `config.json` has none.",
         f"  Snapshot: {len(snap)} models read on {date} (`fetched_at`); {len(df)} rows in all ({counts}).",
         "- `gpus.csv`: GPU specs for the memory model (see `dashboard/memory.py`).",
         "",
@@ -2007,7 +2140,7 @@ def data_readme(df: pd.DataFrame | None = None) -> str:
         "From the repo root:",
         "",
         "```bash",
-        "# rebuild from the snapshot folder (exactly one row per file; atomic write)",
+        "# rebuild from the snapshot folder (exactly one row per file; atomic write; sidecars from data/sidecars)",
         "python scripts/build_catalog.py ../shared/hub-configs",
         "# same, as a module",
         "python -m dashboard.catalog build ../shared/hub-configs -o data/catalog.parquet",
@@ -2025,7 +2158,8 @@ def data_readme(df: pd.DataFrame | None = None) -> str:
         "  sound could be inferred; the reason is in `parse_notes`. Sizes are elements, not bytes.",
         "- Parameter counts are plain counts (`float64`), estimated from the shapes: embedding, LM head unless",
         "  tied, all decoder layers and the vision tower; multi-token-prediction (MTP / nextn) layers are",
-        "  excluded, as in published totals. Biases are ignored.",
+        "  excluded, as in published totals. Biases are counted for models whose every linear layer has one",
+        "  (`linear_bias`) and for some vision connectors; other biases are left out (well under 0.1 %).",
         "- Only rows with `status == \"ok\"` carry shapes the rules can rely on; other rows keep their reason",
         "  in `status_reason` and `parse_notes`.",
         "- Strings come from untrusted configs: escape before rendering.",
@@ -2053,7 +2187,7 @@ def data_readme(df: pd.DataFrame | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m dashboard.catalog build FOLDER [-o data/catalog.parquet] [--merge]``."""
+    """``python -m dashboard.catalog build FOLDER [-o data/catalog.parquet] [--merge] [--sidecars DIR]``."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m dashboard.catalog", description=__doc__.split("\n")[0])
@@ -2062,6 +2196,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("folder")
     b.add_argument("-o", "--output", default=str(default_catalog_path()))
     b.add_argument("--merge", action="store_true", help="keep rows of the existing output absent from the folder")
+    b.add_argument("--sidecars", default=str(default_sidecars_dir()),
+                   help="folder of <org>--<name>/quantize_config.json sidecars (default: data/sidecars)")
     sub.add_parser("aliases", help="regenerate dashboard/catalog_aliases.py from the installed transformers")
     rd = sub.add_parser("readme", help="regenerate data/README.md from the schema and the shipped catalog")
     rd.add_argument("-o", "--output", default=str(default_catalog_path().with_name("README.md")))
@@ -2085,7 +2221,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.output}")
         return 0
     try:
-        df = build_catalog(args.folder)
+        df = build_catalog(args.folder, sidecars=args.sidecars)
     except OSError as exc:
         return fail(str(exc))
     if not len(df):  # a wrong path must not replace a catalog with an empty one

@@ -140,10 +140,10 @@ _NUMERIC = (
     "learned_position_embeddings", "global_head_dim", "num_global_key_value_heads", "index_n_heads",
     "index_head_dim", "num_indexer_layers", "params_vision_embed", "params_vision_connector",
     "hidden_size_per_layer_input", "vocab_size_per_layer_input", "o_lora_rank", "o_groups",
-    "num_compressor_layers", "hc_mult",
+    "num_compressor_layers", "hc_mult", "num_attention_heads_mean",
 )
 _BOOL = ("tie_word_embeddings", "is_mla", "is_moe", "has_linear_attention", "has_vision", "is_quantized",
-         "linear_bias", "attn_output_gate", "mlp_gated")
+         "linear_bias", "attn_output_gate", "attn_head_gate", "mlp_gated")
 _STR = ("model_id", "model_type", "text_model_type", "linear_attention_kind", "quant_method", "quant_format", "torch_dtype", "status",
         "quant_attention_format", "quant_linear_attention_format", "quant_dense_mlp_format", "quant_shared_experts_format",
         "quant_experts_format", "quant_lm_head_format", "quant_router_format", "quant_vision_format")
@@ -547,9 +547,13 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     embed = V * H
     lm_head = np.where(_flag(c["tie_word_embeddings"]), 0.0, V * H)
     # softmax attention (GQA/MHA): q (+ its output gate, models/qwen3_next.py:315-322) and o sharded by head,
-    # k/v by KV head; Gemma-4 full-attention layers with their own head dim / KV heads
-    q_o = (n_loc * (H * heads * hd * (1 + gate) + heads * vhd * H)
-           + n_glob * (H * heads * ghd * (1 + gate) + heads * ghd * H))
+    # k/v by KV head; Gemma-4 full-attention layers with their own head dim / KV heads. Query heads averaged
+    # over the layers where they vary (Laguna, models/laguna.py:490-501), whose per-head gate projection
+    # g_proj (hidden -> heads, ColumnParallelLinear, models/laguna.py:327-351) is split with them
+    qh = np.where(np.isnan(c["num_attention_heads_mean"]), heads, c["num_attention_heads_mean"])
+    head_gate = np.where(_flag(c["attn_head_gate"]), 1.0, 0.0)
+    q_o = (n_loc * (H * qh * hd * (1 + gate) + qh * vhd * H + H * qh * head_gate)
+           + n_glob * (H * qh * ghd * (1 + gate) + qh * ghd * H + H * qh * head_gate))
     kv_proj = n_loc * H * kv * (hd + vhd) + n_glob * H * gkv * 2 * ghd
     # MLA: q_a / kv_a latent projections replicated (vLLM ReplicatedLinear), the rest sharded
     ql = c["q_lora_rank"]
@@ -575,6 +579,13 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     idx_ok = (is_mla | v4) & (n_idx > 0) & ~np.isnan(ql)
     idx_q = np.where(idx_ok, n_idx * _nz(ql) * inh * ihd, 0.0)
     idx_rep = np.where(idx_ok, n_idx * np.where(v4, H * inh + 4 * H * ihd, H * (ihd + inh) + 2 * ihd), 0.0)
+    # MiniMax-M3's index branch, fused into qkv_proj (layers/linear.py:1365-1440): index_q (index heads =
+    # KV heads) sharded and replicated exactly like the KV heads, index_k (one head) on every rank, both
+    # quantized with qkv_proj; index q / k norms replicated
+    gqa_idx = ~is_mla & ~v4 & (n_idx > 0) & (inh > 0) & (ihd > 0)
+    idx_kv = np.where(gqa_idx, n_idx * H * inh * ihd, 0.0)
+    idx_q = idx_q + np.where(gqa_idx, n_idx * H * ihd, 0.0)
+    idx_rep = idx_rep + np.where(gqa_idx, n_idx * 2 * ihd, 0.0)
     # DeepSeek-V4 KV compressors (compressor.py:239-280): fused wkv + wgate, hidden -> 2 x coff x head_dim
     # (coff 2 on the ratio-4 layers, which are the indexer layers), 16-bit, replicated (disable_tp)
     v4_comp = np.where(v4, _nz(c["num_compressor_layers"]) * 2 * H * hd + n_idx * 2 * H * hd, 0.0)
@@ -614,7 +625,7 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     pos = _nz(c["learned_position_embeddings"]) * H
     bias = _flag(c["linear_bias"])
     row_bias = np.where(bias, n_attn * H + (L - n_moe) * H, 0.0)
-    col_bias = np.where(bias, n_attn * (heads * hd + 2 * kv * hd), 0.0)
+    col_bias = np.where(bias, n_attn * (qh * hd + 2 * kv * hd), 0.0)
     # Gemma-4 per-layer input embeddings (models/gemma4.py:1019-1052, 674-703): the table is
     # vocab-parallel (``ple_embed``, placed with the embedding), per_layer_model_projection column-parallel,
     # the per-layer gate / projection ReplicatedLinear (quantized like the other linears), norms replicated
@@ -627,7 +638,7 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     replicated = pos + row_bias + idx_rep + gdn_rep + ple_rep + v4_comp
     vision = _nz(c["params_vision"])
     known = (embed + lm_head + attn_sharded + kv_proj + mla_rep + experts + moe_rep + router + shared + dense + norms
-             + idx_q + replicated + gdn_shard + col_bias + ple_embed + ple_shard + ple_rep_lin + v4_qa + hc)
+             + idx_q + idx_kv + replicated + gdn_shard + col_bias + ple_embed + ple_shard + ple_rep_lin + v4_qa + hc)
     # Reconcile with the catalog's parameter estimate (text model = params_total - params_vision):
     # what the shapes do not explain (other linear-attention kinds, MLP biases, extra blocks) is a
     # TP-sharded remainder; when the shapes over-count (e.g. hybrids whose MLP is not in every layer,
@@ -648,7 +659,7 @@ def _param_parts(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         "shared_mlp": shared, "dense_mlp": dense, "other": other, "gdn_shard": gdn_shard,
         "col_bias": col_bias, "ple_shard": ple_shard,
         "replicated": replicated, "replicated_linear": idx_q + ple_rep_lin + v4_qa, "ple_embed": ple_embed,
-        "replicated_fp32": hc,
+        "replicated_fp32": hc, "index_kv": idx_kv,
     }
     out = {k: v * scale for k, v in parts.items()}
     out.update({"vision": vision, "vision_replicated": _vision_replicated(c), "num_experts": E,
@@ -744,6 +755,17 @@ MOE_MIN_INTERMEDIATE_PER_PARTITION: dict[str, tuple[int, str]] = {
 #: catalog ``text_model_type``.
 BLOCK_PADDED_SHARED_MLP_MODEL_TYPES: dict[str, str] = {
     "deepseek_v4": "vllm/models/deepseek_v4/nvidia/model.py:145-151 (DeepseekV4MLP)",
+}
+
+
+#: Architectures whose dense MLP vLLM 0.33.0 keeps whole on every rank: GPTBigCodeForCausalLM is served by
+#: the Transformers modeling backend (``models/registry.py:753``), which shards what the Hugging Face
+#: ``tp_plan`` names and what it fuses (attention, gate/up pairs); GPTBigCode has no ``tp_plan`` and its
+#: non-gated ``c_fc`` / ``c_proj`` MLP matches no fusion, so both stay ``ReplicatedLinear``
+#: (``models/transformers/base.py:491-571``; measured: WizardCoder-15B at TP 4 holds all 40 x 2 MLP
+#: matrices). Keyed by catalog ``text_model_type``; other frameworks are unaffected.
+REPLICATED_DENSE_MLP_MODEL_TYPES: dict[str, str] = {
+    "gpt_bigcode": "vllm/model_executor/models/transformers/base.py:491-571 (no tp_plan, MLP not fused)",
 }
 
 
@@ -899,6 +921,9 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     kv_layers = (col("n_attn") - n_glob[:, None]) * H * kvr * (hd + vhd)[:, None] + n_glob[:, None] * H * gkvr * 2 * ghd[:, None]
     # MLA and DeepSeek-V4 (its one KV head is in the replicated fused_wqa_wkv) have no k/v projections
     kv_r = np.where(_flag(c["is_mla"])[:, None] | (col("kv_proj") == 0), 0.0, kv_layers * attn_b * sc)
+    # MiniMax-M3's index_q heads follow the KV heads per rank (replicated with them above TP = KV heads)
+    kv_tot = c["num_key_value_heads"][:, None]
+    kv_r = kv_r + np.where(col("index_kv") > 0, col("index_kv") * kvr / np.where(kv_tot > 0, kv_tot, 1.0) * attn_b, 0.0)
     attn_r = col("attn_sharded") / atp * attn_b + col("mla_replicated") * attn_b
     # experts: ceil(E / ep) experts per EP rank, each split over moe_tp
     e, moe_tp = _moe_layout(framework, t, ep=ep, dp=dp, expert_parallel=expert_parallel)
@@ -950,8 +975,11 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     moe_rep_r = col("moe_replicated") * shared_b
     lin_attn_b = _mix(pq["linear_attention"], base)[:, None]
     shared_pad = _shared_mlp_padding(c, framework, t) if weight_dtype is None else 1.0
-    mlp_r = (col("dense_mlp") * dense_b + col("shared_mlp") * shared_b * shared_pad + col("other") * other_b
-             + col("gdn_shard") * lin_attn_b + col("ple_shard") * dense_b + col("col_bias") * base_) / t
+    dense_rep = (np.isin(_text_model_type(c), list(REPLICATED_DENSE_MLP_MODEL_TYPES))
+                 if framework == "vllm" else np.zeros(len(base), bool))[:, None]
+    mlp_r = (col("dense_mlp") * dense_b / np.where(dense_rep, 1.0, t)
+             + (col("shared_mlp") * shared_b * shared_pad + col("other") * other_b
+                + col("gdn_shard") * lin_attn_b + col("ple_shard") * dense_b + col("col_bias") * base_) / t)
     norms_r = col("norms") * base_
     # replicated on every rank: 16-bit tensors (positions, row-parallel biases, DSA wk_weights_proj) and
     # replicated linears that follow the checkpoint's quantization (DSA wq_b); see _param_parts

@@ -28,7 +28,7 @@ def configs_dir(shared_dir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def fresh(configs_dir: Path) -> pd.DataFrame:
-    return build_catalog(configs_dir)
+    return build_catalog(configs_dir, sidecars=catalog.default_sidecars_dir())
 
 
 def row(df: pd.DataFrame, model_id: str) -> pd.Series:
@@ -591,3 +591,89 @@ def test_idefics3_connector(shipped: pd.DataFrame, configs_dir: Path) -> None:
     r = row(shipped, "ibm-granite/granite-docling-258M")
     assert r.params_vision_connector == vc["hidden_size"] * s * s * raw["text_config"]["hidden_size"]
     assert r.vision_position_embeddings == (vc["image_size"] // vc["patch_size"]) ** 2 == 1024
+
+
+# --- shapes added for the memory model's last vLLM 0.33.0 misses ---------------------------------------
+
+
+def test_laguna_per_layer_heads_and_head_gate(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    """Laguna's num_attention_heads_per_layer (48 on full-attention layers, 64 / 72 on sliding ones) is
+    averaged for the q / o widths; gating true / "per-head" is a hidden -> heads g_proj."""
+    for mid in ("poolside/Laguna-XS.2-FP8", "poolside/Laguna-S-2.1-FP8"):
+        raw = _raw(configs_dir, mid)
+        per = raw["num_attention_heads_per_layer"]
+        r = row(shipped, mid)
+        assert r.num_attention_heads == raw["num_attention_heads"]
+        assert r.num_attention_heads_mean == pytest.approx(sum(per) / len(per))
+        assert r.num_attention_heads_mean > r.num_attention_heads
+        assert bool(r.attn_head_gate) and not bool(r.attn_output_gate)
+    assert row(shipped, "Qwen/Qwen3-8B").num_attention_heads_mean == row(shipped, "Qwen/Qwen3-8B").num_attention_heads
+    assert not bool(row(shipped, "Qwen/Qwen3-8B").attn_head_gate)
+
+
+def test_laguna_per_layer_heads_bad_list_is_ignored_with_a_note() -> None:
+    cfg = {"model_type": "laguna", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "gating": "sometimes",
+           "num_attention_heads_per_layer": [4, "x"]}
+    rec = normalize_config(cfg, "a/b")
+    assert rec["status"] == "ok" and rec["num_attention_heads_mean"] == 4.0
+    assert "num_attention_heads_per_layer ignored" in rec["parse_notes"]
+    assert "gating=" in rec["parse_notes"] and not rec["attn_head_gate"]
+
+
+def test_minimax_m3_index_branch_and_patch_merger(shipped: pd.DataFrame, configs_dir: Path) -> None:
+    """MiniMax-M3's sparse_attention_config (index heads = KV heads, one per non-zero
+    sparse_attention_freq layer) and its projector + patch merger connector."""
+    raw = _raw(configs_dir, "nvidia/MiniMax-M3-NVFP4")
+    sac = raw["text_config"]["sparse_attention_config"]
+    r = row(shipped, "nvidia/MiniMax-M3-NVFP4")
+    assert r.index_n_heads == sac["sparse_num_index_heads"] == r.num_key_value_heads
+    assert r.index_head_dim == sac["sparse_index_dim"]
+    assert r.num_indexer_layers == sum(1 for x in sac["sparse_attention_freq"] if x) == 57
+    H, mid, vh = r.hidden_size, raw["projector_hidden_size"], r.vision_hidden_size
+    sms = raw["img_token_compression_config"]["spatial_merge_size"]
+    assert r.params_vision_connector == (vh * mid + mid + mid * H + H) + (H * sms * sms * mid + mid + mid * H + H)
+
+
+def test_quantize_config_sidecar_is_read_when_config_json_has_none(shipped: pd.DataFrame) -> None:
+    """The verbatim AutoGPTQ quantize_config.json in data/sidecars/ (group_size -1) reaches the row;
+    -1 stays -1 (per-channel)."""
+    r = row(shipped, "TheBloke/Wizard-Vicuna-30B-Uncensored-GPTQ")
+    assert r.quant_method == "gptq" and r.quant_bits == 4 and r.quant_group_size == -1
+    assert "quantization read from quantize_config.json" in r.parse_notes
+    assert "per-channel" in r.parse_notes
+    # a config.json's own group_size -1 is kept too
+    assert row(shipped, "TheBloke/Genz-70b-GPTQ").quant_group_size == -1
+
+
+def test_quant_sidecars_bad_input_gives_notes_not_crashes() -> None:
+    cfg = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "vocab_size": 100, "intermediate_size": 128}
+    rec = normalize_config(cfg, "a/b-GPTQ", sidecars={"quantize_config.json": b"{not json", "evil.json": "{}"})
+    assert rec["status"] == "ok"
+    assert "quantize_config.json unreadable" in rec["parse_notes"] and "evil.json" in rec["parse_notes"]
+    assert rec["quant_method"] == "gptq" and rec["quant_group_size"] is None  # name inference still applies
+    rec = normalize_config(cfg, "a/b", sidecars={"quant_config.json": '{"w_bit": 4, "q_group_size": 64}'})
+    assert (rec["quant_method"], rec["quant_bits"], rec["quant_group_size"]) == ("awq", 4, 64)
+    rec = normalize_config(cfg, "a/b", sidecars={"quantize_config.json": "[1, 2]"})
+    assert "not a JSON object" in rec["parse_notes"] and not rec["is_quantized"]
+    rec = normalize_config(cfg, "a/b", sidecars={"quantize_config.json": "x" * (2 << 20)})
+    assert "larger than" in rec["parse_notes"]
+    own = {**cfg, "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}}
+    rec = normalize_config(own, "a/b", sidecars={"quantize_config.json": '{"bits": 8, "group_size": -1}'})
+    assert (rec["quant_method"], rec["quant_bits"], rec["quant_group_size"]) == ("awq", 4, 128)
+    assert "quantize_config.json ignored" in rec["parse_notes"]
+
+
+def test_build_catalog_reads_sidecars_from_a_folder(tmp_path: Path, configs_dir: Path) -> None:
+    cfgs = tmp_path / "configs"
+    cfgs.mkdir()
+    src = configs_dir / "TheBloke--Wizard-Vicuna-30B-Uncensored-GPTQ.json"
+    (cfgs / src.name).write_bytes(src.read_bytes())
+    side = tmp_path / "side" / "TheBloke--Wizard-Vicuna-30B-Uncensored-GPTQ"
+    side.mkdir(parents=True)
+    (side / "quantize_config.json").write_text('{"bits": 4, "group_size": 32}')
+    with_side = build_catalog(cfgs, sidecars=tmp_path / "side")
+    without = build_catalog(cfgs)
+    assert with_side.iloc[0].quant_group_size == 32
+    assert pd.isna(without.iloc[0].quant_group_size)

@@ -281,7 +281,7 @@ def test_moe_layer_placement(over: dict, moe_layers: int, dense_layers: int) -> 
     [
         ({"quant_method": "fp8", "weight_block_size": [128, 128], "fmt": "e4m3"}, dict(quant_bits=8, weight_block_n=128, weight_block_k=128)),
         ({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm"}, dict(quant_bits=4, quant_group_size=128)),
-        ({"quant_method": "gptq", "bits": 8, "group_size": -1}, dict(quant_bits=8, quant_group_size=None)),
+        ({"quant_method": "gptq", "bits": 8, "group_size": -1}, dict(quant_bits=8, quant_group_size=-1)),
         ({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"group_0": {"weights": {"num_bits": 4, "group_size": 32, "type": "int"}}}}, dict(quant_bits=4, quant_group_size=32, quant_format="pack-quantized")),
         ({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16}, dict(quant_bits=4, quant_group_size=16, quant_format="nvfp4")),
         ({"quant_method": "modelopt", "quant_algo": "FP8"}, dict(quant_bits=8, quant_format="fp8")),

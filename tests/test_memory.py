@@ -406,3 +406,34 @@ def test_deepseek_v4_block_fp8_shared_expert_is_padded_to_whole_blocks_per_rank(
     assert memory._shared_mlp_padding(memory._cols(cat.loc[["deepseek-ai/DeepSeek-V4-Flash"]]), "sglang", t)[0].tolist() == [1.0] * 5
     rh = memory._shared_mlp_padding(memory._cols(cat.loc[["RedHatAI/DeepSeek-V4-Flash-NVFP4-FP8"]]), "vllm", t)
     assert rh[0].tolist() == [1.0] * 5
+
+
+def test_gpt_bigcode_dense_mlp_whole_on_every_vllm_rank() -> None:
+    """vLLM 0.33.0 serves GPTBigCode with its Transformers backend, which keeps the (non-gated, un-fused)
+    MLP replicated: more TP shrinks attention and the vocabulary only. Other frameworks shard it."""
+    from dashboard.catalog import load_catalog
+
+    cat = load_catalog().set_index("model_id", drop=False)
+    r = cat.loc["TheBloke/WizardCoder-15B-1.0-GPTQ"]
+    assert "gpt_bigcode" in memory.REPLICATED_DENSE_MLP_MODEL_TYPES
+    v4, v16 = (memory.weight_bytes_per_rank(r, "vllm", t) for t in (4, 16))
+    s4, s16 = (memory.weight_bytes_per_rank(r, "sglang", t) for t in (4, 16))
+    # 40 layers x 2 MLP matrices of 6144 x 24576 at 4-bit (+ group-128 scales): ~6 GB stay on each vLLM rank
+    mlp = 40 * 2 * 6144 * 24576 * (0.5 + 2.5 / 128)
+    assert v16 > mlp > s16
+    assert v4 - v16 < s4 - s16
+
+
+def test_minimax_m3_index_heads_replicate_with_the_kv_heads() -> None:
+    """MiniMax-M3's index_q heads (= KV heads, 4) shard like the KV heads: per-rank bytes of the index
+    branch stop shrinking above TP 4 (layers/linear.py:1365-1440)."""
+    from dashboard.catalog import load_catalog
+
+    r = load_catalog().set_index("model_id", drop=False).loc["nvidia/MiniMax-M3-NVFP4"].copy()
+    r["params_total"] = np.nan  # shapes only: no reconciliation with the parameter estimate
+    no_idx = r.copy()
+    no_idx["num_indexer_layers"] = 0
+    d = {t: memory.weight_bytes_per_rank(r, "vllm", t) - memory.weight_bytes_per_rank(no_idx, "vllm", t)
+         for t in (1, 2, 4, 8, 16)}
+    assert d[1] > d[2] > d[4] > 0
+    assert d[8] == pytest.approx(d[4], rel=0.05) and d[16] == pytest.approx(d[4], rel=0.05)

@@ -32,28 +32,7 @@ TABLE = Path(os.environ.get("TP_PLANNER_VLLM_TABLE", ROOT / "data" / "conformanc
 TOLERANCE = 0.01
 
 #: model_id -> (worst miss in % measured on the vLLM 0.33.0 table, reason the model is not reached).
-EXPECTED_MISSES: dict[str, tuple[float, str]] = {
-    "TheBloke/Wizard-Vicuna-30B-Uncensored-GPTQ": (
-        +3.6, "the harness builds it with the repository's verbatim quantize_config.json (4-bit, group_size -1: "
-        "one scale per output column) and --quantization gptq (data/conformance/sidecars/README.md); the catalog "
-        "reads config.json only, infers GPTQ from the name and assumes group 128, so it counts 2.5 / 128 B of "
-        "scales and zeros per weight that the per-channel checkpoint does not have"),
-    "TheBloke/WizardCoder-15B-1.0-GPTQ": (
-        -89.9, "GPTBigCodeForCausalLM is served by vLLM's Transformers backend (models/registry.py:753), which "
-        "shards only what the HF tp_plan names; GPTBigCode has none, so only the vocab-parallel embedding and "
-        "LM head shrink with TP (-1.2 % at TP 1 with the harness's GPTQ sidecar); that backend is not modelled"),
-    "nvidia/MiniMax-M3-NVFP4": (
-        -5.5, "quantized parts modelled (MIXED_PRECISION: MXFP8 attention / dense / shared experts, NVFP4 "
-        "routed experts, float32 router): -0.3 % at TP 1; the fused qkv_proj also carries the sparse-attention "
-        "index heads (one per KV head, replicated with them above TP 8, minimax_m3/nvidia/model.py:440-456), "
-        "which are not catalog shapes (-2.0 % at TP 16 x DP 3), and the tower under vision DP is "
-        "under-counted (-1.7 % at TP 8, -5.5 % at TP 32)"),
-    "poolside/Laguna-XS.2-FP8": (
-        -2.6, "quantized parts modelled (attention and router bf16 by the ignore regexes, MLPs and experts "
-        "block-FP8); the catalog's attention shapes under-count vLLM's (1.43 G params of q/k/v/o/g_proj at "
-        "TP 1, catalog 1.17 G): Laguna's per-layer-type head counts are not catalog shapes (-1.5 % at TP 1)"),
-    "poolside/Laguna-S-2.1-FP8": (-2.1, "Laguna attention shapes: see poolside/Laguna-XS.2-FP8 (-1.2 % at TP 1)"),
-}
+EXPECTED_MISSES: dict[str, tuple[float, str]] = {}
 
 
 def _load_table() -> pd.DataFrame | None:
