@@ -41,8 +41,19 @@ def predictions(table: pd.DataFrame, catalog: pd.DataFrame, framework: str, vers
         if not models:
             continue
         tps = sorted(grp["tp"].unique())
-        g = rules.grid(cat.loc[models], tp_sizes=tps, frameworks=[framework], pp=int(pp), dp=int(dp),
-                       ep=1, expert_parallel=bool(ep), vision_dp=bool(vdp), version=version)
+        if framework == "sglang":
+            # SGLang cells: ``dp`` is the attention-DP size (--attn-dp-size), ``ep`` means --ep-size = tp,
+            # so under EP one grid per TP size
+            kw = dict(frameworks=[framework], pp=int(pp), dp=int(dp), dp_attention=int(dp) > 1,
+                      vision_dp=bool(vdp), version=version)
+            if ep:
+                g = pd.concat([rules.grid(cat.loc[models], tp_sizes=[int(t)], ep=int(t), expert_parallel=True, **kw)
+                               for t in tps])
+            else:
+                g = rules.grid(cat.loc[models], tp_sizes=tps, ep=1, **kw)
+        else:
+            g = rules.grid(cat.loc[models], tp_sizes=tps, frameworks=[framework], pp=int(pp), dp=int(dp),
+                           ep=1, expert_parallel=bool(ep), vision_dp=bool(vdp), version=version)
         g = g.set_index(["model_id", "tp"])
         for idx, row in grp.iterrows():
             key = (row["model_id"], row["tp"])
