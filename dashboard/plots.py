@@ -1194,6 +1194,8 @@ def memory_bars(frame: pd.DataFrame, gpu_gib: float, title: str) -> hv.Overlay:
         legend_position="right",
         fontsize={"title": "16pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
         show_legend=True,
+        # ten or more layouts with "✗" marks do not fit side by side at this width: slant them
+        xrotation=30 if len(setups) > 8 else 0,
         hooks=[_style_hook, _capacity_line_hook(gpu_gib, setups)],
     )
     return bars
