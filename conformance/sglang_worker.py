@@ -472,6 +472,8 @@ def exc_record(exc: BaseException) -> dict:
 
 HARNESS_MARKERS = (
     ("harness:", "a stub process group was asked for more than sizes and ranks"),
+    ("'_RunnerShim' object has no attribute", "the harness's ModelRunner stand-in lacks an attribute this "
+     "release reads"),
     ("harness nvidia-smi", "the code asked nvidia-smi something the stand-in does not answer"),
     ("CUDA error", "the code called the CUDA runtime (no GPU here)"),
     ("NVIDIA driver", "the code called the CUDA driver (no GPU here)"),
@@ -507,13 +509,28 @@ def harness_reason(exc: BaseException) -> str:
     return ""
 
 
-def command_line(model_dir: str, cell: dict) -> list[str]:
-    """The launcher arguments of one cell (``python -m sglang.launch_server <these>``)."""
+def has_attn_dp_size() -> bool:
+    """Whether the installed release spells attention-DP ``--attn-dp-size`` (0.5.22 and later; earlier
+    releases have only ``--enable-dp-attention --dp-size D``)."""
+    import argparse
+
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser()  # as prepare_server_args builds it
+    ServerArgs.add_cli_args(parser)
+    return any("--attn-dp-size" in a.option_strings for a in parser._actions)
+
+
+def command_line(model_dir: str, cell: dict, attn_dp_flag: bool = True) -> list[str]:
+    """The launcher arguments of one cell (``python -m sglang.launch_server <these>``): attention-DP as
+    ``--attn-dp-size D``, or ``--enable-dp-attention --dp-size D`` when ``attn_dp_flag`` is false (the
+    releases without that flag)."""
     argv = ["--model-path", model_dir, "--tp", str(cell["tp"])]
     if int(cell.get("pp", 1)) > 1:
         argv += ["--pp-size", str(cell["pp"])]
     if int(cell.get("dp", 1)) > 1:
-        argv += ["--attn-dp-size", str(cell["dp"])]
+        argv += (["--attn-dp-size", str(cell["dp"])] if attn_dp_flag
+                 else ["--enable-dp-attention", "--dp-size", str(cell["dp"])])
     if cell.get("ep"):
         argv += ["--ep-size", str(cell["tp"])]
     if cell.get("quantization"):
@@ -527,7 +544,7 @@ def engine_stage(model_dir: str, cell: dict):
     from sglang.srt.runtime_context import publish
     from sglang.srt.server_args import prepare_server_args
 
-    server_args = prepare_server_args(command_line(model_dir, cell))
+    server_args = prepare_server_args(command_line(model_dir, cell, has_attn_dp_size()))
     server_args.resolve_once()
     server_args.check_server_args()
     publish(server_args, role="tokenizer")
@@ -586,10 +603,11 @@ def scheduler_stage(server_args, cell: dict):
 
 
 class _RunnerShim:
-    """The two attributes of a ``ModelRunner`` that its ``maybe_init_expert_location_metadata`` reads
-    (the method itself is SGLang's, called unbound)."""
+    """The attributes of a ``ModelRunner`` that its ``maybe_init_expert_location_metadata`` reads (the
+    method itself is SGLang's, called unbound): ``tp_rank`` only before 0.5.22 (a log condition)."""
 
     is_draft_worker = False
+    tp_rank = 0
 
     def __init__(self, model_config) -> None:
         self.model_config = model_config

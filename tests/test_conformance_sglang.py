@@ -60,6 +60,10 @@ def test_command_line_of_a_cell() -> None:
     assert argv[argv.index("--load-format") + 1] == "dummy" and "--skip-tokenizer-init" in argv
     plain = w.command_line("/m", {"tp": 4, "pp": 1, "dp": 1, "ep": 0})
     assert "--attn-dp-size" not in plain and "--ep-size" not in plain and "--pp-size" not in plain
+    # releases before 0.5.22 have no --attn-dp-size: the same cell as --enable-dp-attention --dp-size
+    old = w.command_line("/m", {"tp": 8, "pp": 1, "dp": 2, "ep": 0}, attn_dp_flag=False)
+    assert "--attn-dp-size" not in old and "--enable-dp-attention" in old
+    assert old[old.index("--dp-size") + 1] == "2"
 
 
 def test_harness_and_remote_code_classification() -> None:
