@@ -25,6 +25,7 @@ import pandas as pd
 from dashboard import schema, sharding
 from dashboard.rules import megatron as _megatron
 from dashboard.rules import sglang as _sglang
+from dashboard.rules import sglang_executed as _sglang_executed
 from dashboard.rules import transformers as _transformers
 from dashboard.rules import trtllm as _trtllm
 from dashboard.rules import versions as _versions
@@ -48,6 +49,7 @@ __all__ = [
 RULES: list[Rule] = [
     *_vllm.RULES,
     *_sglang.RULES,
+    *_sglang_executed.RULES,
     *_transformers.RULES,
     *_trtllm.RULES,
     *_megatron.RULES,
@@ -155,7 +157,8 @@ def _rule_applies_to_version(rule: Rule, version: str | None) -> bool:
     return spec.contains(v, prereleases=True)
 
 
-_REPO_URL = {"vllm": "https://github.com/vllm-project/vllm/blob"}
+_REPO_URL = {"vllm": "https://github.com/vllm-project/vllm/blob",
+             "sglang": "https://github.com/sgl-project/sglang/blob/v{release}/python"}
 
 
 def resolve_version(framework: str, version: str | None) -> _versions.Resolved:

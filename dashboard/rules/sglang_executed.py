@@ -1,0 +1,680 @@
+"""SGLang rules for the releases run through the conformance harness (``versions=">=0.5.23"``).
+
+Each rule was checked by building every catalog model with SGLang's own code under simulated layouts
+(``python -m conformance run --framework sglang``; tables in ``data/conformance/``): the rule fires
+exactly where SGLang refused, with SGLang's message and raise site. The list order is SGLang's order,
+so the first rule that fires is the error a user sees first:
+
+1. the launcher (``Engine._launch_subprocesses``, before any scheduler): the config's ``model_type``,
+   ``assert tp_size % attn_dp_size == 0``;
+2. TP rank 0's scheduler, before the model: the initial expert-location metadata
+   (``num_physical_experts % ep_size``) of model classes that declare expert locations;
+3. the model class: a vision tower built before the language model, then decoder layer 0. A hybrid whose
+   layer 0 is linear attention (Gated DeltaNet, KDA, Mamba-2) builds that mixer and layer 0's MLP/MoE
+   before the first softmax-attention layer; the others build softmax attention (the model file's bare
+   asserts on heads and KV heads, else ``QKVParallelLinear``'s ``divide``), its block-FP8 projections,
+   then the MLP (``MergedColumnParallelLinear``'s bare assert) or the fused MoE and its shared experts;
+   vision towers built after the language model come last;
+4. the check the model runner makes right after loading (``check_quantized_moe_compatibility``).
+
+Attention-TP is per model file: ``attn_tp = tp / attn_dp`` for files that shard attention on the
+attention-TP group (Qwen3, Qwen3-MoE, DeepSeek, GLM-4-MoE, MiniMax-M2, gpt-oss, ...), the full TP for
+the others (Llama, Qwen2, Gemma, Mixtral, EXAONE-4, ...). MLPs and experts shard over the full TP group
+(experts: ``moe_tp = tp / ep``). Since 0.5.22 the vocabulary is padded to a multiple of the TP size, so
+the embedding never refuses.
+
+Bare ``assert`` statements print no message: SGLang's log shows ``AssertionError`` and the traceback's
+last line, so the message is written ``AssertionError (no message) at <file>:<line>``. ``divide()``
+failures read ``{a} is not divisible by {b}`` (an ``AssertionError`` with a message, raised in
+``sglang/srt/distributed/utils.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from dashboard.rules.common import Ctx, Rule, not_multiple
+
+FW = "sglang"
+V = ">=0.5.23"
+EXECUTED = ("0.5.23",)
+DIVIDE = "{a} is not divisible by {b}"
+BARE = "AssertionError (no message) at {site}"
+DIVIDE_SITE = "sglang/srt/distributed/utils.py:70"
+MERGED_SITE = "sglang/srt/layers/linear.py:693"
+REPO = "https://github.com/sgl-project/sglang/blob"
+SRC = f"{REPO}/v0.5.23/python/"
+
+_CONF = Path(__file__).resolve().parents[2] / "data" / "conformance"
+
+
+@lru_cache(maxsize=None)
+def registry(release: str) -> dict:
+    """The release's model registry as the harness read it (``sglang-<release>-architectures.json``)."""
+    p = _CONF / f"sglang-{release}-architectures.json"
+    if not p.is_file():
+        return {"architectures": [], "model_types": []}
+    return json.loads(p.read_text(encoding="utf-8"))
+
+
+# ----------------------------------------------------------------------------------------------------
+# architecture groups (SGLang 0.5.23 model classes)
+# ----------------------------------------------------------------------------------------------------
+
+#: Softmax attention with the model file's three bare asserts (heads % T, then kv % T when kv >= T,
+#: else T % kv), T = the full TP ("tp") or the attention-TP group ("attn"); sites per release.
+ATTN_ASSERTS: dict[str, tuple[str, dict[str, tuple[str, str, str]]]] = {
+    "llama": ("tp", {"0.5.23": ("llama.py:183", "llama.py:189", "llama.py:193")}),
+    "qwen2": ("tp", {"0.5.23": ("qwen2.py:167", "qwen2.py:173", "qwen2.py:177")}),
+    "qwen3": ("attn", {"0.5.23": ("qwen3.py:166", "qwen3.py:172", "qwen3.py:176")}),
+    "qwen3_moe": ("attn", {"0.5.23": ("qwen3_moe.py:506", "qwen3_moe.py:512", "qwen3_moe.py:516")}),
+    "qwen3_next": ("attn", {"0.5.23": ("qwen3_next.py:624", "qwen3_next.py:630", "qwen3_next.py:634")}),
+    "qwen3_5": ("attn", {"0.5.23": ("qwen3_5.py:1293", "qwen3_5.py:1297", "qwen3_5.py:1299")}),
+    "minimax_m2": ("attn", {"0.5.23": ("minimax_m2.py:647", "minimax_m2.py:654", "minimax_m2.py:658")}),
+    "exaone4": ("tp", {"0.5.23": ("exaone4.py:116", "exaone4.py:122", "exaone4.py:126")}),
+    "mixtral": ("tp", {"0.5.23": ("mixtral.py:139", "mixtral.py:145", "mixtral.py:149")}),
+    "gemma": ("tp", {"0.5.23": ("gemma.py:95", "gemma.py:101", "gemma.py:105")}),
+    "gemma2": ("tp", {"0.5.23": ("gemma2.py:116", "gemma2.py:122", "gemma2.py:126")}),
+    "gemma3": ("tp", {"0.5.23": ("gemma3_causal.py:140", "gemma3_causal.py:149", "gemma3_causal.py:153")}),
+    "gemma4": ("tp", {"0.5.23": ("gemma4_causal.py:342", "gemma4_causal.py:348", "gemma4_causal.py:350")}),
+    "glm4_moe": ("attn", {"0.5.23": ("glm4_moe.py:237", "glm4_moe.py:243", "glm4_moe.py:247")}),
+    "granite": ("tp", {"0.5.23": ("granite.py:143", "granite.py:149", "granite.py:153")}),
+    "granitemoe": ("tp", {"0.5.23": ("granitemoe.py:223", "granitemoe.py:229", "granitemoe.py:233")}),
+    "olmo2": ("tp", {"0.5.23": ("olmo2.py:85", "olmo2.py:93", "olmo2.py:97")}),
+    "llama4": ("attn", {"0.5.23": ("llama4.py:224", "llama4.py:230", "llama4.py:234")}),
+    "nemotron_h": ("tp", {"0.5.23": ("nemotron_h.py:696", "nemotron_h.py:702", "nemotron_h.py:706")}),
+    "gpt_oss": ("attn", {"0.5.23": ("gpt_oss.py:394", "gpt_oss.py:400", "gpt_oss.py:404")}),
+    "baichuan": ("tp", {"0.5.23": ("baichuan.py:139", "baichuan.py:147", "baichuan.py:151")}),
+    "chatglm": ("tp", {"0.5.23": ("chatglm.py:61", "chatglm.py:72", "chatglm.py:76")}),
+    "hunyuan": ("tp", {"0.5.23": ("hunyuan.py:265", "hunyuan.py:271", "hunyuan.py:275")}),
+    "laguna": ("attn", {"0.5.23": ("laguna.py:262", "laguna.py:266", "laguna.py:268")}),
+    "mimo_v2": ("attn", {"0.5.23": ("mimo_v2.py:691", "mimo_v2.py:697", "mimo_v2.py:701")}),
+}
+
+#: Architectures whose decoder attention is each module's class (text decoders of multimodal classes
+#: included).
+ATTN_ASSERT_ARCHS: dict[str, tuple[str, ...]] = {
+    "llama": ("LlamaForCausalLM", "MistralForCausalLM", "LlavaLlamaForCausalLM", "Phi3ForCausalLM"),
+    "qwen2": ("Qwen2ForCausalLM", "Qwen2_5_VLForConditionalGeneration", "MiMoForCausalLM"),
+    "qwen3": ("Qwen3ForCausalLM", "Qwen3VLForConditionalGeneration"),
+    "qwen3_moe": ("Qwen3MoeForCausalLM", "Qwen3VLMoeForConditionalGeneration"),
+    "qwen3_next": ("Qwen3NextForCausalLM",),
+    "qwen3_5": ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"),
+    "minimax_m2": ("MiniMaxM2ForCausalLM",),
+    "exaone4": ("Exaone4ForCausalLM",),
+    "mixtral": ("MixtralForCausalLM",),
+    "gemma": ("GemmaForCausalLM",),
+    "gemma2": ("Gemma2ForCausalLM",),
+    "gemma3": ("Gemma3ForConditionalGeneration", "Gemma3ForCausalLM"),
+    "gemma4": ("Gemma4ForConditionalGeneration", "Gemma4ForCausalLM"),
+    "glm4_moe": ("Glm4MoeForCausalLM", "Glm4vMoeForConditionalGeneration"),
+    "granite": ("GraniteForCausalLM",),
+    "granitemoe": ("GraniteMoeForCausalLM",),
+    "olmo2": ("Olmo2ForCausalLM",),
+    "llama4": ("Llama4ForConditionalGeneration", "Llama4ForCausalLM"),
+    "nemotron_h": ("NemotronHForCausalLM",),
+    "gpt_oss": ("GptOssForCausalLM",),
+    "baichuan": ("BaichuanForCausalLM",),
+    "chatglm": ("ChatGLMModel", "ChatGLMForConditionalGeneration"),
+    "hunyuan": ("HunYuanMoEV1ForCausalLM",),
+    "laguna": ("LagunaForCausalLM",),
+    "mimo_v2": ("MiMoV2FlashForCausalLM",),
+}
+_ATTN_ASSERT_ALL = tuple(a for archs in ATTN_ASSERT_ARCHS.values() for a in archs)
+
+#: Hybrids whose decoder layer 0 is a linear-attention / Mamba mixer: it and layer 0's MLP or MoE are
+#: built before the first softmax-attention layer.
+HYBRID_LINEAR_FIRST = ("Lfm2ForCausalLM", "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration",
+                       "Qwen3_5MoeForConditionalGeneration", "KimiLinearForCausalLM", "NemotronHForCausalLM")
+
+#: Model classes with ``get_model_config_for_expert_location``: the model runner's initial
+#: expert-location metadata asserts ``num_physical_experts % ep_size == 0`` before the model exists.
+EXPERT_LOCATION = ("Qwen3MoeForCausalLM", "Qwen3VLMoeForConditionalGeneration", "Qwen3NextForCausalLM",
+                   "Qwen3_5MoeForConditionalGeneration", "MiniMaxM2ForCausalLM", "DeepseekV2ForCausalLM",
+                   "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM",
+                   "Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM", "GptOssForCausalLM",
+                   "KimiK25ForConditionalGeneration", "MiMoV2FlashForCausalLM",
+                   "MiniMaxM3SparseForConditionalGeneration", "NemotronHForCausalLM", "Qwen2MoeForCausalLM")
+
+#: Vision towers built before the language model whose ``VisionAttention`` divides the vision heads by
+#: the attention-TP size (no dummy heads).
+VISION_FIRST = ("Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
+                "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
+#: Vision towers built after the language model (same ``VisionAttention`` divide).
+VISION_AFTER = ("Qwen2_5_VLForConditionalGeneration",)
+#: ``VisionAttention`` that all-reduces over the full TP group: refused when 1 < attn_tp < tp.
+VISION_TP_REDUCE = ("Qwen2_5_VLForConditionalGeneration",)
+#: Vision towers that pad the heads with dummy heads to a multiple of attention-TP
+#: (``update_vit_attn_dummy_heads_config``): they run (status ``valid_padded``).
+VISION_PADDED = ("Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration",
+                 "InternVLChatModel", "InternS1ForConditionalGeneration", "GlmOcrForConditionalGeneration")
+
+#: Model files without their own asserts: ``QKVParallelLinear``'s ``divide`` over the full TP.
+QKV_DIVIDE_TP = ("GPTJForCausalLM", "GPT2LMHeadModel", "GPTBigCodeForCausalLM", "Lfm2ForCausalLM")
+
+#: LFM2's short-convolution layers (layer 0): ``in_proj = MergedColumnParallelLinear([hidden] * 3)``.
+LFM2_CONV = ("Lfm2ForCausalLM",)
+
+#: Architectures SGLang serves through its Transformers backend (``TransformersForCausalLM``: no SGLang
+#: model class), by the HF config's ``base_model_tp_plan`` style: "llama" = q/k/v/gate/up colwise and
+#: o/down rowwise (``nn.Linear`` replaced in module order, each ``divide(features, tp)``), then the
+#: attention instances ``divide(heads, tp)`` and ``divide(kv_heads, tp)`` (no KV replication).
+TF_BACKEND_LLAMA_PLAN = ("SmolLM3ForCausalLM",)
+
+
+# ----------------------------------------------------------------------------------------------------
+# predicates (vectorized; see dashboard.rules.common.Ctx)
+# ----------------------------------------------------------------------------------------------------
+
+
+def _none(ctx: Ctx):
+    return np.zeros(ctx.n, dtype=bool), {}
+
+
+def attn_tp(ctx: Ctx) -> np.ndarray:
+    """``tp / attn_dp`` (``--attn-dp-size``; ``dp`` of the layout under DP attention)."""
+    if ctx.dp_attention and ctx.dp > 1:
+        return ctx.memo(("sgl_attn_tp",), lambda: np.maximum(ctx.tp // ctx.dp, 1))
+    return ctx.tp
+
+
+def _group(ctx: Ctx, group: str) -> np.ndarray:
+    return attn_tp(ctx) if group == "attn" else ctx.tp
+
+
+def moe_tp(ctx: Ctx) -> np.ndarray:
+    """``moe_tp = tp / ep`` (``--ep-size``)."""
+    return ctx.moe_tp(FW)
+
+
+def moe_ep(ctx: Ctx) -> np.ndarray:
+    return ctx.ep_size() if ctx.ep > 1 else np.ones(ctx.n, dtype=np.int64)
+
+
+def unknown_model_type(release: str):
+    """The config's ``model_type`` is neither one of SGLang's config classes nor known to the
+    transformers the release installs (``AutoConfig`` refuses it without remote code)."""
+
+    def pred(ctx: Ctx):
+        known = set(registry(release).get("model_types", []))
+        if not known or "model_type" not in ctx.models.columns:
+            return _none(ctx)
+        mt = ctx.models["model_type"].astype("string").fillna("")
+        fire_m = (mt != "") & ~mt.isin(known)
+        fire = np.repeat(fire_m.to_numpy(dtype=bool), ctx.n_tp)
+        return fire, {"model_type": np.repeat(mt.to_numpy(dtype=object), ctx.n_tp)}
+
+    return pred
+
+
+def dsv4_null_kv_lora_rank(ctx: Ctx):
+    """DeepSeek-V4 checkpoints exported by llm-compressor (compressed-tensors) write ``"kv_lora_rank":
+    null``; the catalog keeps no explicit nulls, so the export format stands for it."""
+    return ctx.str_in("quant_method", ("compressed-tensors",)), {}
+
+
+def dp_attention(ctx: Ctx):
+    """``assert tp_size % attn_dp_size == 0`` (any model, at any TP size)."""
+    fire = (ctx.dp > 1) & ctx.dp_attention & not_multiple(ctx.tp, ctx.dp)
+    return np.broadcast_to(fire, (ctx.n,)).copy(), {}
+
+
+def expert_location(ctx: Ctx):
+    """``num_physical_experts % ep_size`` (no redundant experts): under ``--ep-size`` only."""
+    ep = moe_ep(ctx)
+    n = ctx.i("num_experts")
+    return ctx.has("num_experts") & (ep > 1) & not_multiple(n, ep), {}
+
+
+def _attn(which: str, group: str):
+    """Softmax attention bare asserts. ``heads``: heads % T; ``split``: kv >= T and kv % T;
+    ``replicate``: kv < T and T % kv (after the heads check passed)."""
+
+    def pred(ctx: Ctx):
+        t = _group(ctx, group)
+        h = ctx.i("num_attention_heads")
+        heads = ctx.has("num_attention_heads") & not_multiple(h, t)
+        if which == "heads":
+            return heads, {}
+        kv = np.maximum(ctx.i("num_key_value_heads"), 1)
+        base = ctx.has("num_key_value_heads") & ~ctx.is_mla() & ~heads
+        if which == "split":
+            return base & (kv >= t) & not_multiple(kv, t), {}
+        return base & (kv < t) & not_multiple(t, kv), {}
+
+    return pred
+
+
+def _qkv_divide(group: str):
+    """``QKVParallelLinear``: divide(heads, T), then divide(T, kv) (kv <= T) or divide(kv, T)."""
+
+    def pred(ctx: Ctx):
+        t = _group(ctx, group)
+        h = ctx.i("num_attention_heads")
+        kv = np.where(ctx.has("num_key_value_heads"), ctx.i("num_key_value_heads"), h)
+        kv = np.maximum(kv, 1)
+        heads = ctx.has("num_attention_heads") & not_multiple(h, t)
+        rep = t >= kv
+        kv_bad = np.where(rep, not_multiple(t, kv), not_multiple(kv, t))
+        fire = heads | (ctx.has("num_attention_heads") & kv_bad)
+        a = np.where(heads, h, np.where(rep, t, kv))
+        b = np.where(heads, t, np.where(rep, kv, t))
+        return fire, {"a": a, "b": b}
+
+    return pred
+
+
+def vision_heads(ctx: Ctx):
+    """``VisionAttention``: divide(vision heads, attn_tp)."""
+    t = attn_tp(ctx)
+    vh = ctx.i("vision_num_heads")
+    return ctx.has("vision_num_heads") & not_multiple(vh, t), {"a": vh, "b": t}
+
+
+def vision_tp_reduce(ctx: Ctx):
+    """``reject_attn_tp_shard_with_tp_reduce``: 1 < attn_tp < tp."""
+    t = attn_tp(ctx)
+    fire = ctx.has("vision_num_heads") & (t > 1) & (t < ctx.tp)
+    return fire, {"a": t, "tp": ctx.tp, "dp": np.full(ctx.n, ctx.dp)}
+
+
+def vision_padded(ctx: Ctx):
+    t = attn_tp(ctx)
+    vh = ctx.i("vision_num_heads")
+    padded = -(-vh // np.maximum(t, 1)) * np.maximum(t, 1)
+    fire = ctx.has("vision_num_heads") & not_multiple(vh, t)
+    return fire, {"a": vh, "b": t, "dummy": padded - vh, "padded": padded}
+
+
+def gdn_conv(ctx: Ctx):
+    """Gated DeltaNet ``conv1d = ColumnParallelLinear(conv_dim)`` on attention-TP: divide(conv_dim, attn_tp)."""
+    t = attn_tp(ctx)
+    kd = ctx.i("linear_num_key_heads") * ctx.i("linear_key_head_dim")
+    vd = ctx.i("linear_num_value_heads") * ctx.i("linear_value_head_dim")
+    conv = 2 * kd + vd
+    fire = ctx.linear_kind("gdn") & ctx.has("linear_num_key_heads") & ctx.has("linear_key_head_dim") \
+        & not_multiple(conv, t)
+    return fire, {"a": conv, "b": t}
+
+
+def gdn_merged(ctx: Ctx):
+    """``in_proj_qkvz`` ([key_dim, key_dim, value_dim, value_dim]) then ``in_proj_ba`` ([v_heads] * 2):
+    MergedColumnParallelLinear's bare assert on attention-TP."""
+    t = attn_tp(ctx)
+    kd = ctx.i("linear_num_key_heads") * ctx.i("linear_key_head_dim")
+    vd = ctx.i("linear_num_value_heads") * ctx.i("linear_value_head_dim")
+    vh = ctx.i("linear_num_value_heads")
+    bad = not_multiple(kd, t) | not_multiple(vd, t) | not_multiple(vh, t)
+    return ctx.linear_kind("gdn") & ctx.has("linear_num_value_heads") & bad, {}
+
+
+def lfm2_conv(ctx: Ctx):
+    """LFM2 conv ``in_proj``: MergedColumnParallelLinear([hidden] * 3): hidden % tp."""
+    return ctx.has("hidden_size") & not_multiple(ctx.i("hidden_size"), ctx.tp), {}
+
+
+def tf_backend_llama(ctx: Ctx):
+    """Transformers backend, llama-style TP plan: the first failing ``divide`` of q_proj (heads x
+    head_dim), k_proj / v_proj (kv x head_dim), o_proj (heads x head_dim), gate/up/down (intermediate),
+    then the attention instances (heads, kv heads), each over the full TP."""
+    t = ctx.tp
+    h, kv, hd = ctx.i("num_attention_heads"), ctx.i("num_key_value_heads"), ctx.i("head_dim")
+    kv = np.where(ctx.has("num_key_value_heads"), kv, h)
+    inter = ctx.i("intermediate_size")
+    seq = [h * hd, kv * hd, kv * hd, h * hd, inter, inter, inter, h, kv]
+    fire = np.zeros(ctx.n, dtype=bool)
+    a = np.zeros(ctx.n, dtype=np.int64)
+    for v in seq:
+        bad = ~fire & not_multiple(v, t)
+        a = np.where(bad, v, a)
+        fire |= bad
+    return fire & ctx.has("num_attention_heads"), {"a": a, "b": t}
+
+
+def merged_dense(group: str = "tp"):
+    """Dense MLP ``gate_up_proj = MergedColumnParallelLinear([I, I])``: bare assert I % T."""
+
+    def pred(ctx: Ctx):
+        t = _group(ctx, group)
+        return ctx.has_dense_mlp() & not_multiple(ctx.i("intermediate_size"), t), {}
+
+    return pred
+
+
+def merged_shared(ctx: Ctx):
+    """Shared-expert MLP (MergedColumnParallelLinear over the full TP): shared_I % tp."""
+    sh = ctx.i("shared_expert_intermediate_size")
+    return ctx.is_moe() & ctx.has("shared_expert_intermediate_size") & not_multiple(sh, ctx.tp), {}
+
+
+def fused_moe_experts(ctx: Ctx):
+    """FusedMoE: ``assert num_routed % moe_ep_size == 0``."""
+    ep = moe_ep(ctx)
+    n = ctx.i("num_experts")
+    return ctx.is_moe() & ctx.has("num_experts") & (ep > 1) & not_multiple(n, ep), {}
+
+
+def fused_moe_intermediate(ctx: Ctx):
+    """FusedMoE: ``assert intermediate_size % moe_tp_size == 0``."""
+    mt = moe_tp(ctx)
+    m = ctx.i("moe_intermediate_size")
+    return ctx.is_moe() & ctx.has("moe_intermediate_size") & not_multiple(m, mt), {}
+
+
+def _fp8_block(ctx: Ctx) -> np.ndarray:
+    low = ctx.str_in("quant_format", ("nvfp4", "mixed-precision", "mxfp4", "mxfp4-pack-quantized"))
+    return ctx.fp8_block() & ~low
+
+
+def _fp8_moe(which: str):
+    """``Fp8MoEMethod.create_weights``: ispp = moe_I / moe_tp; ispp % block_n, then (moe_tp > 1)
+    ispp % block_k."""
+
+    def pred(ctx: Ctx):
+        bn, bk = ctx.i("weight_block_n"), ctx.i("weight_block_k")
+        mt = moe_tp(ctx)
+        m = ctx.i("moe_intermediate_size")
+        applies = _fp8_block(ctx) & ctx.is_moe() & ctx.has("moe_intermediate_size") & ~not_multiple(m, mt)
+        ispp = m // np.maximum(mt, 1)
+        fail_n = applies & not_multiple(ispp, bn)
+        if which == "n":
+            return fail_n, {"size": ispp, "block": bn}
+        return applies & ~fail_n & (mt > 1) & not_multiple(ispp, bk), {"size": ispp, "block": bk}
+
+    return pred
+
+
+def _fp8_linear(which: str, col: str, group: str = "tp"):
+    """``Fp8LinearMethod.validate_block_quant_shapes`` for a dense / shared-expert MLP: gate_up output
+    per rank % block_n (merged: always checked), down_proj input per rank % block_k (T > 1)."""
+
+    def pred(ctx: Ctx):
+        t = _group(ctx, group)
+        bn, bk = ctx.i("weight_block_n"), ctx.i("weight_block_k")
+        inter = ctx.i(col)
+        if col == "intermediate_size":
+            present = ctx.has_dense_mlp()
+        else:
+            present = ctx.is_moe() & ctx.has(col)
+        applies = _fp8_block(ctx) & present & ~not_multiple(inter, t)
+        size = inter // np.maximum(t, 1)
+        if which == "n":
+            return applies & not_multiple(size, bn), {"size": size, "block": bn}
+        return applies & ~not_multiple(size, bn) & (t > 1) & not_multiple(size, bk), {"size": size, "block": bk}
+
+    return pred
+
+
+def _fp8_qkv(group: str):
+    """Block FP8 ``qkv_proj`` (merged q, k, v per rank % block_n) and ``o_proj`` (row, heads/T*head_dim
+    % block_k, T > 1). Checked in that order; returns (n-fail, k-fail) by ``which``."""
+
+    def make(which: str):
+        def pred(ctx: Ctx):
+            t = _group(ctx, group)
+            bn, bk = ctx.i("weight_block_n"), ctx.i("weight_block_k")
+            h = ctx.i("num_attention_heads")
+            hd = ctx.i("head_dim")
+            kv = np.maximum(ctx.i("num_key_value_heads"), 1)
+            ok = _fp8_block(ctx) & ctx.has("num_attention_heads") & ctx.has("head_dim") & ~ctx.is_mla() \
+                & ~not_multiple(h, t)
+            q = (h // np.maximum(t, 1)) * hd
+            kvr = np.maximum(kv // np.maximum(t, 1), 1) * hd
+            q_bad = not_multiple(q, bn)
+            kv_bad = not_multiple(kvr, bn)
+            n_fail = ok & (q_bad | kv_bad)
+            if which == "n":
+                return n_fail, {"size": np.where(q_bad, q, kvr), "block": bn}
+            return ok & ~n_fail & (t > 1) & not_multiple(q, bk), {"size": q, "block": bk}
+
+        return pred
+
+    return make
+
+
+def quantized_moe_compat(ctx: Ctx):
+    """``check_quantized_moe_compatibility`` (after loading; block-quantized checkpoints with
+    ``moe_intermediate_size``): moe_I % moe_tp, then (moe_I / moe_tp) % block_n."""
+    mt = moe_tp(ctx)
+    m = ctx.i("moe_intermediate_size")
+    bn = ctx.i("weight_block_n")
+    base = ctx.has("weight_block_n") & ctx.has("moe_intermediate_size")
+    return base & (not_multiple(m, mt) | not_multiple(m // np.maximum(mt, 1), bn)), {}
+
+
+# ----------------------------------------------------------------------------------------------------
+# the rules, in construction order
+# ----------------------------------------------------------------------------------------------------
+
+_MSG_N = "Weight output_partition_size = {size} is not divisible by weight quantization block_n = {block}."
+_MSG_K = "Weight input_size_per_partition = {size} is not divisible by weight quantization block_k = {block}."
+_MOE_N = ("The output_size of gate's and up's weight = {size} is not divisible by weight quantization "
+          "block_n = {block}.")
+_MOE_K = "The input_size of down's weight = {size} is not divisible by weight quantization block_k = {block}."
+_UNKNOWN_TYPE = (
+    "The checkpoint you are trying to load has model type `{model_type}` but Transformers does not recognize "
+    "this architecture. This could be because of an issue with the checkpoint, or because your version of "
+    "Transformers is out of date.\n\nYou can update Transformers with the command `pip install --upgrade "
+    "transformers`. If this does not work, and the checkpoint is very new, then there may not be a release version "
+    "that supports this model yet. In this case, you can get the most up-to-date code by installing Transformers "
+    "from source with the command `pip install git+https://github.com/huggingface/transformers.git`")
+_VISION_REDUCE = ("VisionAttention shards over the attention TP group ({a} ranks) but all-reduces over the full "
+                  "TP group ({tp} ranks), so it does not support --attn-dp-size {dp} yet. Use --attn-dp-size "
+                  "equal to --tp-size, or drop --attn-dp-size {dp}, or --mm-enable-dp-encoder where the model "
+                  "supports it.")
+
+_PKG = "sglang/srt/"
+
+
+def _site(s: str) -> str:
+    """``"qwen2.py:167"`` -> ``"sglang/srt/models/qwen2.py:167"``; paths with a folder are kept."""
+    return s if s.startswith("sglang/") else (_PKG + ("models/" if "/" not in s else "") + s)
+
+
+def _rule(id: str, kind: str, condition: str, message: str, sites: dict[str, str], predicate, *,
+          exc_type: str = "AssertionError", archs=(), exclude=(), needs=(), note: str = "",
+          severity: str = "error", ours: bool = False, versions: str = V, src: str = "",
+          effect: str = "") -> Rule:
+    from packaging.version import Version
+
+    sites = {r: _site(s) for r, s in sites.items()}
+    url = src
+    if sites and not url:
+        rel = sorted(sites, key=Version)[-1]
+        path, _, line = sites[rel].rpartition(":")
+        url = f"{REPO}/v{rel}/python/{path}#L{line}"
+    executed_in = tuple(r for r in EXECUTED if r in sites)
+    return Rule(id=id, framework=FW, kind=kind, versions=versions, condition=condition, message=message,
+                source_url=url, predicate=predicate, severity=severity, effect=effect,
+                needs=tuple(needs), note=note, architectures=tuple(archs), exclude_architectures=tuple(exclude),
+                sites=dict(sites), evidence="executed" if executed_in else "source",
+                executed_in=executed_in, exc_type=exc_type if not ours else "", ours=ours)
+
+
+def _attention_rules(archs_filter) -> list[Rule]:
+    """Softmax attention of the first attention layer, for the architectures ``archs_filter`` keeps."""
+    out = []
+    for mod, (group, by_rel) in ATTN_ASSERTS.items():
+        archs = tuple(a for a in ATTN_ASSERT_ARCHS[mod] if archs_filter(a))
+        if not archs:
+            continue
+        t = "attn_tp" if group == "attn" else "tp"
+        for i, (which, cond) in enumerate((
+                ("heads", f"num_attention_heads % {t} != 0 (assert self.total_num_heads % {t}_size == 0)"),
+                ("split", f"num_key_value_heads >= {t} and num_key_value_heads % {t} != 0"),
+                ("replicate", f"num_key_value_heads < {t} and {t} % num_key_value_heads != 0"))):
+            kind = "attention_heads" if which == "heads" else "kv_heads"
+            out.append(_rule(
+                f"sglang.{kind}.{which}.{mod}" if which != "heads" else f"sglang.attention_heads.{mod}", kind,
+                f"{mod}.py attention over {'the attention-TP group (tp / attn_dp)' if group == 'attn' else 'the full TP'}: "
+                + cond, BARE, {r: s[i] for r, s in by_rel.items()}, _attn(which, group), archs=archs,
+                needs=("num_attention_heads",) if which == "heads" else ("num_key_value_heads",)))
+    qkv = tuple(a for a in QKV_DIVIDE_TP if archs_filter(a))
+    if qkv:
+        out.append(_rule("sglang.attention_heads.qkv_divide", "attention_heads",
+                         "QKVParallelLinear over the full TP (no model-level assert): divide(heads, tp), then "
+                         "divide(tp, kv) when kv <= tp else divide(kv, tp)",
+                         DIVIDE, {"0.5.23": DIVIDE_SITE}, _qkv_divide("tp"), archs=qkv,
+                         needs=("num_attention_heads",)))
+    return out
+
+
+def _block_rules(archs=(), exclude=()) -> list[Rule]:
+    """Layer 0's MLP or MoE (after its mixer), for ``archs`` (or every architecture but ``exclude``)."""
+    kw = dict(archs=archs, exclude=exclude)
+    return [
+        _rule("sglang.mlp_intermediate", "mlp_intermediate",
+              "dense MLP gate_up_proj = MergedColumnParallelLinear([I, I]) over the full TP: assert "
+              "all(output_size % tp_size == 0)", BARE, {"0.5.23": MERGED_SITE}, merged_dense("tp"), **kw),
+        _rule("sglang.block_fp8.dense_n", "block_fp8",
+              "block FP8 dense gate_up (merged): intermediate / tp % block_n != 0",
+              _MSG_N, {"0.5.23": "layers/quantization/fp8.py:606"}, _fp8_linear("n", "intermediate_size"),
+              exc_type="ValueError", **kw),
+        _rule("sglang.block_fp8.dense_k", "block_fp8",
+              "block FP8 dense down_proj (row parallel, tp > 1): intermediate / tp % block_k != 0",
+              _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"}, _fp8_linear("k", "intermediate_size"),
+              exc_type="ValueError", **kw),
+        _rule("sglang.moe_experts", "moe_experts",
+              "FusedMoE: assert num_routed_experts % moe_ep_size == 0 (--ep-size; model classes without "
+              "expert-location metadata)", BARE, {"0.5.23": "layers/moe/fused_moe_triton/layer.py:414"},
+              fused_moe_experts, **kw),
+        _rule("sglang.moe_intermediate", "moe_intermediate",
+              "FusedMoE: assert moe_intermediate_size % moe_tp_size == 0, moe_tp = tp / ep",
+              BARE, {"0.5.23": "layers/moe/fused_moe_triton/layer.py:427"}, fused_moe_intermediate, **kw),
+        _rule("sglang.block_fp8.moe_n", "block_fp8",
+              "block FP8 MoE: ispp = moe_intermediate / moe_tp; ispp % block_n != 0",
+              _MOE_N, {"0.5.23": "layers/quantization/fp8.py:1589"}, _fp8_moe("n"), exc_type="ValueError", **kw),
+        _rule("sglang.block_fp8.moe_k", "block_fp8",
+              "block FP8 MoE: ispp % block_n == 0, moe_tp > 1 and ispp % block_k != 0",
+              _MOE_K, {"0.5.23": "layers/quantization/fp8.py:1597"}, _fp8_moe("k"), exc_type="ValueError", **kw),
+        _rule("sglang.mlp_intermediate.shared_experts", "mlp_intermediate",
+              "shared-expert MLP (MergedColumnParallelLinear over the full TP): shared_expert_intermediate_size "
+              "% tp != 0", BARE, {"0.5.23": MERGED_SITE}, merged_shared, **kw),
+        _rule("sglang.block_fp8.shared_n", "block_fp8",
+              "block FP8 shared expert gate_up (merged): shared_I / tp % block_n != 0",
+              _MSG_N, {"0.5.23": "layers/quantization/fp8.py:606"},
+              _fp8_linear("n", "shared_expert_intermediate_size"), exc_type="ValueError", **kw),
+        _rule("sglang.block_fp8.shared_k", "block_fp8",
+              "block FP8 shared expert down_proj (tp > 1): shared_I / tp % block_k != 0",
+              _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"},
+              _fp8_linear("k", "shared_expert_intermediate_size"), exc_type="ValueError", **kw),
+    ]
+
+
+def _attn_fp8_rules(archs=(), exclude=()) -> list[Rule]:
+    kw = dict(archs=archs, exclude=exclude)
+    return [
+        _rule("sglang.block_fp8.attention_n", "block_fp8",
+              "block FP8 qkv_proj (merged q, k, v per rank) % block_n != 0",
+              _MSG_N, {"0.5.23": "layers/quantization/fp8.py:606"}, _fp8_qkv("tp")("n"), exc_type="ValueError",
+              **kw),
+        _rule("sglang.block_fp8.attention_k", "block_fp8",
+              "block FP8 o_proj (row parallel, T > 1): heads / T * head_dim % block_k != 0",
+              _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"}, _fp8_qkv("tp")("k"), exc_type="ValueError",
+              **kw),
+    ]
+
+
+_hybrid = HYBRID_LINEAR_FIRST
+
+RULES: list[Rule] = [
+    # -- 1. the launcher ---------------------------------------------------------------------------------
+    _rule("sglang.config.unknown_model_type", "architecture",
+          "the config's model_type is neither an SGLang config class nor known to the transformers release "
+          "SGLang installs (with remote code allowed, a config with auto_map would load instead)",
+          _UNKNOWN_TYPE, {"0.5.23": "utils/hf_transformers/config.py:228"}, None, exc_type="ValueError"),
+    _rule("sglang.config.deepseek_v4_kv_lora_rank", "architecture",
+          "DeepSeek-V4 config with \"kv_lora_rank\": null (llm-compressor / compressed-tensors exports): "
+          "transformers' strict DeepseekV4Config rejects it when SGLang reads config.json, at any layout",
+          "Validation error for field 'kv_lora_rank':\n    TypeError: Field 'kv_lora_rank' expected int, got "
+          "NoneType (value: None)", {"0.5.23": "utils/hf_transformers/config.py:293"}, dsv4_null_kv_lora_rank,
+          exc_type="StrictDataclassFieldValidationError", archs=("DeepseekV4ForCausalLM",),
+          note="the catalog keeps no explicit nulls: compressed-tensors stands for the llm-compressor export"),
+    _rule("sglang.dp_attention", "attention_heads",
+          "--attn-dp-size D (or --enable-dp-attention --dp-size D) with tp % D != 0 (assert tp_size % "
+          "attn_dp_size == 0 at server-argument resolution, any model)",
+          BARE, {"0.5.23": "arg_groups/parallel_hook.py:326"}, dp_attention),
+    # -- 2. the scheduler, before the model ------------------------------------------------------------
+    _rule("sglang.moe_experts.expert_location", "moe_experts",
+          "--ep-size E > 1 and num_experts % E != 0, for model classes with expert-location metadata (the "
+          "runner's initial ExpertLocationMetadata: assert num_physical_experts % ep_size == 0)",
+          BARE, {"0.5.23": "eplb/expert_location.py:256"}, expert_location, archs=EXPERT_LOCATION),
+    # -- 3. the model: vision towers built first -------------------------------------------------------
+    _rule("sglang.vision_heads", "vision_heads",
+          "VisionAttention (no dummy heads): divide(vision num_heads, attn_tp)",
+          DIVIDE, {"0.5.23": DIVIDE_SITE}, vision_heads, archs=VISION_FIRST),
+    _rule("sglang.vision_heads.padded", "vision_heads",
+          "GLM-4.xV / InternVL / InternS1 / GLM-OCR pad the vision heads with dummy heads to a multiple of "
+          "attn_tp (update_vit_attn_dummy_heads_config); runs (status valid_padded)",
+          "{a} vision heads padded with {dummy} dummy heads to {padded} (a multiple of tp={b}).", {},
+          vision_padded, archs=VISION_PADDED, severity="warning", effect="padded", ours=True,
+          src=SRC + "sglang/srt/layers/attention/vision_utils.py#L8-L23"),
+    # -- layer 0 of hybrids: the linear-attention mixer and its MLP/MoE --------------------------------
+    _rule("sglang.linear_attention_heads.gdn_conv", "linear_attention_heads",
+          "Gated DeltaNet conv1d = ColumnParallelLinear(conv_dim) on attention-TP: divide(2 * key_dim + "
+          "value_dim, attn_tp)", DIVIDE, {"0.5.23": DIVIDE_SITE}, gdn_conv, archs=_hybrid),
+    _rule("sglang.linear_attention_heads.gdn_proj", "linear_attention_heads",
+          "Gated DeltaNet in_proj_qkvz / in_proj_ba (MergedColumnParallelLinear on attention-TP): key_dim, "
+          "value_dim and linear_num_value_heads % attn_tp", BARE, {"0.5.23": MERGED_SITE}, gdn_merged,
+          archs=_hybrid),
+    _rule("sglang.linear_attention_heads.lfm2_conv", "linear_attention_heads",
+          "LFM2 short-convolution in_proj = MergedColumnParallelLinear([hidden_size] * 3) over the full TP: "
+          "hidden_size % tp", BARE, {"0.5.23": MERGED_SITE}, lfm2_conv, archs=LFM2_CONV),
+    *_block_rules(archs=_hybrid),
+    *_attention_rules(lambda a: a in _hybrid),
+    # -- decoder layer 0 of the others: attention, then MLP / MoE --------------------------------------
+    _rule("sglang.transformers_backend.divide", "attention_heads",
+          "Transformers backend (no SGLang model class), llama-style TP plan: nn.Linear layers replaced in "
+          "module order (divide(heads x head_dim, tp), divide(kv x head_dim, tp), ..., divide(intermediate, tp)), "
+          "then the attention instances divide(heads, tp) and divide(kv_heads, tp) (KV heads are not replicated)",
+          DIVIDE, {"0.5.23": DIVIDE_SITE}, tf_backend_llama, archs=TF_BACKEND_LLAMA_PLAN),
+    *_attention_rules(lambda a: a not in _hybrid),
+    *_attn_fp8_rules(exclude=_hybrid),
+    *_block_rules(exclude=_hybrid),
+    # -- vision towers built after the language model ----------------------------------------------------
+    _rule("sglang.vision_heads", "vision_heads",
+          "VisionAttention (no dummy heads): divide(vision num_heads, attn_tp)",
+          DIVIDE, {"0.5.23": DIVIDE_SITE}, vision_heads, archs=VISION_AFTER),
+    _rule("sglang.vision_heads.tp_reduce", "vision_heads",
+          "VisionAttention that all-reduces over the full TP group under DP attention: 1 < attn_tp < tp "
+          "(reject_attn_tp_shard_with_tp_reduce)", _VISION_REDUCE, {"0.5.23": "layers/dp_attention.py:567"},
+          vision_tp_reduce, exc_type="ValueError", archs=VISION_TP_REDUCE),
+    # -- 4. after loading ----------------------------------------------------------------------------------
+    _rule("sglang.moe_intermediate.quantized_compat", "moe_intermediate",
+          "block-quantized MoE checkpoint (weight_block_size): moe_intermediate_size % moe_tp, then "
+          "(moe_intermediate_size / moe_tp) % block_n (check_quantized_moe_compatibility)",
+          "moe_intermediate_size {m} must be divisible by moe_tp_size ({moe_tp}) which is tp_size ({tp}) divided "
+          "by moe_ep_size ({ep}).", {"0.5.23": "model_executor/model_runner_components/moe_ep_setup.py:161"},
+          lambda ctx: (quantized_moe_compat(ctx)[0], {"m": ctx.i("moe_intermediate_size"), "moe_tp": moe_tp(ctx),
+                                                       "tp": ctx.tp, "ep": moe_ep(ctx)}),
+          exc_type="ValueError"),
+    # -- warnings ------------------------------------------------------------------------------------------
+    _rule("sglang.pipeline_layers", "pipeline_layers",
+          "get_pp_indices: an uneven split is allowed (the last stages take one layer more); runs",
+          "{layers} layers over {pp} pipeline stages: stages hold {lo} or {hi} layers (uneven split).", {},
+          None, severity="warning", ours=True, src=SRC + "sglang/srt/distributed/utils.py#L110-L150"),
+]
+
+
+def _bind() -> None:
+    import dataclasses
+
+    from dashboard.rules import _preds as P
+
+    out: list[Rule] = []
+    for r in RULES:
+        if r.id == "sglang.config.unknown_model_type":
+            for rel in EXECUTED:
+                out.append(dataclasses.replace(r, predicate=unknown_model_type(rel)))
+        elif r.id == "sglang.pipeline_layers":
+            out.append(dataclasses.replace(r, predicate=P.pipeline_even()))
+        else:
+            out.append(r)
+    RULES[:] = out
+
+
+_bind()
