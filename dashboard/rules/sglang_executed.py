@@ -114,7 +114,7 @@ ATTN_ASSERT_ARCHS: dict[str, tuple[str, ...]] = {
     "glm4_moe": ("Glm4MoeForCausalLM", "Glm4vMoeForConditionalGeneration"),
     "granite": ("GraniteForCausalLM",),
     "granitemoe": ("GraniteMoeForCausalLM",),
-    "olmo2": ("Olmo2ForCausalLM",),
+    "olmo2": ("Olmo2ForCausalLM", "Olmo3ForCausalLM"),
     "llama4": ("Llama4ForConditionalGeneration", "Llama4ForCausalLM"),
     "nemotron_h": ("NemotronHForCausalLM",),
     "gpt_oss": ("GptOssForCausalLM",),
@@ -128,7 +128,7 @@ _ATTN_ASSERT_ALL = tuple(a for archs in ATTN_ASSERT_ARCHS.values() for a in arch
 
 #: Hybrids whose decoder layer 0 is a linear-attention / Mamba mixer: it and layer 0's MLP or MoE are
 #: built before the first softmax-attention layer.
-HYBRID_LINEAR_FIRST = ("Lfm2ForCausalLM", "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration",
+HYBRID_LINEAR_FIRST = ("KimiK3ForConditionalGeneration", "Lfm2ForCausalLM", "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration",
                        "Qwen3_5MoeForConditionalGeneration", "KimiLinearForCausalLM", "NemotronHForCausalLM")
 
 #: Model classes with ``get_model_config_for_expert_location``: the model runner's initial
@@ -155,6 +155,15 @@ VISION_PADDED = ("Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGenerat
 
 #: Model files without their own asserts: ``QKVParallelLinear``'s ``divide`` over the full TP.
 QKV_DIVIDE_TP = ("GPTJForCausalLM", "GPT2LMHeadModel", "GPTBigCodeForCausalLM", "Lfm2ForCausalLM")
+
+#: No SGLang model class, and the Transformers class is not backend-compatible
+#: (``_supports_attention_backend`` False): ``resolve_transformers_arch`` refuses it in the scheduler,
+#: before the model (``model_impl="auto"``).
+TF_BACKEND_INCOMPATIBLE = ("CodeGenForCausalLM", "FalconForCausalLM", "StableLMEpochForCausalLM")
+
+#: Transformers backend (backend-compatible class) whose HF config has no ``base_model_tp_plan``:
+#: ``recursive_replace`` refuses every TP size > 1, naming the HF base model class.
+TF_BACKEND_NO_PLAN: dict[str, str] = {"FuyuForCausalLM": "transformers.models.fuyu.modeling_fuyu.FuyuModel"}
 
 #: LFM2's short-convolution layers (layer 0): ``in_proj = MergedColumnParallelLinear([hidden] * 3)``.
 LFM2_CONV = ("Lfm2ForCausalLM",)
@@ -217,6 +226,31 @@ def dsv4_null_kv_lora_rank(ctx: Ctx):
     return ctx.str_in("quant_method", ("compressed-tensors",)), {}
 
 
+def gptq_not_marlin(ctx: Ctx):
+    """GPTQ checkpoints SGLang cannot convert to ``gptq_marlin`` (``is_gptq_marlin_compatible``): bits
+    other than 4 or 8, a group size other than -1/32/64/128, or a quantization config without
+    ``quant_method`` (AutoGPTQ's ``quantize_config.json`` beside a config.json that has none: the catalog
+    notes it). Plain ``gptq`` is not among 0.5.23's quantization methods."""
+    bits, g = ctx.i("quant_bits"), ctx.i("quant_group_size")
+    gptq = ctx.str_in("quant_method", ("gptq",))
+    bad_bits = ctx.has("quant_bits") & ~np.isin(bits, (4, 8))
+    bad_group = ctx.has("quant_group_size") & ~np.isin(g, (32, 64, 128))  # has() is False for -1
+
+    def sidecar(df):
+        if "parse_notes" not in df.columns:
+            return np.zeros(len(df), dtype=bool)
+        return df["parse_notes"].astype("string").fillna("").str.contains(
+            "no quantization_config in config.json", regex=False).to_numpy(dtype=bool)
+
+    return gptq & (bad_bits | bad_group | ctx.flag("gptq_sidecar", sidecar)), {}
+
+
+def tf_backend_incompatible(ctx: Ctx):
+    names = np.repeat(np.asarray([str(a) for a in ctx.arch()], dtype=object), ctx.n_tp) if ctx.n_tp > 1 \
+        else np.asarray([str(a) for a in ctx.arch()], dtype=object)
+    return np.ones(ctx.n, dtype=bool), {"arch": names}
+
+
 def dp_attention(ctx: Ctx):
     """``assert tp_size % attn_dp_size == 0`` (any model, at any TP size)."""
     fire = (ctx.dp > 1) & ctx.dp_attention & not_multiple(ctx.tp, ctx.dp)
@@ -249,21 +283,21 @@ def _attn(which: str, group: str):
     return pred
 
 
-def _qkv_divide(group: str):
-    """``QKVParallelLinear``: divide(heads, T), then divide(T, kv) (kv <= T) or divide(kv, T)."""
+def _qkv_divide(which: str, group: str = "tp"):
+    """``QKVParallelLinear`` (no model-level assert): ``heads``: divide(heads, T); ``kv``: then
+    divide(T, kv) when kv <= T (replication) else divide(kv, T)."""
 
     def pred(ctx: Ctx):
         t = _group(ctx, group)
         h = ctx.i("num_attention_heads")
-        kv = np.where(ctx.has("num_key_value_heads"), ctx.i("num_key_value_heads"), h)
-        kv = np.maximum(kv, 1)
         heads = ctx.has("num_attention_heads") & not_multiple(h, t)
+        if which == "heads":
+            return heads, {"a": h, "b": t}
+        kv = np.maximum(np.where(ctx.has("num_key_value_heads"), ctx.i("num_key_value_heads"), h), 1)
         rep = t >= kv
-        kv_bad = np.where(rep, not_multiple(t, kv), not_multiple(kv, t))
-        fire = heads | (ctx.has("num_attention_heads") & kv_bad)
-        a = np.where(heads, h, np.where(rep, t, kv))
-        b = np.where(heads, t, np.where(rep, kv, t))
-        return fire, {"a": a, "b": b}
+        bad = ctx.has("num_attention_heads") & ~heads & ~ctx.is_mla() \
+            & np.where(rep, not_multiple(t, kv), not_multiple(kv, t))
+        return bad, {"a": np.where(rep, t, kv), "b": np.where(rep, kv, t)}
 
     return pred
 
@@ -310,6 +344,24 @@ def gdn_merged(ctx: Ctx):
     vh = ctx.i("linear_num_value_heads")
     bad = not_multiple(kd, t) | not_multiple(vd, t) | not_multiple(vh, t)
     return ctx.linear_kind("gdn") & ctx.has("linear_num_value_heads") & bad, {}
+
+
+def kda_heads(group: str):
+    """KDA layers: linear_attn_config num_heads % T (Kimi-Linear: the global TP, ``shard_on_attn_tp``
+    False; Kimi-K3: attention-TP)."""
+
+    def pred(ctx: Ctx):
+        t = _group(ctx, group)
+        h = ctx.i("linear_num_value_heads")
+        fire = ctx.linear_kind("kda") & ctx.has("linear_num_value_heads") & not_multiple(h, t)
+        return fire, {"h": h, "tp": t}
+
+    return pred
+
+
+def tf_backend_no_plan(ctx: Ctx):
+    cls = np.asarray([TF_BACKEND_NO_PLAN.get(str(a), "") for a in ctx.arch()], dtype=object)
+    return ctx.tp > 1, {"cls": np.repeat(cls, ctx.n_tp)}
 
 
 def lfm2_conv(ctx: Ctx):
@@ -467,6 +519,13 @@ _VISION_REDUCE = ("VisionAttention shards over the attention TP group ({a} ranks
                   "equal to --tp-size, or drop --attn-dp-size {dp}, or --mm-enable-dp-encoder where the model "
                   "supports it.")
 
+_GPTQ_UNKNOWN = (
+    "Unknown quantization method: gptq. Must be one of ['fp8', 'mxfp8', 'minimax_m3_nvfp4', 'blockwise_int8', "
+    "'modelopt', 'modelopt_fp8', 'modelopt_fp4', 'nvfp4_online', 'modelopt_mixed', 'w8a8_int8', 'w8a8_fp8', 'awq', "
+    "'awq_marlin', 'bitsandbytes', 'gguf', 'gptq_marlin', 'moe_wna16', 'compressed-tensors', 'w4afp8', "
+    "'petit_nvfp4', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', 'modelslim', 'quark_int4fp8_moe', "
+    "'humming', 'mxfp_w4a8', 'mxfp4'].")
+
 _PKG = "sglang/srt/"
 
 
@@ -513,52 +572,59 @@ def _attention_rules(archs_filter) -> list[Rule]:
                 f"{mod}.py attention over {'the attention-TP group (tp / attn_dp)' if group == 'attn' else 'the full TP'}: "
                 + cond, BARE, {r: s[i] for r, s in by_rel.items()}, _attn(which, group), archs=archs,
                 needs=("num_attention_heads",) if which == "heads" else ("num_key_value_heads",)))
-    qkv = tuple(a for a in QKV_DIVIDE_TP if archs_filter(a))
-    if qkv:
-        out.append(_rule("sglang.attention_heads.qkv_divide", "attention_heads",
-                         "QKVParallelLinear over the full TP (no model-level assert): divide(heads, tp), then "
-                         "divide(tp, kv) when kv <= tp else divide(kv, tp)",
-                         DIVIDE, {"0.5.23": DIVIDE_SITE}, _qkv_divide("tp"), archs=qkv,
-                         needs=("num_attention_heads",)))
     return out
 
 
-def _block_rules(archs=(), exclude=()) -> list[Rule]:
+def _qkv_rules(suffix: str = "", **kw) -> list[Rule]:
+    """``QKVParallelLinear`` over the full TP for model files without their own asserts (and, as the
+    common case, for architectures no table names)."""
+    return [
+        _rule("sglang.attention_heads.qkv" + suffix, "attention_heads",
+              "QKVParallelLinear over the full TP (no model-level assert): divide(num_attention_heads, tp)",
+              DIVIDE, {"0.5.23": DIVIDE_SITE}, _qkv_divide("heads"), needs=("num_attention_heads",), **kw),
+        _rule("sglang.kv_heads.qkv" + suffix, "kv_heads",
+              "QKVParallelLinear: kv <= tp -> divide(tp, kv) (each KV head replicated tp / kv times), else "
+              "divide(kv, tp). Not for MLA.", DIVIDE, {"0.5.23": DIVIDE_SITE}, _qkv_divide("kv"),
+              needs=("num_key_value_heads",), **kw),
+    ]
+
+
+def _block_rules(archs=(), exclude=(), suffix: str = "") -> list[Rule]:
     """Layer 0's MLP or MoE (after its mixer), for ``archs`` (or every architecture but ``exclude``)."""
     kw = dict(archs=archs, exclude=exclude)
     return [
-        _rule("sglang.mlp_intermediate", "mlp_intermediate",
+        _rule("sglang.mlp_intermediate" + suffix, "mlp_intermediate",
               "dense MLP gate_up_proj = MergedColumnParallelLinear([I, I]) over the full TP: assert "
               "all(output_size % tp_size == 0)", BARE, {"0.5.23": MERGED_SITE}, merged_dense("tp"), **kw),
-        _rule("sglang.block_fp8.dense_n", "block_fp8",
+        _rule("sglang.block_fp8.dense_n" + suffix, "block_fp8",
               "block FP8 dense gate_up (merged): intermediate / tp % block_n != 0",
               _MSG_N, {"0.5.23": "layers/quantization/fp8.py:606"}, _fp8_linear("n", "intermediate_size"),
               exc_type="ValueError", **kw),
-        _rule("sglang.block_fp8.dense_k", "block_fp8",
+        _rule("sglang.block_fp8.dense_k" + suffix, "block_fp8",
               "block FP8 dense down_proj (row parallel, tp > 1): intermediate / tp % block_k != 0",
               _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"}, _fp8_linear("k", "intermediate_size"),
               exc_type="ValueError", **kw),
-        _rule("sglang.moe_experts", "moe_experts",
+        _rule("sglang.moe_experts" + suffix, "moe_experts",
               "FusedMoE: assert num_routed_experts % moe_ep_size == 0 (--ep-size; model classes without "
               "expert-location metadata)", BARE, {"0.5.23": "layers/moe/fused_moe_triton/layer.py:414"},
               fused_moe_experts, **kw),
-        _rule("sglang.moe_intermediate", "moe_intermediate",
+        _rule("sglang.moe_intermediate" + suffix, "moe_intermediate",
               "FusedMoE: assert moe_intermediate_size % moe_tp_size == 0, moe_tp = tp / ep",
               BARE, {"0.5.23": "layers/moe/fused_moe_triton/layer.py:427"}, fused_moe_intermediate, **kw),
-        _rule("sglang.block_fp8.moe_n", "block_fp8",
+        _rule("sglang.block_fp8.moe_n" + suffix, "block_fp8",
               "block FP8 MoE: ispp = moe_intermediate / moe_tp; ispp % block_n != 0",
               _MOE_N, {"0.5.23": "layers/quantization/fp8.py:1589"}, _fp8_moe("n"), exc_type="ValueError", **kw),
-        _rule("sglang.block_fp8.moe_k", "block_fp8",
+        _rule("sglang.block_fp8.moe_k" + suffix, "block_fp8",
               "block FP8 MoE: ispp % block_n == 0, moe_tp > 1 and ispp % block_k != 0",
               _MOE_K, {"0.5.23": "layers/quantization/fp8.py:1597"}, _fp8_moe("k"), exc_type="ValueError", **kw),
-        _rule("sglang.mlp_intermediate.shared_experts", "mlp_intermediate",
+        _rule("sglang.mlp_intermediate.shared_experts" + suffix, "mlp_intermediate",
               "shared-expert MLP (MergedColumnParallelLinear over the full TP): shared_expert_intermediate_size "
               "% tp != 0", BARE, {"0.5.23": MERGED_SITE}, merged_shared, **kw),
-        _rule("sglang.block_fp8.shared_n", "block_fp8",
+        _rule("sglang.block_fp8.shared_n" + suffix, "block_fp8",
               "block FP8 shared expert gate_up (merged): shared_I / tp % block_n != 0",
               _MSG_N, {"0.5.23": "layers/quantization/fp8.py:606"},
               _fp8_linear("n", "shared_expert_intermediate_size"), exc_type="ValueError", **kw),
-        _rule("sglang.block_fp8.shared_k", "block_fp8",
+        _rule("sglang.block_fp8.shared_k" + suffix, "block_fp8",
               "block FP8 shared expert down_proj (tp > 1): shared_I / tp % block_k != 0",
               _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"},
               _fp8_linear("k", "shared_expert_intermediate_size"), exc_type="ValueError", **kw),
@@ -580,6 +646,10 @@ def _attn_fp8_rules(archs=(), exclude=()) -> list[Rule]:
 
 
 _hybrid = HYBRID_LINEAR_FIRST
+#: Architectures whose softmax attention another rule describes (the QKVParallelLinear divide is the
+#: default for the rest, including records without architectures).
+_OWN_ATTENTION = tuple(sorted(set(_ATTN_ASSERT_ALL) | set(TF_BACKEND_LLAMA_PLAN) | set(_hybrid)
+                              | set(TF_BACKEND_NO_PLAN) | set(TF_BACKEND_INCOMPATIBLE)))
 
 RULES: list[Rule] = [
     # -- 1. the launcher ---------------------------------------------------------------------------------
@@ -594,11 +664,22 @@ RULES: list[Rule] = [
           "NoneType (value: None)", {"0.5.23": "utils/hf_transformers/config.py:293"}, dsv4_null_kv_lora_rank,
           exc_type="StrictDataclassFieldValidationError", archs=("DeepseekV4ForCausalLM",),
           note="the catalog keeps no explicit nulls: compressed-tensors stands for the llm-compressor export"),
+    _rule("sglang.quantization.gptq_not_marlin", "group_size",
+          "GPTQ checkpoint that is not Marlin-compatible (bits other than 4 or 8, group_size other than "
+          "-1/32/64/128, or an AutoGPTQ quantize_config.json without quant_method; sym=True assumed: the "
+          "catalog does not keep the sym flag): plain gptq is not a quantization method of this release", _GPTQ_UNKNOWN, {"0.5.23": "configs/model_config.py:2152"},
+          gptq_not_marlin, exc_type="ValueError"),
     _rule("sglang.dp_attention", "attention_heads",
           "--attn-dp-size D (or --enable-dp-attention --dp-size D) with tp % D != 0 (assert tp_size % "
           "attn_dp_size == 0 at server-argument resolution, any model)",
           BARE, {"0.5.23": "arg_groups/parallel_hook.py:326"}, dp_attention),
     # -- 2. the scheduler, before the model ------------------------------------------------------------
+    _rule("sglang.architecture.transformers_incompatible", "architecture",
+          "no SGLang model class for the architecture and its Transformers class does not support custom "
+          "attention backends (_supports_attention_backend False): resolve_transformers_arch refuses it",
+          "{arch} has no SGlang implementation and the Transformers implementation is not compatible with "
+          "SGLang.", {"0.5.23": "model_loader/utils.py:185"}, tf_backend_incompatible, exc_type="ValueError",
+          archs=TF_BACKEND_INCOMPATIBLE),
     _rule("sglang.moe_experts.expert_location", "moe_experts",
           "--ep-size E > 1 and num_experts % E != 0, for model classes with expert-location metadata (the "
           "runner's initial ExpertLocationMetadata: assert num_physical_experts % ep_size == 0)",
@@ -621,22 +702,42 @@ RULES: list[Rule] = [
           "Gated DeltaNet in_proj_qkvz / in_proj_ba (MergedColumnParallelLinear on attention-TP): key_dim, "
           "value_dim and linear_num_value_heads % attn_tp", BARE, {"0.5.23": MERGED_SITE}, gdn_merged,
           archs=_hybrid),
+    _rule("sglang.linear_attention_heads.kda", "linear_attention_heads",
+          "Kimi-Linear KDA layers shard on the global TP group (shard_on_attn_tp False): "
+          "linear_attn_config.num_heads % tp != 0 (_get_kda_local_num_heads)",
+          "KDA num_heads ({h}) must be divisible by shard tp_size ({tp})", {"0.5.23": "kimi_linear.py:62"},
+          kda_heads("tp"), exc_type="ValueError", archs=("KimiLinearForCausalLM",)),
+    _rule("sglang.linear_attention_heads.kda.kimi_k3", "linear_attention_heads",
+          "Kimi-K3 KDA layers: assert num_heads % attn_tp_size == 0 (attention-TP)", BARE,
+          {"0.5.23": "kimi_k3.py:1542"}, kda_heads("attn"), archs=("KimiK3ForConditionalGeneration",)),
     _rule("sglang.linear_attention_heads.lfm2_conv", "linear_attention_heads",
           "LFM2 short-convolution in_proj = MergedColumnParallelLinear([hidden_size] * 3) over the full TP: "
           "hidden_size % tp", BARE, {"0.5.23": MERGED_SITE}, lfm2_conv, archs=LFM2_CONV),
-    *_block_rules(archs=_hybrid),
+    *_block_rules(archs=_hybrid, suffix=".hybrid_layer0"),
     *_attention_rules(lambda a: a in _hybrid),
+    *_qkv_rules(archs=tuple(a for a in QKV_DIVIDE_TP if a in _hybrid), suffix=".hybrid"),
     # -- decoder layer 0 of the others: attention, then MLP / MoE --------------------------------------
+    _rule("sglang.transformers_backend.no_tp_plan", "architecture",
+          "Transformers backend, and the HF config has no base_model_tp_plan: tp > 1 is refused when the "
+          "linear layers are replaced", "<class '{cls}'> does not support tensor parallel yet!",
+          {"0.5.23": "transformers.py:765"}, tf_backend_no_plan, exc_type="ValueError",
+          archs=tuple(TF_BACKEND_NO_PLAN)),
     _rule("sglang.transformers_backend.divide", "attention_heads",
           "Transformers backend (no SGLang model class), llama-style TP plan: nn.Linear layers replaced in "
           "module order (divide(heads x head_dim, tp), divide(kv x head_dim, tp), ..., divide(intermediate, tp)), "
           "then the attention instances divide(heads, tp) and divide(kv_heads, tp) (KV heads are not replicated)",
           DIVIDE, {"0.5.23": DIVIDE_SITE}, tf_backend_llama, archs=TF_BACKEND_LLAMA_PLAN),
     *_attention_rules(lambda a: a not in _hybrid),
-    *_attn_fp8_rules(exclude=_hybrid),
+    *_qkv_rules(exclude=_OWN_ATTENTION),
+    _rule("sglang.mimo_v2.rope_parameters", "architecture",
+          "MiMo-V2-Flash: its nested rope_parameters dict reaches SGLang's RoPE cache key (get_rope), right "
+          "after the attention asserts, at any layout they pass", "unhashable type: 'dict'",
+          {"0.5.23": "layers/rotary_embedding/factory.py:107"}, lambda ctx: (ctx.has("num_attention_heads"), {}),
+          exc_type="TypeError", archs=("MiMoV2FlashForCausalLM",)),
+    *_attn_fp8_rules(exclude=_hybrid + ("MiMoV2FlashForCausalLM",)),
     *_block_rules(exclude=_hybrid),
     # -- vision towers built after the language model ----------------------------------------------------
-    _rule("sglang.vision_heads", "vision_heads",
+    _rule("sglang.vision_heads.after_language_model", "vision_heads",
           "VisionAttention (no dummy heads): divide(vision num_heads, attn_tp)",
           DIVIDE, {"0.5.23": DIVIDE_SITE}, vision_heads, archs=VISION_AFTER),
     _rule("sglang.vision_heads.tp_reduce", "vision_heads",
