@@ -86,7 +86,7 @@ ATTN_ASSERTS: dict[str, tuple[str, dict[str, tuple[str, str, str]]]] = {
     "granitemoe": ("tp", {"0.5.23": ("granitemoe.py:223", "granitemoe.py:229", "granitemoe.py:233")}),
     "olmo2": ("tp", {"0.5.23": ("olmo2.py:85", "olmo2.py:93", "olmo2.py:97")}),
     "llama4": ("attn", {"0.5.23": ("llama4.py:224", "llama4.py:230", "llama4.py:234")}),
-    "nemotron_h": ("tp", {"0.5.23": ("nemotron_h.py:696", "nemotron_h.py:702", "nemotron_h.py:706")}),
+    "nemotron_h": ("attn", {"0.5.23": ("nemotron_h.py:696", "nemotron_h.py:702", "nemotron_h.py:706")}),
     "gpt_oss": ("attn", {"0.5.23": ("gpt_oss.py:394", "gpt_oss.py:400", "gpt_oss.py:404")}),
     "baichuan": ("tp", {"0.5.23": ("baichuan.py:139", "baichuan.py:147", "baichuan.py:151")}),
     "chatglm": ("tp", {"0.5.23": ("chatglm.py:61", "chatglm.py:72", "chatglm.py:76")}),
@@ -125,6 +125,12 @@ ATTN_ASSERT_ARCHS: dict[str, tuple[str, ...]] = {
     "mimo_v2": ("MiMoV2FlashForCausalLM",),
 }
 _ATTN_ASSERT_ALL = tuple(a for archs in ATTN_ASSERT_ARCHS.values() for a in archs)
+
+#: Multi-head latent attention of ``deepseek_v2.py`` (``DeepseekV2AttentionMLA``):
+#: ``assert num_heads % attn_tp_size == 0``.
+MLA_DEEPSEEK = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM",
+                "Glm4MoeLiteForCausalLM", "KimiK25ForConditionalGeneration", "KimiLinearForCausalLM",
+                "KimiK3ForConditionalGeneration")
 
 #: Hybrids whose decoder layer 0 is a linear-attention / Mamba mixer: it and layer 0's MLP or MoE are
 #: built before the first softmax-attention layer.
@@ -364,6 +370,27 @@ def tf_backend_no_plan(ctx: Ctx):
     return ctx.tp > 1, {"cls": np.repeat(cls, ctx.n_tp)}
 
 
+def _mamba(which: str):
+    """SGLang's MambaMixer2 on the attention-TP group (the TP group without DP attention): ``heads``:
+    num_heads % T; ``groups``: n_groups % T and n_groups != 1; ``quant``: n_groups % T, T > 1 and a
+    quantized checkpoint (reached only with n_groups == 1)."""
+
+    def pred(ctx: Ctx):
+        t = attn_tp(ctx)
+        h, g = ctx.i("linear_num_value_heads"), ctx.i("mamba_n_groups")
+        base = ctx.linear_kind("mamba2") & ctx.has("linear_num_value_heads")
+        heads = base & not_multiple(h, t)
+        if which == "heads":
+            return heads, {}
+        groups = base & ~heads & ctx.has("mamba_n_groups") & not_multiple(g, t) & (g != 1)
+        if which == "groups":
+            return groups, {}
+        quant = ctx.bool_col("is_quantized")
+        return base & ~heads & ~groups & ctx.has("mamba_n_groups") & not_multiple(g, t) & (t > 1) & quant, {}
+
+    return pred
+
+
 def lfm2_conv(ctx: Ctx):
     """LFM2 conv ``in_proj``: MergedColumnParallelLinear([hidden] * 3): hidden % tp."""
     return ctx.has("hidden_size") & not_multiple(ctx.i("hidden_size"), ctx.tp), {}
@@ -557,6 +584,13 @@ def _rule(id: str, kind: str, condition: str, message: str, sites: dict[str, str
 def _attention_rules(archs_filter) -> list[Rule]:
     """Softmax attention of the first attention layer, for the architectures ``archs_filter`` keeps."""
     out = []
+    mla = tuple(a for a in MLA_DEEPSEEK if archs_filter(a))
+    if mla:
+        hyb = mla[0] in HYBRID_LINEAR_FIRST
+        out.append(_rule("sglang.attention_heads.mla" + (".hybrid" if hyb else ""), "attention_heads",
+                         "deepseek_v2.py multi-head latent attention over the attention-TP group: "
+                         "assert num_heads % attn_tp_size == 0", BARE, {"0.5.23": "deepseek_v2.py:2057"},
+                         _attn("heads", "attn"), archs=mla, needs=("num_attention_heads",)))
     for mod, (group, by_rel) in ATTN_ASSERTS.items():
         archs = tuple(a for a in ATTN_ASSERT_ARCHS[mod] if archs_filter(a))
         if not archs:
@@ -648,7 +682,7 @@ def _attn_fp8_rules(archs=(), exclude=()) -> list[Rule]:
 _hybrid = HYBRID_LINEAR_FIRST
 #: Architectures whose softmax attention another rule describes (the QKVParallelLinear divide is the
 #: default for the rest, including records without architectures).
-_OWN_ATTENTION = tuple(sorted(set(_ATTN_ASSERT_ALL) | set(TF_BACKEND_LLAMA_PLAN) | set(_hybrid)
+_OWN_ATTENTION = tuple(sorted(set(_ATTN_ASSERT_ALL) | set(TF_BACKEND_LLAMA_PLAN) | set(_hybrid) | set(MLA_DEEPSEEK)
                               | set(TF_BACKEND_NO_PLAN) | set(TF_BACKEND_INCOMPATIBLE)))
 
 RULES: list[Rule] = [
@@ -710,6 +744,19 @@ RULES: list[Rule] = [
     _rule("sglang.linear_attention_heads.kda.kimi_k3", "linear_attention_heads",
           "Kimi-K3 KDA layers: assert num_heads % attn_tp_size == 0 (attention-TP)", BARE,
           {"0.5.23": "kimi_k3.py:1542"}, kda_heads("attn"), archs=("KimiK3ForConditionalGeneration",)),
+    _rule("sglang.linear_attention_heads.mamba", "linear_attention_heads",
+          "MambaMixer2 (attention-TP group under DP attention, else TP): num_heads % T != 0",
+          "Tensor parallel world size must divide num heads.", {"0.5.23": "layers/attention/mamba/mamba.py:245"},
+          _mamba("heads"), archs=("NemotronHForCausalLM",)),
+    _rule("sglang.mamba_groups", "mamba_groups",
+          "MambaMixer2: n_groups % T != 0 and n_groups != 1",
+          "If tensor parallel world size does not divide num_groups, then num_groups must equal 1.",
+          {"0.5.23": "layers/attention/mamba/mamba.py:249"}, _mamba("groups"), archs=("NemotronHForCausalLM",)),
+    _rule("sglang.mamba_groups.quantized", "mamba_groups",
+          "MambaMixer2, quantized checkpoint: n_groups % T != 0 (n_groups == 1) and T > 1",
+          "Tensor parallel currently supported for quantized models only if tensor parallel world size divides "
+          "num groups.", {"0.5.23": "layers/attention/mamba/mamba.py:254"}, _mamba("quant"),
+          archs=("NemotronHForCausalLM",)),
     _rule("sglang.linear_attention_heads.lfm2_conv", "linear_attention_heads",
           "LFM2 short-convolution in_proj = MergedColumnParallelLinear([hidden_size] * 3) over the full TP: "
           "hidden_size % tp", BARE, {"0.5.23": MERGED_SITE}, lfm2_conv, archs=LFM2_CONV),
