@@ -132,6 +132,8 @@ MLA_DEEPSEEK = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32Fo
                 "Glm4MoeLiteForCausalLM", "KimiK25ForConditionalGeneration", "KimiLinearForCausalLM",
                 "KimiK3ForConditionalGeneration")
 
+DSV4 = ("DeepseekV4ForCausalLM",)
+
 #: Hybrids whose decoder layer 0 is a linear-attention / Mamba mixer: it and layer 0's MLP or MoE are
 #: built before the first softmax-attention layer.
 HYBRID_LINEAR_FIRST = ("KimiK3ForConditionalGeneration", "Lfm2ForCausalLM", "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration",
@@ -149,11 +151,15 @@ EXPERT_LOCATION = ("Qwen3MoeForCausalLM", "Qwen3VLMoeForConditionalGeneration", 
 #: Vision towers built before the language model whose ``VisionAttention`` divides the vision heads by
 #: the attention-TP size (no dummy heads).
 VISION_FIRST = ("Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
-                "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
+                "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                "Gemma3ForConditionalGeneration")
+#: Vision towers built first whose attention is a ``QKVParallelLinear`` over the full TP (Gemma-4's
+#: encoder): divide(vision heads, tp).
+VISION_FIRST_TP = ("Gemma4ForConditionalGeneration",)
 #: Vision towers built after the language model (same ``VisionAttention`` divide).
 VISION_AFTER = ("Qwen2_5_VLForConditionalGeneration",)
 #: ``VisionAttention`` that all-reduces over the full TP group: refused when 1 < attn_tp < tp.
-VISION_TP_REDUCE = ("Qwen2_5_VLForConditionalGeneration",)
+VISION_TP_REDUCE = ("Qwen2_5_VLForConditionalGeneration", "Gemma3ForConditionalGeneration")
 #: Vision towers that pad the heads with dummy heads to a multiple of attention-TP
 #: (``update_vit_attn_dummy_heads_config``): they run (status ``valid_padded``).
 VISION_PADDED = ("Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration",
@@ -308,9 +314,9 @@ def _qkv_divide(which: str, group: str = "tp"):
     return pred
 
 
-def vision_heads(ctx: Ctx):
-    """``VisionAttention``: divide(vision heads, attn_tp)."""
-    t = attn_tp(ctx)
+def vision_heads(ctx: Ctx, group: str = "attn"):
+    """``VisionAttention``: divide(vision heads, attn_tp) (``group="tp"``: over the full TP)."""
+    t = _group(ctx, group)
     vh = ctx.i("vision_num_heads")
     return ctx.has("vision_num_heads") & not_multiple(vh, t), {"a": vh, "b": t}
 
@@ -391,6 +397,24 @@ def _mamba(which: str):
     return pred
 
 
+def dsv4_wq_b(ctx: Ctx):
+    """DeepSeek-V4 attention ``wq_b = ColumnParallelLinear(n_heads * head_dim)`` on attention-TP."""
+    t = attn_tp(ctx)
+    a = ctx.i("num_attention_heads") * ctx.i("head_dim")
+    return ctx.has("num_attention_heads") & ctx.has("head_dim") & not_multiple(a, t), {"a": a, "b": t}
+
+
+def mxfp4_cutlass_moe(ctx: Ctx):
+    """MXFP4 experts on FlashInfer's CUTLASS MoE (DeepSeek-V4's FP4 experts): hidden and the expert width
+    per MoE-TP rank must be multiples of 128."""
+    mt = moe_tp(ctx)
+    m, hid = ctx.i("moe_intermediate_size"), ctx.i("hidden_size")
+    applies = ctx.is_moe() & ctx.str_in("quant_experts_format", ("mxfp4",)) & ctx.has("moe_intermediate_size") \
+        & ~not_multiple(m, mt)
+    ispp = m // np.maximum(mt, 1)
+    return applies & (not_multiple(ispp, 128) | not_multiple(hid, 128)), {"hidden": hid, "size": ispp}
+
+
 def lfm2_conv(ctx: Ctx):
     """LFM2 conv ``in_proj``: MergedColumnParallelLinear([hidden] * 3): hidden % tp."""
     return ctx.has("hidden_size") & not_multiple(ctx.i("hidden_size"), ctx.tp), {}
@@ -444,9 +468,18 @@ def fused_moe_intermediate(ctx: Ctx):
     return ctx.is_moe() & ctx.has("moe_intermediate_size") & not_multiple(m, mt), {}
 
 
-def _fp8_block(ctx: Ctx) -> np.ndarray:
+def _fp8_block(ctx: Ctx, part: str = "") -> np.ndarray:
+    """Block-FP8 weights (a block size, not an NVFP4 / MXFP4 / mixed checkpoint); with ``part`` (a
+    ``quant_<part>_format`` column: experts, shared_experts, dense_mlp) only where that part is FP8-block
+    or the catalog does not say (DeepSeek-V4's experts are MXFP4 in an FP8 checkpoint)."""
     low = ctx.str_in("quant_format", ("nvfp4", "mixed-precision", "mxfp4", "mxfp4-pack-quantized"))
-    return ctx.fp8_block() & ~low
+    out = ctx.fp8_block() & ~low
+    if part:
+        col = f"quant_{part}_format"
+        if col in ctx.models.columns:
+            known = ctx.flag("notna:" + col, lambda df: df[col].notna().to_numpy(dtype=bool))
+            out = out & (~known | ctx.str_in(col, ("fp8-block",)))
+    return out
 
 
 def _fp8_moe(which: str):
@@ -457,7 +490,7 @@ def _fp8_moe(which: str):
         bn, bk = ctx.i("weight_block_n"), ctx.i("weight_block_k")
         mt = moe_tp(ctx)
         m = ctx.i("moe_intermediate_size")
-        applies = _fp8_block(ctx) & ctx.is_moe() & ctx.has("moe_intermediate_size") & ~not_multiple(m, mt)
+        applies = _fp8_block(ctx, "experts") & ctx.is_moe() & ctx.has("moe_intermediate_size") & ~not_multiple(m, mt)
         ispp = m // np.maximum(mt, 1)
         fail_n = applies & not_multiple(ispp, bn)
         if which == "n":
@@ -479,7 +512,8 @@ def _fp8_linear(which: str, col: str, group: str = "tp"):
             present = ctx.has_dense_mlp()
         else:
             present = ctx.is_moe() & ctx.has(col)
-        applies = _fp8_block(ctx) & present & ~not_multiple(inter, t)
+        part = "dense_mlp" if col == "intermediate_size" else "shared_experts"
+        applies = _fp8_block(ctx, part) & present & ~not_multiple(inter, t)
         size = inter // np.maximum(t, 1)
         if which == "n":
             return applies & not_multiple(size, bn), {"size": size, "block": bn}
@@ -645,6 +679,13 @@ def _block_rules(archs=(), exclude=(), suffix: str = "") -> list[Rule]:
         _rule("sglang.moe_intermediate" + suffix, "moe_intermediate",
               "FusedMoE: assert moe_intermediate_size % moe_tp_size == 0, moe_tp = tp / ep",
               BARE, {"0.5.23": "layers/moe/fused_moe_triton/layer.py:427"}, fused_moe_intermediate, **kw),
+        *([_rule("sglang.moe_intermediate.mxfp4_cutlass" + suffix, "moe_intermediate",
+                 "DeepSeek-V4 MXFP4 experts (Mxfp4FlashinferCutlassMoEMethod): hidden_size and moe_intermediate / "
+                 "moe_tp must be multiples of 128",
+                 "Mxfp4FlashinferCutlassMoEMethod requires hidden_size and intermediate_size_per_partition to be "
+                 "multiples of 128 (got hidden={hidden}, intermediate={size}).",
+                 {"0.5.23": "layers/quantization/mxfp4_flashinfer_cutlass_moe.py:69"}, mxfp4_cutlass_moe,
+                 exc_type="ValueError", archs=DSV4)] if not archs else []),
         _rule("sglang.block_fp8.moe_n" + suffix, "block_fp8",
               "block FP8 MoE: ispp = moe_intermediate / moe_tp; ispp % block_n != 0",
               _MOE_N, {"0.5.23": "layers/quantization/fp8.py:1589"}, _fp8_moe("n"), exc_type="ValueError", **kw),
@@ -683,6 +724,7 @@ _hybrid = HYBRID_LINEAR_FIRST
 #: Architectures whose softmax attention another rule describes (the QKVParallelLinear divide is the
 #: default for the rest, including records without architectures).
 _OWN_ATTENTION = tuple(sorted(set(_ATTN_ASSERT_ALL) | set(TF_BACKEND_LLAMA_PLAN) | set(_hybrid) | set(MLA_DEEPSEEK)
+                              | set(DSV4)
                               | set(TF_BACKEND_NO_PLAN) | set(TF_BACKEND_INCOMPATIBLE)))
 
 RULES: list[Rule] = [
@@ -722,6 +764,13 @@ RULES: list[Rule] = [
     _rule("sglang.vision_heads", "vision_heads",
           "VisionAttention (no dummy heads): divide(vision num_heads, attn_tp)",
           DIVIDE, {"0.5.23": DIVIDE_SITE}, vision_heads, archs=VISION_FIRST),
+    _rule("sglang.vision_heads.first_tp", "vision_heads",
+          "vision encoder attention = QKVParallelLinear over the full TP (Gemma-4): divide(vision num_heads, tp)",
+          DIVIDE, {"0.5.23": DIVIDE_SITE}, lambda ctx: vision_heads(ctx, "tp"), archs=VISION_FIRST_TP),
+    _rule("sglang.vision_heads.tp_reduce", "vision_heads",
+          "VisionAttention that all-reduces over the full TP group under DP attention: 1 < attn_tp < tp "
+          "(reject_attn_tp_shard_with_tp_reduce)", _VISION_REDUCE, {"0.5.23": "layers/dp_attention.py:567"},
+          vision_tp_reduce, exc_type="ValueError", archs=tuple(a for a in VISION_TP_REDUCE if a in VISION_FIRST)),
     _rule("sglang.vision_heads.padded", "vision_heads",
           "GLM-4.xV / InternVL / InternS1 / GLM-OCR pad the vision heads with dummy heads to a multiple of "
           "attn_tp (update_vit_attn_dummy_heads_config); runs (status valid_padded)",
@@ -776,6 +825,10 @@ RULES: list[Rule] = [
           DIVIDE, {"0.5.23": DIVIDE_SITE}, tf_backend_llama, archs=TF_BACKEND_LLAMA_PLAN),
     *_attention_rules(lambda a: a not in _hybrid),
     *_qkv_rules(exclude=_OWN_ATTENTION),
+    _rule("sglang.attention_heads.deepseek_v4", "attention_heads",
+          "DeepSeek-V4 attention: wq_b = ColumnParallelLinear(n_heads * head_dim) on the attention-TP group: "
+          "divide(n_heads * head_dim, attn_tp)", DIVIDE, {"0.5.23": DIVIDE_SITE}, dsv4_wq_b, archs=DSV4,
+          needs=("num_attention_heads",)),
     _rule("sglang.mimo_v2.rope_parameters", "architecture",
           "MiMo-V2-Flash: its nested rope_parameters dict reaches SGLang's RoPE cache key (get_rope), right "
           "after the attention asserts, at any layout they pass", "unhashable type: 'dict'",
@@ -787,10 +840,10 @@ RULES: list[Rule] = [
     _rule("sglang.vision_heads.after_language_model", "vision_heads",
           "VisionAttention (no dummy heads): divide(vision num_heads, attn_tp)",
           DIVIDE, {"0.5.23": DIVIDE_SITE}, vision_heads, archs=VISION_AFTER),
-    _rule("sglang.vision_heads.tp_reduce", "vision_heads",
+    _rule("sglang.vision_heads.tp_reduce.after_language_model", "vision_heads",
           "VisionAttention that all-reduces over the full TP group under DP attention: 1 < attn_tp < tp "
           "(reject_attn_tp_shard_with_tp_reduce)", _VISION_REDUCE, {"0.5.23": "layers/dp_attention.py:567"},
-          vision_tp_reduce, exc_type="ValueError", archs=VISION_TP_REDUCE),
+          vision_tp_reduce, exc_type="ValueError", archs=tuple(a for a in VISION_TP_REDUCE if a in VISION_AFTER)),
     # -- 4. after loading ----------------------------------------------------------------------------------
     _rule("sglang.moe_intermediate.quantized_compat", "moe_intermediate",
           "block-quantized MoE checkpoint (weight_block_size): moe_intermediate_size % moe_tp, then "
