@@ -152,14 +152,16 @@ EXPERT_LOCATION = ("Qwen3MoeForCausalLM", "Qwen3VLMoeForConditionalGeneration", 
 #: the attention-TP size (no dummy heads).
 VISION_FIRST = ("Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
                 "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-                "Gemma3ForConditionalGeneration")
+                "Gemma3ForConditionalGeneration", "MllamaForConditionalGeneration", "KimiK25ForConditionalGeneration")
+MLLAMA = ("MllamaForConditionalGeneration",)
 #: Vision towers built first whose attention is a ``QKVParallelLinear`` over the full TP (Gemma-4's
 #: encoder): divide(vision heads, tp).
 VISION_FIRST_TP = ("Gemma4ForConditionalGeneration",)
 #: Vision towers built after the language model (same ``VisionAttention`` divide).
 VISION_AFTER = ("Qwen2_5_VLForConditionalGeneration",)
 #: ``VisionAttention`` that all-reduces over the full TP group: refused when 1 < attn_tp < tp.
-VISION_TP_REDUCE = ("Qwen2_5_VLForConditionalGeneration", "Gemma3ForConditionalGeneration")
+VISION_TP_REDUCE = ("Qwen2_5_VLForConditionalGeneration", "Gemma3ForConditionalGeneration",
+                    "MllamaForConditionalGeneration")
 #: Vision towers that pad the heads with dummy heads to a multiple of attention-TP
 #: (``update_vit_attn_dummy_heads_config``): they run (status ``valid_padded``).
 VISION_PADDED = ("Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration",
@@ -415,6 +417,36 @@ def mxfp4_cutlass_moe(ctx: Ctx):
     return applies & (not_multiple(ispp, 128) | not_multiple(hid, 128)), {"hidden": hid, "size": ispp}
 
 
+def _mla_fp8(which: str):
+    """Block-FP8 MLA projections on attention-TP (``validate_block_quant_shapes``), in build order:
+    ``q_b_proj`` (heads/T x qk_head_dim % block_n), ``kv_b_proj`` (heads/T x (qk_nope + v_head_dim) %
+    block_n), ``o_proj`` (row parallel, T > 1: heads/T x v_head_dim % block_k)."""
+
+    def pred(ctx: Ctx):
+        t = attn_tp(ctx)
+        bn, bk = ctx.i("weight_block_n"), ctx.i("weight_block_k")
+        h = ctx.i("num_attention_heads")
+        ok = _fp8_block(ctx, "attention") & ctx.is_mla() & ctx.has("num_attention_heads") & ~not_multiple(h, t)
+        hl = h // np.maximum(t, 1)
+        q = hl * ctx.i("head_dim")
+        kv = hl * (ctx.i("qk_nope_head_dim") + ctx.i("v_head_dim"))
+        o = hl * ctx.i("v_head_dim")
+        q_bad = ok & ctx.has("head_dim") & not_multiple(q, bn)
+        kv_bad = ok & ~q_bad & ctx.has("qk_nope_head_dim") & ctx.has("v_head_dim") & not_multiple(kv, bn)
+        o_bad = ok & ~q_bad & ~kv_bad & ctx.has("v_head_dim") & (t > 1) & not_multiple(o, bk)
+        if which == "n":
+            return q_bad | kv_bad, {"size": np.where(q_bad, q, kv), "block": bn}
+        return o_bad, {"size": o, "block": bk}
+
+    return pred
+
+
+def mllama_patch(ctx: Ctx):
+    """Mllama's vision patch embedding: ``ColumnParallelLinear(out=vision hidden size)`` over the full TP."""
+    a = ctx.i("vision_hidden_size")
+    return ctx.has("vision_hidden_size") & not_multiple(a, ctx.tp), {"a": a, "b": ctx.tp}
+
+
 def lfm2_conv(ctx: Ctx):
     """LFM2 conv ``in_proj``: MergedColumnParallelLinear([hidden] * 3): hidden % tp."""
     return ctx.has("hidden_size") & not_multiple(ctx.i("hidden_size"), ctx.tp), {}
@@ -625,6 +657,15 @@ def _attention_rules(archs_filter) -> list[Rule]:
                          "deepseek_v2.py multi-head latent attention over the attention-TP group: "
                          "assert num_heads % attn_tp_size == 0", BARE, {"0.5.23": "deepseek_v2.py:2057"},
                          _attn("heads", "attn"), archs=mla, needs=("num_attention_heads",)))
+        sfx = ".hybrid" if hyb else ""
+        out.append(_rule("sglang.block_fp8.mla_n" + sfx, "block_fp8",
+                         "block FP8 MLA q_b_proj (heads / attn_tp x qk_head_dim), then kv_b_proj (heads / attn_tp x "
+                         "(qk_nope_head_dim + v_head_dim)) % block_n != 0", _MSG_N,
+                         {"0.5.23": "layers/quantization/fp8.py:606"}, _mla_fp8("n"), exc_type="ValueError", archs=mla))
+        out.append(_rule("sglang.block_fp8.mla_k" + sfx, "block_fp8",
+                         "block FP8 MLA o_proj (row parallel, attn_tp > 1): heads / attn_tp x v_head_dim % block_k",
+                         _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"}, _mla_fp8("k"), exc_type="ValueError",
+                         archs=mla))
     for mod, (group, by_rel) in ATTN_ASSERTS.items():
         archs = tuple(a for a in ATTN_ASSERT_ARCHS[mod] if archs_filter(a))
         if not archs:
@@ -761,6 +802,9 @@ RULES: list[Rule] = [
           "runner's initial ExpertLocationMetadata: assert num_physical_experts % ep_size == 0)",
           BARE, {"0.5.23": "eplb/expert_location.py:256"}, expert_location, archs=EXPERT_LOCATION),
     # -- 3. the model: vision towers built first -------------------------------------------------------
+    _rule("sglang.vision_hidden.mllama_patch", "vision_heads",
+          "Mllama vision patch embedding: ColumnParallelLinear(out = vision hidden_size) over the full TP: "
+          "divide(vision hidden_size, tp)", DIVIDE, {"0.5.23": DIVIDE_SITE}, mllama_patch, archs=MLLAMA),
     _rule("sglang.vision_heads", "vision_heads",
           "VisionAttention (no dummy heads): divide(vision num_heads, attn_tp)",
           DIVIDE, {"0.5.23": DIVIDE_SITE}, vision_heads, archs=VISION_FIRST),
