@@ -447,6 +447,12 @@ def mllama_patch(ctx: Ctx):
     return ctx.has("vision_hidden_size") & not_multiple(a, ctx.tp), {"a": a, "b": ctx.tp}
 
 
+def dsv4_nvfp4_moe(ctx: Ctx):
+    """DeepSeek-V4 NVFP4 experts (ModelOptNvFp4FusedMoEMethod) with the MoE backend DeepSeek-V4 selects:
+    refused below Blackwell (the harness answers as an H100, SM 9.0)."""
+    return ctx.is_moe() & ctx.str_in("quant_experts_format", ("nvfp4",)), {}
+
+
 def lfm2_conv(ctx: Ctx):
     """LFM2 conv ``in_proj``: MergedColumnParallelLinear([hidden] * 3): hidden % tp."""
     return ctx.has("hidden_size") & not_multiple(ctx.i("hidden_size"), ctx.tp), {}
@@ -581,14 +587,22 @@ def _fp8_qkv(group: str):
     return make
 
 
-def quantized_moe_compat(ctx: Ctx):
-    """``check_quantized_moe_compatibility`` (after loading; block-quantized checkpoints with
-    ``moe_intermediate_size``): moe_I % moe_tp, then (moe_I / moe_tp) % block_n."""
-    mt = moe_tp(ctx)
-    m = ctx.i("moe_intermediate_size")
-    bn = ctx.i("weight_block_n")
-    base = ctx.has("weight_block_n") & ctx.has("moe_intermediate_size")
-    return base & (not_multiple(m, mt) | not_multiple(m // np.maximum(mt, 1), bn)), {}
+def _quantized_compat(which: str):
+    """``check_quantized_moe_compatibility`` (after loading; checkpoints whose quantization_config has
+    weight_block_size, and a moe_intermediate_size): moe_I % moe_tp, then (moe_I / moe_tp) % block_n."""
+
+    def pred(ctx: Ctx):
+        mt = moe_tp(ctx)
+        m = ctx.i("moe_intermediate_size")
+        bn = ctx.i("weight_block_n")
+        base = ctx.has("weight_block_n") & ctx.has("moe_intermediate_size")
+        div = base & not_multiple(m, mt)
+        fields = {"m": m, "moe_tp": mt, "tp": ctx.tp, "ep": moe_ep(ctx), "block": bn}
+        if which == "divide":
+            return div, fields
+        return base & ~div & not_multiple(m // np.maximum(mt, 1), bn), fields
+
+    return pred
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -726,7 +740,15 @@ def _block_rules(archs=(), exclude=(), suffix: str = "") -> list[Rule]:
                  "Mxfp4FlashinferCutlassMoEMethod requires hidden_size and intermediate_size_per_partition to be "
                  "multiples of 128 (got hidden={hidden}, intermediate={size}).",
                  {"0.5.23": "layers/quantization/mxfp4_flashinfer_cutlass_moe.py:69"}, mxfp4_cutlass_moe,
-                 exc_type="ValueError", archs=DSV4)] if not archs else []),
+                 exc_type="ValueError", archs=DSV4),
+           _rule("sglang.moe_experts.dsv4_nvfp4_platform" + suffix, "architecture",
+                 "DeepSeek-V4 with NVFP4 experts: ModelOptNvFp4FusedMoEMethod refuses the MoE backend DeepSeek-V4 "
+                 "selects below Blackwell (SM 10.0); the harness answers as an H100 (SM 9.0)",
+                 "Current platform does not support NVFP4 quantization with the selected MoE backend. Please use "
+                 "Blackwell and above, or use moe_runner_backend=marlin on SM80+.",
+                 {"0.5.23": "layers/quantization/modelopt_quant.py:2383"}, dsv4_nvfp4_moe, exc_type="ValueError",
+                 archs=DSV4, note="platform: an H100 (the harness's GPU); Blackwell GPUs pass this check")]
+          if not archs else []),
         _rule("sglang.block_fp8.moe_n" + suffix, "block_fp8",
               "block FP8 MoE: ispp = moe_intermediate / moe_tp; ispp % block_n != 0",
               _MOE_N, {"0.5.23": "layers/quantization/fp8.py:1589"}, _fp8_moe("n"), exc_type="ValueError", **kw),
@@ -890,12 +912,18 @@ RULES: list[Rule] = [
           vision_tp_reduce, exc_type="ValueError", archs=tuple(a for a in VISION_TP_REDUCE if a in VISION_AFTER)),
     # -- 4. after loading ----------------------------------------------------------------------------------
     _rule("sglang.moe_intermediate.quantized_compat", "moe_intermediate",
-          "block-quantized MoE checkpoint (weight_block_size): moe_intermediate_size % moe_tp, then "
-          "(moe_intermediate_size / moe_tp) % block_n (check_quantized_moe_compatibility)",
+          "block-quantized checkpoint (quantization_config.weight_block_size) with moe_intermediate_size: "
+          "moe_intermediate_size % moe_tp != 0, moe_tp = tp / ep (check_quantized_moe_compatibility)",
           "moe_intermediate_size {m} must be divisible by moe_tp_size ({moe_tp}) which is tp_size ({tp}) divided "
-          "by moe_ep_size ({ep}).", {"0.5.23": "model_executor/model_runner_components/moe_ep_setup.py:161"},
-          lambda ctx: (quantized_moe_compat(ctx)[0], {"m": ctx.i("moe_intermediate_size"), "moe_tp": moe_tp(ctx),
-                                                       "tp": ctx.tp, "ep": moe_ep(ctx)}),
+          "by moe_ep_size ({ep}).", {"0.5.23": "model_executor/model_runner_components/moe_ep_setup.py:163"},
+          _quantized_compat("divide"), exc_type="ValueError"),
+    _rule("sglang.moe_intermediate.quantized_compat_block", "moe_intermediate",
+          "block-quantized checkpoint: (moe_intermediate_size / moe_tp) % block_n != 0 "
+          "(check_quantized_moe_compatibility)",
+          "For quantized MoE models, please make sure (moe_intermediate_size={m} / moe_tp_size={moe_tp}) % "
+          "weight_block_size_n={block} == 0 where moe_tp_size is equal to tp_size ({tp}) divided by ep_size ({ep}). "
+          "You can fix this by setting arguments `--tp` and `--ep` correctly.",
+          {"0.5.23": "model_executor/model_runner_components/moe_ep_setup.py:172"}, _quantized_compat("block"),
           exc_type="ValueError"),
     # -- warnings ------------------------------------------------------------------------------------------
     _rule("sglang.pipeline_layers", "pipeline_layers",
