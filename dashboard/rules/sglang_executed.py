@@ -152,7 +152,8 @@ EXPERT_LOCATION = ("Qwen3MoeForCausalLM", "Qwen3VLMoeForConditionalGeneration", 
 #: the attention-TP size (no dummy heads).
 VISION_FIRST = ("Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
                 "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-                "Gemma3ForConditionalGeneration", "MllamaForConditionalGeneration", "KimiK25ForConditionalGeneration")
+                "Gemma3ForConditionalGeneration", "MllamaForConditionalGeneration", "KimiK25ForConditionalGeneration",
+                "MiniMaxM3SparseForConditionalGeneration")
 MLLAMA = ("MllamaForConditionalGeneration",)
 #: Vision towers built first whose attention is a ``QKVParallelLinear`` over the full TP (Gemma-4's
 #: encoder): divide(vision heads, tp).
@@ -168,7 +169,14 @@ VISION_PADDED = ("Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGenerat
                  "InternVLChatModel", "InternS1ForConditionalGeneration", "GlmOcrForConditionalGeneration")
 
 #: Model files without their own asserts: ``QKVParallelLinear``'s ``divide`` over the full TP.
-QKV_DIVIDE_TP = ("GPTJForCausalLM", "GPT2LMHeadModel", "GPTBigCodeForCausalLM", "Lfm2ForCausalLM")
+QKV_DIVIDE_TP = ("GPTJForCausalLM", "GPTBigCodeForCausalLM", "Lfm2ForCausalLM")
+#: Model files that assert only the heads (bare) before QKVParallelLinear (KV heads = heads).
+HEADS_ONLY_ASSERTS: dict[str, tuple[str, dict[str, str]]] = {
+    "gpt2": ("tp", {"0.5.23": "gpt2.py:55"}),
+}
+HEADS_ONLY_ASSERT_ARCHS: dict[str, tuple[str, ...]] = {"gpt2": ("GPT2LMHeadModel",)}
+#: MLPs built from one ColumnParallelLinear (no gate): divide(intermediate, tp) gives a message.
+NON_GATED = ("GPT2LMHeadModel", "GPTJForCausalLM", "GPTBigCodeForCausalLM")
 
 #: No SGLang model class, and the Transformers class is not backend-compatible
 #: (``_supports_attention_backend`` False): ``resolve_transformers_arch`` refuses it in the scheduler,
@@ -187,6 +195,9 @@ LFM2_CONV = ("Lfm2ForCausalLM",)
 #: o/down rowwise (``nn.Linear`` replaced in module order, each ``divide(features, tp)``), then the
 #: attention instances ``divide(heads, tp)`` and ``divide(kv_heads, tp)`` (no KV replication).
 TF_BACKEND_LLAMA_PLAN = ("SmolLM3ForCausalLM",)
+#: GPT-NeoX's plan: query_key_value (3 x heads x head_dim) and dense_h_to_4h colwise, dense and
+#: dense_4h_to_h rowwise.
+TF_BACKEND_NEOX_PLAN = ("GPTNeoXForCausalLM",)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -271,11 +282,18 @@ def dp_attention(ctx: Ctx):
     return np.broadcast_to(fire, (ctx.n,)).copy(), {}
 
 
+#: Expert counts the model class reads from its config class's default when the checkpoint has no
+#: experts (NemotronHConfig's n_routed_experts = 8: dense Nemotron-H checkpoints too).
+EXPERT_LOCATION_DEFAULT = {"NemotronHForCausalLM": 8}
+
+
 def expert_location(ctx: Ctx):
     """``num_physical_experts % ep_size`` (no redundant experts): under ``--ep-size`` only."""
     ep = moe_ep(ctx)
-    n = ctx.i("num_experts")
-    return ctx.has("num_experts") & (ep > 1) & not_multiple(n, ep), {}
+    dflt = np.repeat(np.asarray([EXPERT_LOCATION_DEFAULT.get(str(a), 0) for a in ctx.arch()], dtype=np.int64),
+                     ctx.n_tp)
+    n = np.where(ctx.has("num_experts"), ctx.i("num_experts"), dflt)
+    return (n > 0) & (ep > 1) & not_multiple(n, ep), {}
 
 
 def _attn(which: str, group: str):
@@ -378,6 +396,27 @@ def tf_backend_no_plan(ctx: Ctx):
     return ctx.tp > 1, {"cls": np.repeat(cls, ctx.n_tp)}
 
 
+def mamba_cache(which: str):
+    """``Mamba2StateShape.create`` (the decoder layer's cache parameters, before the mixer) on
+    attention-TP: n_groups becomes T when T does not divide it (groups replicated with the head shards),
+    then divide(heads x head_dim + 2 x n_groups x state, T) (``conv``), then divide(heads, T) (``heads``)."""
+
+    def pred(ctx: Ctx):
+        t = attn_tp(ctx)
+        h, hd = ctx.i("linear_num_value_heads"), ctx.i("linear_value_head_dim")
+        g, st = ctx.i("mamba_n_groups"), ctx.i("ssm_state_size")
+        g2 = np.where(not_multiple(g, t), t, g)
+        conv = h * hd + 2 * g2 * st
+        base = ctx.linear_kind("mamba2") & ctx.has("linear_num_value_heads") & ctx.has("linear_value_head_dim") \
+            & ctx.has("mamba_n_groups") & ctx.has("ssm_state_size")
+        conv_bad = base & not_multiple(conv, t)
+        if which == "conv":
+            return conv_bad, {"a": conv, "b": t}
+        return base & ~conv_bad & not_multiple(h, t), {"a": h, "b": t}
+
+    return pred
+
+
 def _mamba(which: str):
     """SGLang's MambaMixer2 on the attention-TP group (the TP group without DP attention): ``heads``:
     num_heads % T; ``groups``: n_groups % T and n_groups != 1; ``quant``: n_groups % T, T > 1 and a
@@ -458,15 +497,18 @@ def lfm2_conv(ctx: Ctx):
     return ctx.has("hidden_size") & not_multiple(ctx.i("hidden_size"), ctx.tp), {}
 
 
-def tf_backend_llama(ctx: Ctx):
-    """Transformers backend, llama-style TP plan: the first failing ``divide`` of q_proj (heads x
-    head_dim), k_proj / v_proj (kv x head_dim), o_proj (heads x head_dim), gate/up/down (intermediate),
-    then the attention instances (heads, kv heads), each over the full TP."""
+def tf_backend_plan(ctx: Ctx):
+    """Transformers backend with a TP plan: the first failing ``divide`` over the full TP, in module
+    order. Llama-style plan: q_proj (heads x head_dim), k_proj / v_proj (kv x head_dim), o_proj,
+    gate/up/down (intermediate); GPT-NeoX: query_key_value (3 x heads x head_dim), dense, dense_h_to_4h,
+    dense_4h_to_h; then the attention instances (heads, kv heads)."""
     t = ctx.tp
     h, kv, hd = ctx.i("num_attention_heads"), ctx.i("num_key_value_heads"), ctx.i("head_dim")
     kv = np.where(ctx.has("num_key_value_heads"), kv, h)
     inter = ctx.i("intermediate_size")
-    seq = [h * hd, kv * hd, kv * hd, h * hd, inter, inter, inter, h, kv]
+    neox = ctx.arch_in(TF_BACKEND_NEOX_PLAN)
+    seq = [np.where(neox, 3 * h * hd, h * hd), np.where(neox, h * hd, kv * hd), np.where(neox, inter, kv * hd),
+           np.where(neox, inter, h * hd), inter, inter, inter, h, kv]
     fire = np.zeros(ctx.n, dtype=bool)
     a = np.zeros(ctx.n, dtype=np.int64)
     for v in seq:
@@ -474,6 +516,12 @@ def tf_backend_llama(ctx: Ctx):
         a = np.where(bad, v, a)
         fire |= bad
     return fire & ctx.has("num_attention_heads"), {"a": a, "b": t}
+
+
+def column_dense(ctx: Ctx):
+    """Non-gated MLP ``c_fc = ColumnParallelLinear(I)``: divide(I, tp)."""
+    inter = ctx.i("intermediate_size")
+    return ctx.has_dense_mlp() & not_multiple(inter, ctx.tp), {"a": inter, "b": ctx.tp}
 
 
 def merged_dense(group: str = "tp"):
@@ -544,18 +592,43 @@ def _fp8_linear(which: str, col: str, group: str = "tp"):
 
     def pred(ctx: Ctx):
         t = _group(ctx, group)
-        bn, bk = ctx.i("weight_block_n"), ctx.i("weight_block_k")
+        part = "dense_mlp" if col == "intermediate_size" else "shared_experts"
+        # MXFP8 parts of ModelOpt mixed checkpoints take Fp8LinearMethod with weight_block_size [1, 32]
+        mx = ctx.str_in(f"quant_{part}_format", ("mxfp8",))
+        bn = np.where(mx, 1, ctx.i("weight_block_n"))
+        bk = np.where(mx, 32, ctx.i("weight_block_k"))
         inter = ctx.i(col)
         if col == "intermediate_size":
             present = ctx.has_dense_mlp()
         else:
             present = ctx.is_moe() & ctx.has(col)
-        part = "dense_mlp" if col == "intermediate_size" else "shared_experts"
-        applies = _fp8_block(ctx, part) & present & ~not_multiple(inter, t)
+        applies = (_fp8_block(ctx, part) | mx) & present & ~not_multiple(inter, t)
         size = inter // np.maximum(t, 1)
         if which == "n":
             return applies & not_multiple(size, bn), {"size": size, "block": bn}
         return applies & ~not_multiple(size, bn) & (t > 1) & not_multiple(size, bk), {"size": size, "block": bk}
+
+    return pred
+
+
+def _nvfp4_in_features(col: str):
+    """ModelOpt NVFP4 linear (``ModelOptFp4LinearMethod.create_weights``): a down_proj's input per rank
+    (``col`` / tp) must be a multiple of 16. Applies where the catalog marks that part NVFP4, or marks no
+    part at all (the whole checkpoint NVFP4, as inferred from the repository name)."""
+    part = "dense_mlp" if col == "intermediate_size" else "shared_experts"
+
+    def pred(ctx: Ctx):
+        t = ctx.tp
+        parts = [f"quant_{p}_format" for p in ("dense_mlp", "shared_experts", "experts", "attention")]
+        none = ctx.flag("nvfp4_parts_unknown", lambda df: np.logical_and.reduce(
+            [df[c].isna().to_numpy(dtype=bool) if c in df.columns else np.ones(len(df), dtype=bool)
+             for c in parts]))
+        nv = ctx.str_in("quant_method", ("modelopt",)) & ctx.str_in("quant_format", ("nvfp4",)) \
+            & (ctx.str_in(f"quant_{part}_format", ("nvfp4",)) | none)
+        inter = ctx.i(col)
+        present = ctx.has_dense_mlp() if col == "intermediate_size" else ctx.is_moe() & ctx.has(col)
+        size = inter // np.maximum(t, 1)
+        return nv & present & ~not_multiple(inter, t) & not_multiple(size, 16), {}
 
     return pred
 
@@ -633,6 +706,8 @@ _GPTQ_UNKNOWN = (
     "'petit_nvfp4', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', 'modelslim', 'quark_int4fp8_moe', "
     "'humming', 'mxfp_w4a8', 'mxfp4'].")
 
+_NVFP4_IN = "Unsupported model when in features size is not multiple of 16"
+
 _PKG = "sglang/srt/"
 
 
@@ -680,6 +755,12 @@ def _attention_rules(archs_filter) -> list[Rule]:
                          "block FP8 MLA o_proj (row parallel, attn_tp > 1): heads / attn_tp x v_head_dim % block_k",
                          _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"}, _mla_fp8("k"), exc_type="ValueError",
                          archs=mla))
+    for mod, (group, by_rel) in HEADS_ONLY_ASSERTS.items():
+        archs = tuple(a for a in HEADS_ONLY_ASSERT_ARCHS[mod] if archs_filter(a))
+        if archs:
+            out.append(_rule(f"sglang.attention_heads.{mod}", "attention_heads",
+                             f"{mod}.py attention over the full TP: assert num_attention_heads % tp == 0", BARE,
+                             by_rel, _attn("heads", group), archs=archs, needs=("num_attention_heads",)))
     for mod, (group, by_rel) in ATTN_ASSERTS.items():
         archs = tuple(a for a in ATTN_ASSERT_ARCHS[mod] if archs_filter(a))
         if not archs:
@@ -715,10 +796,14 @@ def _qkv_rules(suffix: str = "", **kw) -> list[Rule]:
 def _block_rules(archs=(), exclude=(), suffix: str = "") -> list[Rule]:
     """Layer 0's MLP or MoE (after its mixer), for ``archs`` (or every architecture but ``exclude``)."""
     kw = dict(archs=archs, exclude=exclude)
+    gated = dict(archs=archs, exclude=tuple(exclude) + NON_GATED) if not archs else kw
     return [
         _rule("sglang.mlp_intermediate" + suffix, "mlp_intermediate",
               "dense MLP gate_up_proj = MergedColumnParallelLinear([I, I]) over the full TP: assert "
-              "all(output_size % tp_size == 0)", BARE, {"0.5.23": MERGED_SITE}, merged_dense("tp"), **kw),
+              "all(output_size % tp_size == 0)", BARE, {"0.5.23": MERGED_SITE}, merged_dense("tp"), **gated),
+        *([_rule("sglang.mlp_intermediate.non_gated", "mlp_intermediate",
+                 "non-gated MLP (GPT-2 / GPT-J / GPT-BigCode): c_fc = ColumnParallelLinear(I): divide(I, tp)",
+                 DIVIDE, {"0.5.23": DIVIDE_SITE}, column_dense, archs=NON_GATED)] if not archs else []),
         _rule("sglang.block_fp8.dense_n" + suffix, "block_fp8",
               "block FP8 dense gate_up (merged): intermediate / tp % block_n != 0",
               _MSG_N, {"0.5.23": "layers/quantization/fp8.py:606"}, _fp8_linear("n", "intermediate_size"),
@@ -727,6 +812,10 @@ def _block_rules(archs=(), exclude=(), suffix: str = "") -> list[Rule]:
               "block FP8 dense down_proj (row parallel, tp > 1): intermediate / tp % block_k != 0",
               _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"}, _fp8_linear("k", "intermediate_size"),
               exc_type="ValueError", **kw),
+        _rule("sglang.group_size.nvfp4_dense" + suffix, "group_size",
+              "ModelOpt NVFP4 dense down_proj: intermediate / tp % 16 != 0",
+              _NVFP4_IN, {"0.5.23": "layers/quantization/modelopt_quant.py:1823"}, _nvfp4_in_features("intermediate_size"),
+              exc_type="ValueError", **gated),
         _rule("sglang.moe_experts" + suffix, "moe_experts",
               "FusedMoE: assert num_routed_experts % moe_ep_size == 0 (--ep-size; model classes without "
               "expert-location metadata)", BARE, {"0.5.23": "layers/moe/fused_moe_triton/layer.py:414"},
@@ -766,6 +855,10 @@ def _block_rules(archs=(), exclude=(), suffix: str = "") -> list[Rule]:
               "block FP8 shared expert down_proj (tp > 1): shared_I / tp % block_k != 0",
               _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"},
               _fp8_linear("k", "shared_expert_intermediate_size"), exc_type="ValueError", **kw),
+        _rule("sglang.group_size.nvfp4_shared" + suffix, "group_size",
+              "ModelOpt NVFP4 shared-expert down_proj: shared_expert_intermediate_size / tp % 16 != 0",
+              _NVFP4_IN, {"0.5.23": "layers/quantization/modelopt_quant.py:1823"},
+              _nvfp4_in_features("shared_expert_intermediate_size"), exc_type="ValueError", **kw),
     ]
 
 
@@ -786,7 +879,9 @@ def _attn_fp8_rules(archs=(), exclude=()) -> list[Rule]:
 _hybrid = HYBRID_LINEAR_FIRST
 #: Architectures whose softmax attention another rule describes (the QKVParallelLinear divide is the
 #: default for the rest, including records without architectures).
-_OWN_ATTENTION = tuple(sorted(set(_ATTN_ASSERT_ALL) | set(TF_BACKEND_LLAMA_PLAN) | set(_hybrid) | set(MLA_DEEPSEEK)
+_OWN_ATTENTION = tuple(sorted(set(_ATTN_ASSERT_ALL) | set(TF_BACKEND_LLAMA_PLAN) | set(TF_BACKEND_NEOX_PLAN)
+                              | {a for v in HEADS_ONLY_ASSERT_ARCHS.values() for a in v}
+                              | set(_hybrid) | set(MLA_DEEPSEEK)
                               | set(DSV4)
                               | set(TF_BACKEND_NO_PLAN) | set(TF_BACKEND_INCOMPATIBLE)))
 
@@ -859,10 +954,13 @@ RULES: list[Rule] = [
     _rule("sglang.linear_attention_heads.kda.kimi_k3", "linear_attention_heads",
           "Kimi-K3 KDA layers: assert num_heads % attn_tp_size == 0 (attention-TP)", BARE,
           {"0.5.23": "kimi_k3.py:1542"}, kda_heads("attn"), archs=("KimiK3ForConditionalGeneration",)),
-    _rule("sglang.linear_attention_heads.mamba", "linear_attention_heads",
-          "MambaMixer2 (attention-TP group under DP attention, else TP): num_heads % T != 0",
-          "Tensor parallel world size must divide num heads.", {"0.5.23": "layers/attention/mamba/mamba.py:245"},
-          _mamba("heads"), archs=("NemotronHForCausalLM",)),
+    _rule("sglang.linear_attention_heads.mamba_cache_conv", "linear_attention_heads",
+          "Mamba-2 cache shape (Mamba2StateShape.create, attention-TP): n_groups -> T when T does not divide it; "
+          "divide(mamba heads x head_dim + 2 x n_groups x ssm_state_size, T)", DIVIDE, {"0.5.23": DIVIDE_SITE},
+          mamba_cache("conv"), archs=("NemotronHForCausalLM",)),
+    _rule("sglang.linear_attention_heads.mamba_cache_heads", "linear_attention_heads",
+          "Mamba-2 cache shape: divide(mamba heads, T)", DIVIDE, {"0.5.23": DIVIDE_SITE}, mamba_cache("heads"),
+          archs=("NemotronHForCausalLM",)),
     _rule("sglang.mamba_groups", "mamba_groups",
           "MambaMixer2: n_groups % T != 0 and n_groups != 1",
           "If tensor parallel world size does not divide num_groups, then num_groups must equal 1.",
@@ -885,10 +983,11 @@ RULES: list[Rule] = [
           {"0.5.23": "transformers.py:765"}, tf_backend_no_plan, exc_type="ValueError",
           archs=tuple(TF_BACKEND_NO_PLAN)),
     _rule("sglang.transformers_backend.divide", "attention_heads",
-          "Transformers backend (no SGLang model class), llama-style TP plan: nn.Linear layers replaced in "
-          "module order (divide(heads x head_dim, tp), divide(kv x head_dim, tp), ..., divide(intermediate, tp)), "
+          "Transformers backend (no SGLang model class) with a TP plan (llama-style or GPT-NeoX): nn.Linear layers "
+          "replaced in module order (divide(heads x head_dim, tp), divide(kv x head_dim, tp), ..., "
+          "divide(intermediate, tp)), "
           "then the attention instances divide(heads, tp) and divide(kv_heads, tp) (KV heads are not replicated)",
-          DIVIDE, {"0.5.23": DIVIDE_SITE}, tf_backend_llama, archs=TF_BACKEND_LLAMA_PLAN),
+          DIVIDE, {"0.5.23": DIVIDE_SITE}, tf_backend_plan, archs=TF_BACKEND_LLAMA_PLAN + TF_BACKEND_NEOX_PLAN),
     *_attention_rules(lambda a: a not in _hybrid),
     *_qkv_rules(exclude=_OWN_ATTENTION),
     _rule("sglang.attention_heads.deepseek_v4", "attention_heads",
