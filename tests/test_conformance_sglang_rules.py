@@ -140,3 +140,15 @@ def test_default_sglang_version_is_the_newest_executed_release(catalog) -> None:
     assert f.message == "AssertionError (no message) at sglang/srt/models/qwen2.py:167"
     old = rules.check(rec, "sglang", 8, dp=2, dp_attention=True, version="0.5.22")
     assert not old.executed and old.evidence == "source" and old.valid  # the source-read rules used tp / dp
+
+
+def test_kimi_k3_kda_is_a_bare_assert_since_0_5_23(catalog) -> None:
+    """Case H23 (issue 2's seed table) gives Kimi-Linear's KDA message for Kimi-K3; 0.5.23's kimi_k3.py
+    asserts on the attention-TP group with no message (the table: every TP 64 cell without attention-DP)."""
+    cat = catalog.set_index("model_id")
+    v = rules.check(cat.loc["moonshotai/Kimi-K3"], "sglang", 64)
+    assert [f.message for f in v.failures][:1] == ["AssertionError (no message) at sglang/srt/models/kimi_k3.py:1542"]
+    assert rules.check(cat.loc["moonshotai/Kimi-K3"], "sglang", 64, dp=2, dp_attention=True).valid
+    lin = rules.check(cat.loc["moonshotai/Kimi-Linear-48B-A3B-Instruct"], "sglang", 12, dp=4, dp_attention=True)
+    assert lin.failures[0].message == "KDA num_heads (32) must be divisible by shard tp_size (12)"
+    assert lin.failures[0].location == "sglang/srt/models/kimi_linear.py:62"
