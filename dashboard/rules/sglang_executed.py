@@ -133,6 +133,7 @@ MLA_DEEPSEEK = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32Fo
                 "KimiK3ForConditionalGeneration")
 
 DSV4 = ("DeepseekV4ForCausalLM",)
+LAGUNA = ("LagunaForCausalLM",)
 
 #: Hybrids whose decoder layer 0 is a linear-attention / Mamba mixer: it and layer 0's MLP or MoE are
 #: built before the first softmax-attention layer.
@@ -492,6 +493,26 @@ def dsv4_nvfp4_moe(ctx: Ctx):
     return ctx.is_moe() & ctx.str_in("quant_experts_format", ("nvfp4",)), {}
 
 
+def laguna_sliding_heads(ctx: Ctx):
+    """Laguna's sliding-window layers' query heads (per-layer heads; the catalog keeps their mean)."""
+    t = attn_tp(ctx)
+    mean = ctx.models["num_attention_heads_mean"] if "num_attention_heads_mean" in ctx.models.columns else None
+    if mean is None:
+        return _none(ctx)
+    m = np.repeat(pd_float(mean), ctx.n_tp)
+    layers, full = ctx.i("num_hidden_layers"), ctx.i("num_full_attention_layers")
+    sliding = ctx.i("num_sliding_window_layers")
+    hs = np.round((m * layers - ctx.i("num_attention_heads") * full) / np.maximum(sliding, 1)).astype(np.int64)
+    fire = ctx.has("num_sliding_window_layers") & ctx.has("num_hidden_layers") & (hs > 0) & not_multiple(hs, t)
+    return fire, {}
+
+
+def pd_float(s) -> np.ndarray:
+    import pandas as pd
+
+    return pd.to_numeric(s, errors="coerce").fillna(0).to_numpy(dtype=float)
+
+
 def lfm2_conv(ctx: Ctx):
     """LFM2 conv ``in_proj``: MergedColumnParallelLinear([hidden] * 3): hidden % tp."""
     return ctx.has("hidden_size") & not_multiple(ctx.i("hidden_size"), ctx.tp), {}
@@ -554,6 +575,18 @@ def fused_moe_intermediate(ctx: Ctx):
     return ctx.is_moe() & ctx.has("moe_intermediate_size") & not_multiple(m, mt), {}
 
 
+def _ct(pred, ct: bool):
+    """``pred`` restricted to compressed-tensors checkpoints (``ct``) or to the others: the two take
+    different FP8 methods, with the same messages at other raise sites."""
+
+    def wrapped(ctx: Ctx):
+        fire, fields = pred(ctx)
+        is_ct = ctx.str_in("quant_method", ("compressed-tensors",))
+        return fire & (is_ct if ct else ~is_ct), fields
+
+    return wrapped
+
+
 def _fp8_block(ctx: Ctx, part: str = "") -> np.ndarray:
     """Block-FP8 weights (a block size, not an NVFP4 / MXFP4 / mixed checkpoint); with ``part`` (a
     ``quant_<part>_format`` column: experts, shared_experts, dense_mlp) only where that part is FP8-block
@@ -565,6 +598,10 @@ def _fp8_block(ctx: Ctx, part: str = "") -> np.ndarray:
         if col in ctx.models.columns:
             known = ctx.flag("notna:" + col, lambda df: df[col].notna().to_numpy(dtype=bool))
             out = out & (~known | ctx.str_in(col, ("fp8-block",)))
+        frac = f"quant_{part}_fraction"
+        if frac in ctx.models.columns:  # 0.0: the part is left unquantized (NaN: no such part)
+            out = out & ~ctx.flag("zero:" + frac, lambda df: (df[frac].astype("float64") == 0).fillna(False)
+                                  .to_numpy(dtype=bool))
     return out
 
 
@@ -806,16 +843,29 @@ def _block_rules(archs=(), exclude=(), suffix: str = "") -> list[Rule]:
                  DIVIDE, {"0.5.23": DIVIDE_SITE}, column_dense, archs=NON_GATED)] if not archs else []),
         _rule("sglang.block_fp8.dense_n" + suffix, "block_fp8",
               "block FP8 dense gate_up (merged): intermediate / tp % block_n != 0",
-              _MSG_N, {"0.5.23": "layers/quantization/fp8.py:606"}, _fp8_linear("n", "intermediate_size"),
+              _MSG_N, {"0.5.23": "layers/quantization/fp8.py:606"}, _ct(_fp8_linear("n", "intermediate_size"), False),
+              exc_type="ValueError", **kw),
+        _rule("sglang.block_fp8.dense_n.compressed_tensors" + suffix, "block_fp8",
+              "compressed-tensors block FP8 dense gate_up (merged): intermediate / tp % block_n != 0",
+              _MSG_N, {"0.5.23": "layers/quantization/fp8_utils.py:2889"}, _ct(_fp8_linear("n", "intermediate_size"), True),
               exc_type="ValueError", **kw),
         _rule("sglang.block_fp8.dense_k" + suffix, "block_fp8",
               "block FP8 dense down_proj (row parallel, tp > 1): intermediate / tp % block_k != 0",
-              _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"}, _fp8_linear("k", "intermediate_size"),
+              _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"}, _ct(_fp8_linear("k", "intermediate_size"), False),
+              exc_type="ValueError", **kw),
+        _rule("sglang.block_fp8.dense_k.compressed_tensors" + suffix, "block_fp8",
+              "compressed-tensors block FP8 dense down_proj (row parallel, tp > 1): intermediate / tp % block_k != 0",
+              _MSG_K, {"0.5.23": "layers/quantization/fp8_utils.py:2878"}, _ct(_fp8_linear("k", "intermediate_size"), True),
               exc_type="ValueError", **kw),
         _rule("sglang.group_size.nvfp4_dense" + suffix, "group_size",
               "ModelOpt NVFP4 dense down_proj: intermediate / tp % 16 != 0",
               _NVFP4_IN, {"0.5.23": "layers/quantization/modelopt_quant.py:1823"}, _nvfp4_in_features("intermediate_size"),
               exc_type="ValueError", **gated),
+        *([_rule("sglang.attention_heads.laguna_sliding", "attention_heads",
+                 "Laguna: layer 1 (sliding window, after layer 0's dense MLP) has its own query heads, "
+                 "(num_attention_heads_mean x layers - num_attention_heads x full-attention layers) / sliding "
+                 "layers; laguna.py asserts them % attn_tp", BARE, {"0.5.23": "laguna.py:262"}, laguna_sliding_heads,
+                 archs=LAGUNA)] if not archs else []),
         _rule("sglang.moe_experts" + suffix, "moe_experts",
               "FusedMoE: assert num_routed_experts % moe_ep_size == 0 (--ep-size; model classes without "
               "expert-location metadata)", BARE, {"0.5.23": "layers/moe/fused_moe_triton/layer.py:414"},
@@ -840,21 +890,35 @@ def _block_rules(archs=(), exclude=(), suffix: str = "") -> list[Rule]:
           if not archs else []),
         _rule("sglang.block_fp8.moe_n" + suffix, "block_fp8",
               "block FP8 MoE: ispp = moe_intermediate / moe_tp; ispp % block_n != 0",
-              _MOE_N, {"0.5.23": "layers/quantization/fp8.py:1589"}, _fp8_moe("n"), exc_type="ValueError", **kw),
+              _MOE_N, {"0.5.23": "layers/quantization/fp8.py:1589"}, _ct(_fp8_moe("n"), False), exc_type="ValueError", **kw),
+        _rule("sglang.block_fp8.moe_n.compressed_tensors" + suffix, "block_fp8",
+              "compressed-tensors block FP8 MoE: ispp = moe_intermediate / moe_tp; ispp % block_n != 0",
+              _MOE_N, {"0.5.23": "layers/quantization/compressed_tensors/schemes/compressed_tensors_w8a8_fp8_moe.py:110"}, _ct(_fp8_moe("n"), True), exc_type="ValueError", **kw),
         _rule("sglang.block_fp8.moe_k" + suffix, "block_fp8",
               "block FP8 MoE: ispp % block_n == 0, moe_tp > 1 and ispp % block_k != 0",
-              _MOE_K, {"0.5.23": "layers/quantization/fp8.py:1597"}, _fp8_moe("k"), exc_type="ValueError", **kw),
+              _MOE_K, {"0.5.23": "layers/quantization/fp8.py:1597"}, _ct(_fp8_moe("k"), False), exc_type="ValueError", **kw),
+        _rule("sglang.block_fp8.moe_k.compressed_tensors" + suffix, "block_fp8",
+              "compressed-tensors block FP8 MoE: ispp % block_n == 0, moe_tp > 1 and ispp % block_k != 0",
+              _MOE_K, {"0.5.23": "layers/quantization/compressed_tensors/schemes/compressed_tensors_w8a8_fp8_moe.py:117"}, _ct(_fp8_moe("k"), True), exc_type="ValueError", **kw),
         _rule("sglang.mlp_intermediate.shared_experts" + suffix, "mlp_intermediate",
               "shared-expert MLP (MergedColumnParallelLinear over the full TP): shared_expert_intermediate_size "
               "% tp != 0", BARE, {"0.5.23": MERGED_SITE}, merged_shared, **kw),
         _rule("sglang.block_fp8.shared_n" + suffix, "block_fp8",
               "block FP8 shared expert gate_up (merged): shared_I / tp % block_n != 0",
               _MSG_N, {"0.5.23": "layers/quantization/fp8.py:606"},
-              _fp8_linear("n", "shared_expert_intermediate_size"), exc_type="ValueError", **kw),
+              _ct(_fp8_linear("n", "shared_expert_intermediate_size"), False), exc_type="ValueError", **kw),
+        _rule("sglang.block_fp8.shared_n.compressed_tensors" + suffix, "block_fp8",
+              "compressed-tensors block FP8 shared expert gate_up (merged): shared_I / tp % block_n != 0",
+              _MSG_N, {"0.5.23": "layers/quantization/fp8_utils.py:2889"},
+              _ct(_fp8_linear("n", "shared_expert_intermediate_size"), True), exc_type="ValueError", **kw),
         _rule("sglang.block_fp8.shared_k" + suffix, "block_fp8",
               "block FP8 shared expert down_proj (tp > 1): shared_I / tp % block_k != 0",
               _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"},
-              _fp8_linear("k", "shared_expert_intermediate_size"), exc_type="ValueError", **kw),
+              _ct(_fp8_linear("k", "shared_expert_intermediate_size"), False), exc_type="ValueError", **kw),
+        _rule("sglang.block_fp8.shared_k.compressed_tensors" + suffix, "block_fp8",
+              "compressed-tensors block FP8 shared expert down_proj (tp > 1): shared_I / tp % block_k != 0",
+              _MSG_K, {"0.5.23": "layers/quantization/fp8_utils.py:2878"},
+              _ct(_fp8_linear("k", "shared_expert_intermediate_size"), True), exc_type="ValueError", **kw),
         _rule("sglang.group_size.nvfp4_shared" + suffix, "group_size",
               "ModelOpt NVFP4 shared-expert down_proj: shared_expert_intermediate_size / tp % 16 != 0",
               _NVFP4_IN, {"0.5.23": "layers/quantization/modelopt_quant.py:1823"},
