@@ -48,6 +48,34 @@ def stale_cells(table: pd.DataFrame) -> pd.Series:
     return rec != table["model_id"].map(now)
 
 
+def _worker(framework: str):
+    import importlib.util
+
+    path = driver.WORKER[framework]
+    spec = importlib.util.spec_from_file_location(f"_{framework}_worker_for_report", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def unjudged(table: pd.DataFrame, framework: str) -> pd.Series:
+    """Why a cell is left out of the comparison ("" = judged): ``stale`` (see :func:`stale_cells`), or a
+    refusal the current worker classifies as a harness limitation (``harness_reason``: e.g. a file a Hub
+    repository has beside config.json), which a run from before that marker recorded as a refusal."""
+    out = pd.Series("", index=table.index, dtype=object)
+    out[stale_cells(table)] = "run with other sidecar files than the harness passes now"
+    if framework == "vllm":
+        return out
+    w = _worker(framework)
+    refused = table["outcome"].isin(["refused_engine", "refused_build"]) & (out == "")
+    for idx in table.index[refused]:
+        exc = type(str(table.at[idx, "exc_type"]) or "Exception", (Exception,), {})(str(table.at[idx, "message"]))
+        why = w.harness_reason(exc)
+        if why:
+            out[idx] = why
+    return out
+
+
 def _reason(row, reasons=REASONS) -> str:
     for needle, why in reasons:
         if needle in row.table_location or needle in row.table_message or needle in row.model_id:
@@ -60,7 +88,8 @@ def _reason(row, reasons=REASONS) -> str:
 def section(release: str, table: pd.DataFrame, catalog: pd.DataFrame, framework: str = "vllm") -> str:
     label = LABEL.get(framework, framework)
     key = release if framework == "vllm" else f"{framework}-{release}"
-    stale = stale_cells(table) if framework != "vllm" else pd.Series(False, index=table.index)
+    why = unjudged(table, framework)
+    stale = why != ""
     cmp = compare.compare(table[~stale], catalog, framework, release)
     s = compare.summary(cmp)
     counts = table["outcome"].value_counts().reindex(list(driver.OUTCOMES), fill_value=0)
@@ -70,9 +99,10 @@ def section(release: str, table: pd.DataFrame, catalog: pd.DataFrame, framework:
              ", ".join(f"{k} {int(v)}" for k, v in counts.items()) +
              f" (harness_error {counts['harness_error'] / len(table):.1%}).", ""]
     if stale.any():
-        st = table[stale]
-        lines += [f"Not judged: {len(st)} cells of {', '.join(f'`{m}`' for m in sorted(st['model_id'].unique()))} "
-                  "were run with other sidecar files than the harness passes now (re-run them).", ""]
+        lines += ["Not judged (re-run these models with the current harness):", ""]
+        for (mid, reason), grp in table[stale].groupby([table["model_id"], why], sort=True):
+            lines.append(f"- `{mid}`: {len(grp)} cells, {reason}")
+        lines.append("")
     lines += [f"Rules engine vs {label} on the {s['cells']} judged cells: verdict {s['verdict_agree']}/{s['cells']}; "
               f"first error (message and raise site) {s['first_error_agree']}/{s['refused']} refused cells "
               f"({s['first_error_agree'] / max(s['refused'], 1):.1%}).", ""]

@@ -47,7 +47,7 @@ def table(release) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def stale(table) -> pd.Series:
-    return report.stale_cells(table)
+    return report.unjudged(table, "sglang") != ""
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +81,10 @@ def test_harness_errors_are_rare_and_explained(table) -> None:
     assert (nr["reason"] == "remote code").all()
 
 
-def test_stale_cells_are_few(stale) -> None:
-    """Cells run with other sidecar files than the harness passes now are not judged (listed in the
-    README: re-run those models); they must stay an exception."""
+def test_unjudged_cells_are_few(stale) -> None:
+    """Cells run with other sidecar files than the harness passes now, or refused for a reason the
+    current worker calls a harness limitation, are not judged (listed in the README: re-run those
+    models); they must stay an exception."""
     assert stale.mean() <= 0.02
 
 
