@@ -121,10 +121,24 @@ def test_every_remaining_first_error_mismatch_is_listed_in_the_readme(comparison
         "regenerate with: python -m conformance report --framework sglang --version " + release
 
 
+def test_evidence_says_which_rules_the_table_reaches_first(comparison, release) -> None:
+    """A rule is ``executed`` evidence when some judged cell's first error is that rule (same message and
+    raise site, by the tests above); rules the table never reaches first keep their source-read site
+    and say ``source`` (sglang_executed.NOT_SEEN_FIRST)."""
+    from dashboard.rules import sglang_executed as S
+
+    first = set(comparison.loc[~comparison["table_valid"], "engine_rule"])
+    with_site = {r.id for r in rules._rules_for("sglang", release) if r.severity == "error" and release in r.sites}
+    assert with_site - first == set(S.NOT_SEEN_FIRST.get(release, ())), "update sglang_executed.NOT_SEEN_FIRST"
+
+
 def test_rules_of_executed_releases_carry_their_evidence(release) -> None:
+    from dashboard.rules import sglang_executed as S
+
     for r in rules._rules_for("sglang", release):
         if r.sites and release in r.sites:
-            assert r.evidence == "executed" and r.location == r.sites[release]
+            seen = r.id not in S.NOT_SEEN_FIRST.get(release, ())
+            assert r.evidence == ("executed" if seen else "source") and r.location == r.sites[release]
             assert f"/v{release}/python/" in r.source_url
         if r.ours:
             assert r.exc_type == ""
