@@ -230,6 +230,19 @@ def moe_ep(ctx: Ctx) -> np.ndarray:
     return ctx.ep_size() if ctx.ep > 1 else np.ones(ctx.n, dtype=np.int64)
 
 
+def attention_tp_of(ctx: Ctx) -> np.ndarray:
+    """Per cell, the TP degree SGLang's attention of that model class is sharded over: ``tp / attn_dp``
+    for model files on the attention-TP group, the full TP for the others (Llama, Qwen2, Gemma, ...)."""
+
+    def fn() -> np.ndarray:
+        attn = {a for mod, (group, _) in ATTN_ASSERTS.items() if group == "attn" for a in ATTN_ASSERT_ARCHS[mod]}
+        attn |= set(MLA_DEEPSEEK) | set(DSV4) | {"KimiK3ForConditionalGeneration"}
+        on_attn = ctx.arch_in(tuple(sorted(attn)))
+        return np.where(on_attn, attn_tp(ctx), ctx.tp)
+
+    return ctx.memo(("sgl_attention_tp_of",), fn)  # type: ignore[return-value]
+
+
 def unknown_model_type(release: str):
     """The config's ``model_type`` is neither one of SGLang's config classes nor known to the
     transformers the release installs (``AutoConfig`` refuses it without remote code)."""
