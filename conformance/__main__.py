@@ -7,6 +7,7 @@ Commands (see data/conformance/README.md for the venv set-up):
     python -m conformance assemble --framework vllm --version 0.33.0
     python -m conformance verify --framework vllm --venv /work/venvs/vllm-0.33.0 --sample 40 --seed 0
     python -m conformance report --version 0.33.0      # results + remaining mismatches in the README
+    python -m conformance report --framework sglang --version 0.5.23
     python -m conformance stub --venv /work/venvs/vllm-0.33.0     # build the libcuda.so.1 stand-in
 """
 
@@ -57,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--seed", type=int, default=0)
     rp = sub.add_parser("report", help="regenerate data/conformance/README.md's results for a release")
     rp.add_argument("--version", required=True)
+    rp.add_argument("--framework", default="vllm", choices=sorted(driver.WORKER), help="(default: vllm)")
     st = sub.add_parser("sites", help="print the rules' raise sites in another executed release")
     st.add_argument("--version", required=True)
     st.add_argument("--src-new", type=Path, required=True, help="unpacked wheel of the newest executed release")
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "report":
         from conformance import report
 
-        print(report.update(args.version))
+        print(report.update(args.version, args.framework))
         return 0
     if args.cmd == "sites":
         from conformance import sites

@@ -1,14 +1,16 @@
 """Regenerate the generated parts of ``data/conformance/README.md`` from the committed tables:
 per release, the outcome counts and the cells where the rules engine's first error still differs
-from what vLLM raised, each with the reason.
+from what the framework raised, each with the reason.
 
     python -m conformance report --version 0.33.0
+    python -m conformance report --framework sglang --version 0.5.23
 """
 
 from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 
 from conformance import compare, driver
@@ -30,48 +32,112 @@ REASONS = (
 )
 
 
-def _reason(row) -> str:
-    for needle, why in REASONS:
+#: SGLang: why a known kind of cell still differs.
+SGLANG_REASONS: tuple[tuple[str, str], ...] = ()
+
+LABEL = {"vllm": "vLLM", "sglang": "SGLang"}
+
+
+def stale_cells(table: pd.DataFrame) -> pd.Series:
+    """Cells built from other inputs than the harness passes now: the sidecar files beside config.json
+    (``driver.sidecars_for``) differ from the ones the cell records (e.g. a run started before a
+    verbatim sidecar was added). They are listed, not judged: re-run those models."""
+    now = {m: ",".join(sorted(driver.sidecars_for(m))) for m in table["model_id"].unique()}
+    rec = table["sidecars"].map(lambda v: ",".join(sorted(v)) if isinstance(v, (list, tuple, np.ndarray))
+                                else str(v or ""))
+    return rec != table["model_id"].map(now)
+
+
+def _worker(framework: str):
+    import importlib.util
+
+    path = driver.WORKER[framework]
+    spec = importlib.util.spec_from_file_location(f"_{framework}_worker_for_report", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def unjudged(table: pd.DataFrame, framework: str) -> pd.Series:
+    """Why a cell is left out of the comparison ("" = judged): ``stale`` (see :func:`stale_cells`), or a
+    refusal the current worker classifies as a harness limitation (``harness_reason``: e.g. a file a Hub
+    repository has beside config.json), which a run from before that marker recorded as a refusal."""
+    out = pd.Series("", index=table.index, dtype=object)
+    out[stale_cells(table)] = "run with other sidecar files than the harness passes now"
+    if framework == "vllm":
+        return out
+    w = _worker(framework)
+    refused = table["outcome"].isin(["refused_engine", "refused_build"]) & (out == "")
+    for idx in table.index[refused]:
+        exc = type(str(table.at[idx, "exc_type"]) or "Exception", (Exception,), {})(str(table.at[idx, "message"]))
+        why = w.harness_reason(exc)
+        if why:
+            out[idx] = why
+    return out
+
+
+def _reason(row, reasons=REASONS) -> str:
+    for needle, why in reasons:
         if needle in row.table_location or needle in row.table_message or needle in row.model_id:
             return why
     if row.engine_rule == "":
-        return "no rule fires; vLLM refused for a reason the engine does not model"
+        return "no rule fires; the framework refused for a reason the engine does not model"
     return f"the engine's first rule is {row.engine_rule} ({row.engine_location or 'no site'})"
 
 
-def section(release: str, table: pd.DataFrame, catalog: pd.DataFrame) -> str:
-    cmp = compare.compare(table, catalog, "vllm", release)
+def section(release: str, table: pd.DataFrame, catalog: pd.DataFrame, framework: str = "vllm") -> str:
+    label = LABEL.get(framework, framework)
+    key = release if framework == "vllm" else f"{framework}-{release}"
+    why = unjudged(table, framework)
+    stale = why != ""
+    cmp = compare.compare(table[~stale], catalog, framework, release)
     s = compare.summary(cmp)
     counts = table["outcome"].value_counts().reindex(list(driver.OUTCOMES), fill_value=0)
-    lines = [f"### vLLM {release}", "",
+    esc = lambda t: str(t).replace("|", "\\|").replace("\n", " ")[:120]  # noqa: E731
+    lines = [f"### {label} {release}", "",
              f"{len(table)} cells, {table['model_id'].nunique()} models: " +
              ", ".join(f"{k} {int(v)}" for k, v in counts.items()) +
-             f" (harness_error {counts['harness_error'] / len(table):.1%}).", "",
-             f"Rules engine vs vLLM on the {s['cells']} judged cells: verdict {s['verdict_agree']}/{s['cells']}; "
-             f"first error (message and raise site) {s['first_error_agree']}/{s['refused']} refused cells "
-             f"({s['first_error_agree'] / max(s['refused'], 1):.1%}).", "",
-             "Cells whose first error still differs (model, tp, dp, EP, vision DP, reason):", "",
-             f"<!-- mismatches {release} -->",
-             "| model | tp | dp | EP | vision DP | vLLM raised | engine says | reason |",
-             "|---|---|---|---|---|---|---|---|"]
+             f" (harness_error {counts['harness_error'] / len(table):.1%}).", ""]
+    if stale.any():
+        lines += ["Not judged (re-run these models with the current harness):", ""]
+        for (mid, reason), grp in table[stale].groupby([table["model_id"], why], sort=True):
+            lines.append(f"- `{mid}`: {len(grp)} cells, {reason}")
+        lines.append("")
+    lines += [f"Rules engine vs {label} on the {s['cells']} judged cells: verdict {s['verdict_agree']}/{s['cells']}; "
+              f"first error (message and raise site) {s['first_error_agree']}/{s['refused']} refused cells "
+              f"({s['first_error_agree'] / max(s['refused'], 1):.1%}).", ""]
+    if framework == "vllm":
+        lines += ["Cells whose first error still differs (model, tp, dp, EP, vision DP, reason):", "",
+                  f"<!-- mismatches {key} -->",
+                  "| model | tp | dp | EP | vision DP | vLLM raised | engine says | reason |",
+                  "|---|---|---|---|---|---|---|---|"]
+    else:
+        lines += ["Cells whose first error still differs (model, tp, attention-DP, EP, reason):", "",
+                  f"<!-- mismatches {key} -->",
+                  f"| model | tp | attention-DP | EP | {label} raised | engine says | reason |",
+                  "|---|---|---|---|---|---|---|"]
     refused = cmp[~cmp["table_valid"] & cmp["verdict_ok"]]
     miss = refused[~(refused["message_ok"] & refused["location_ok"])]
+    reasons = REASONS if framework == "vllm" else SGLANG_REASONS
     for r in miss.sort_values(["model_id", "ep", "dp", "tp"]).itertuples():
-        esc = lambda t: str(t).replace("|", "\\|").replace("\n", " ")[:120]  # noqa: E731
-        lines.append(f"| `{r.model_id}` | {r.tp} | {r.dp} | {'on' if r.ep else 'off'} | "
-                     f"{'on' if r.vision_dp else 'off'} | {esc(r.table_message)}" + ("" if r.table_location in r.table_message else f" at {r.table_location}") + " | "
-                     f"{esc(r.engine_message)} | " + _reason(r).replace("|", "\\|") + " |")
+        raised = esc(r.table_message) + ("" if r.table_location in r.table_message else f" at {r.table_location}")
+        cells = [f"`{r.model_id}`", str(r.tp), str(r.dp), "on" if r.ep else "off"]
+        if framework == "vllm":
+            cells.append("on" if r.vision_dp else "off")
+        lines.append("| " + " | ".join(cells + [raised, esc(r.engine_message),
+                                                _reason(r, reasons).replace("|", "\\|")]) + " |")
     if miss.empty:
-        lines.append("| (none) | | | | | | | |")
+        lines.append("| (none) " + "| " * (7 if framework == "vllm" else 6) + "|")
     lines += ["<!-- /mismatches -->", ""]
     return "\n".join(lines)
 
 
-def update(release: str) -> str:
-    table = driver.load_table("vllm", release)
+def update(release: str, framework: str = "vllm") -> str:
+    table = driver.load_table(framework, release)
+    key = release if framework == "vllm" else f"{framework}-{release}"
     text = README.read_text(encoding="utf-8") if README.exists() else ""
-    block = f"<!-- release {release} -->\n" + section(release, table, load_catalog()) + f"<!-- /release {release} -->"
-    pat = re.compile(rf"<!-- release {re.escape(release)} -->.*?<!-- /release {re.escape(release)} -->", re.S)
+    block = f"<!-- release {key} -->\n" + section(release, table, load_catalog(), framework) + f"<!-- /release {key} -->"
+    pat = re.compile(rf"<!-- release {re.escape(key)} -->.*?<!-- /release {re.escape(key)} -->", re.S)
     if pat.search(text):
         text = pat.sub(lambda m: block, text)
     else:

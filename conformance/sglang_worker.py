@@ -495,6 +495,8 @@ HARNESS_MARKERS = (
      "files)"),
     ("tokenizer_config.json", "the harness folder holds only config.json (a Hub repo has the tokenizer "
      "files)"),
+    ("Cannot find the config file for", "the harness folder holds only config.json (a Hub repo has the "
+     "quantization file the checkpoint's config points to, e.g. ModelOpt's hf_quant_config.json)"),
 )
 
 

@@ -45,13 +45,20 @@ def test_transformers_cb_cache_accepts_divisible_and_tp1():
 
 def test_sglang_24_heads_3_kv():
     m = rec(24, 3)
-    v8 = check(m, "sglang", 8)
-    assert not v8.valid and [f.rule_id for f in v8.failures] == ["sglang.kv_heads"]
+    v8 = check(m, "sglang", 8)  # no architecture: QKVParallelLinear's divide over the full TP
+    assert not v8.valid and [f.rule_id for f in v8.failures] == ["sglang.kv_heads.qkv"]
     assert v8.failures[0].message == "8 is not divisible by 3"
+    assert v8.failures[0].location == "sglang/srt/distributed/utils.py:70"
     v3 = check(m, "sglang", 3)
     assert v3.valid and v3.status == "valid" and v3.kv_heads_per_rank == 1 and v3.kv_replicas == 1
     v6 = check(m, "sglang", 6)
     assert v6.valid and v6.status == "valid_replicated" and v6.kv_replicas == 2 and v6.kv_heads_per_rank == 1
+    # Llama's attention asserts before it builds QKVParallelLinear: a bare assert, no message
+    v8 = check(dict(m, architectures="LlamaForCausalLM"), "sglang", 8)
+    assert [f.message for f in v8.failures] == ["AssertionError (no message) at sglang/srt/models/llama.py:193"]
+    # before 0.5.23 (read from source): the divide message for every model
+    old = check(m, "sglang", 8, version="0.5.22")
+    assert [f.rule_id for f in old.failures] == ["sglang.kv_heads"] and not old.executed
 
 
 def test_sglang_30_heads():
@@ -62,19 +69,24 @@ def test_sglang_30_heads():
 
 
 def test_sglang_kda_32_heads():
-    m = rec(32, 32, linear_attention_kind="kda", linear_num_value_heads=32, has_linear_attention=True)
+    m = rec(32, 32, linear_attention_kind="kda", linear_num_value_heads=32, has_linear_attention=True,
+            architectures="KimiLinearForCausalLM")
     v6 = check(m, "sglang", 6)
     assert [f.message for f in kinds(v6, "linear_attention_heads")] == [
         "KDA num_heads (32) must be divisible by shard tp_size (6)"
     ]
     assert check(m, "sglang", 4).valid
+    # Kimi-Linear shards KDA on the global TP group: attention-DP does not help
+    assert kinds(check(m, "sglang", 12, dp=4, dp_attention=True), "linear_attention_heads")
 
 
 def test_sglang_cross_attention_message():
+    # read from source before 0.5.23 only (the text is MOVA's, not an LLM's; audit section 1)
     m = rec(30, 30, num_cross_attention_layers=8)
-    v = check(m, "sglang", 4)
+    v = check(m, "sglang", 4, version="0.5.22")
     assert "num_heads (30) must be divisible by tp_size (4)." in [f.message for f in v.failures]
-    assert not kinds(check(m, "sglang", 2), "cross_attention_heads")
+    assert not kinds(check(m, "sglang", 2, version="0.5.22"), "cross_attention_heads")
+    assert not kinds(check(m, "sglang", 4), "cross_attention_heads")
 
 
 def test_vllm_40_heads_tp3_exact_message():
@@ -94,14 +106,15 @@ def test_vllm_kv_partition_and_replication():
 # --- issue 4: the rest ---------------------------------------------------------------------------------
 
 def test_sglang_dp_attention_uses_attention_tp():
-    m = rec(8, 8)
+    # attention-TP is per model file: Qwen3 shards attention over tp / attn_dp, Llama over the full TP
+    m = rec(8, 8, architectures="Qwen3ForCausalLM")
     assert kinds(check(m, "sglang", 16), "attention_heads")
     v = check(m, "sglang", 16, dp=2, dp_attention=True)
     assert v.valid and v.attn_tp == 8 and v.q_heads_per_rank == 1
+    llama = dict(m, architectures="LlamaForCausalLM")
+    assert not check(llama, "sglang", 16, dp=2, dp_attention=True).valid
     bad = check(m, "sglang", 16, dp=3, dp_attention=True)
-    assert "tp_size (16) must be divisible by dp_size (3) when DP-attention is enabled." in [
-        f.message for f in bad.failures
-    ]
+    assert bad.failures[0].message == "AssertionError (no message) at sglang/srt/arg_groups/parallel_hook.py:326"
 
 
 def test_trtllm_attention_dp_and_ceil_kv():
@@ -148,8 +161,10 @@ def test_vision_heads_vllm_rejects_unless_data_parallel_sglang_pads():
     assert [f.message for f in kinds(v, "vision_heads")] == ["12 is not divisible by 8"]
     assert any("data-parallel vision encoder" in s for s in v.suggestions)
     assert check(m, "vllm", 8, vision_dp=True).valid
-    s = check(m, "sglang", 8)
+    s = check(dict(m, architectures="Glm4vMoeForConditionalGeneration"), "sglang", 8)  # GLM-4.xV pads
     assert s.valid and s.status == "valid_padded"
+    qwen = check(dict(m, architectures="Qwen3VLForConditionalGeneration"), "sglang", 8)  # others divide
+    assert [f.message for f in kinds(qwen, "vision_heads")] == ["12 is not divisible by 8"]
 
 
 def test_linear_attention_gdn_and_mamba_groups():
@@ -175,7 +190,13 @@ def test_moe_experts_and_intermediate():
 
 def test_sglang_moe_experts_rejects_uneven_ep():
     moe = rec(64, 4, is_moe=True, num_experts=128, moe_intermediate_size=1536)
+    # the fused MoE layer's bare assert; model classes with expert-location metadata assert earlier
     assert [f.message for f in kinds(check(moe, "sglang", 3, ep=3), "moe_experts")] == [
+        "AssertionError (no message) at sglang/srt/layers/moe/fused_moe_triton/layer.py:414"
+    ]
+    qwen = check(dict(moe, architectures="Qwen3MoeForCausalLM"), "sglang", 3, ep=3)
+    assert qwen.failures[0].message == "AssertionError (no message) at sglang/srt/eplb/expert_location.py:256"
+    assert [f.message for f in kinds(check(moe, "sglang", 3, ep=3, version="0.5.22"), "moe_experts")] == [
         "num_experts (128) must be divisible by ep_size (3)."
     ]
 

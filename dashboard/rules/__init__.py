@@ -25,6 +25,7 @@ import pandas as pd
 from dashboard import schema, sharding
 from dashboard.rules import megatron as _megatron
 from dashboard.rules import sglang as _sglang
+from dashboard.rules import sglang_executed as _sglang_executed
 from dashboard.rules import transformers as _transformers
 from dashboard.rules import trtllm as _trtllm
 from dashboard.rules import versions as _versions
@@ -48,6 +49,7 @@ __all__ = [
 RULES: list[Rule] = [
     *_vllm.RULES,
     *_sglang.RULES,
+    *_sglang_executed.RULES,
     *_transformers.RULES,
     *_trtllm.RULES,
     *_megatron.RULES,
@@ -85,7 +87,8 @@ class Verdict:
     fields some rules need (they were skipped; a warning ``engine.missing_fields`` names them), so
     ``valid`` then only says that no *checkable* rule failed. Per-rank counts are heads (not bytes); ``None`` when the
     record lacks the heads. ``attn_tp`` is the TP degree of the attention layers (``tp / dp`` under
-    SGLang DP-attention, 1 under TensorRT-LLM attention-DP).
+    SGLang DP-attention for model files on the attention-TP group -- from SGLang 0.5.23 per model file,
+    the full TP for Llama, Qwen2, Gemma, ... --, 1 under TensorRT-LLM attention-DP).
     """
 
     model_id: str
@@ -155,7 +158,8 @@ def _rule_applies_to_version(rule: Rule, version: str | None) -> bool:
     return spec.contains(v, prereleases=True)
 
 
-_REPO_URL = {"vllm": "https://github.com/vllm-project/vllm/blob"}
+_REPO_URL = {"vllm": "https://github.com/vllm-project/vllm/blob",
+             "sglang": "https://github.com/sgl-project/sglang/blob/v{release}/python"}
 
 
 def resolve_version(framework: str, version: str | None) -> _versions.Resolved:
@@ -223,6 +227,8 @@ def _evaluate(ctx: Ctx, framework: str, version: str | None) -> _Eval:
         if r.effect == "padded":
             padded |= f
     t = ctx.attn_tp(framework)
+    if framework == "sglang" and any(r.versions == _sglang_executed.V for r in rules):
+        t = _sglang_executed.attention_tp_of(ctx)  # per model file (full TP for Llama, Qwen2, ...)
     h = ctx.i("num_attention_heads")
     kv = ctx.i("num_key_value_heads")
     has_q = ctx.has("num_attention_heads")

@@ -132,7 +132,8 @@ class Rule:
         url = self.source_url
         if site and repo_url and release:
             path, _, line = site.rpartition(":")
-            url = f"{repo_url}/v{release}/{path}#L{line}"
+            base = repo_url.format(release=release) if "{release}" in repo_url else f"{repo_url}/v{release}"
+            url = f"{base}/{path}#L{line}"
         ev = "executed" if release and release in self.executed_in else "source"
         return dataclasses.replace(self, message=msg, location=site, source_url=url, evidence=ev)
     @property

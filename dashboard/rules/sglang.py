@@ -1,4 +1,7 @@
-"""SGLang's tensor-parallel checks, as rule data.
+"""SGLang's tensor-parallel checks for releases before 0.5.23, read from source (evidence ``source``).
+
+From 0.5.23 on the rules are :mod:`dashboard.rules.sglang_executed` (checked against SGLang's own code run
+over the catalog); these stay for older releases and dates before it.
 
 Attention layers shard over the attention-TP group: ``attn_tp = tp / dp`` under ``--enable-dp-attention``
 (``compute_dp_attention_world_info``), else ``tp``. MLP, experts and vocab shard over the full TP group.
@@ -11,6 +14,7 @@ from dashboard.rules import _src as S
 from dashboard.rules.common import Rule
 
 FW = "sglang"
+V_OLD = "<0.5.23"  # from 0.5.23: dashboard.rules.sglang_executed
 DIVIDE = "{a} is not divisible by {b}"  # sglang divide() / ensure_divisibility
 
 RULES: list[Rule] = [
@@ -18,7 +22,7 @@ RULES: list[Rule] = [
         id="sglang.dp_attention",
         framework=FW,
         kind="attention_heads",
-        versions="",
+        versions=V_OLD,
         condition="--enable-dp-attention: attention-TP = tp_size // dp_size, so dp_size must divide tp_size",
         message="tp_size ({tp}) must be divisible by dp_size ({dp}) when DP-attention is enabled.",
         source_url=S.SGLANG_DP_ATTN,
@@ -29,7 +33,7 @@ RULES: list[Rule] = [
         id="sglang.attention_heads",
         framework=FW,
         kind="attention_heads",
-        versions="",
+        versions=V_OLD,
         condition="QKVParallelLinear over the attention-TP group: divide(num_attention_heads, attn_tp)",
         message=DIVIDE,
         source_url=S.SGLANG_LINEAR,
@@ -40,7 +44,7 @@ RULES: list[Rule] = [
         id="sglang.kv_heads",
         framework=FW,
         kind="kv_heads",
-        versions="",
+        versions=V_OLD,
         condition="QKVParallelLinear: kv >= attn_tp -> kv % attn_tp must be 0; kv < attn_tp -> attn_tp % kv "
         "must be 0 (attention TP must be divisible by num_key_value_heads; each KV head replicated on "
         "attn_tp // kv ranks). Not for MLA.",
@@ -53,7 +57,7 @@ RULES: list[Rule] = [
         id="sglang.cross_attention_heads",
         framework=FW,
         kind="cross_attention_heads",
-        versions="",
+        versions=V_OLD,
         condition="models with cross-attention layers (mllama-style bridges) shard plain heads: "
         "num_heads % tp_size != 0",
         message="num_heads ({h}) must be divisible by tp_size ({tp}).",
@@ -65,7 +69,7 @@ RULES: list[Rule] = [
         id="sglang.linear_attention_heads.kda",
         framework=FW,
         kind="linear_attention_heads",
-        versions="",
+        versions=V_OLD,
         condition="Kimi-Linear KDA layers: linear_attn_config.num_heads % attn_tp != 0",
         message="KDA num_heads ({h}) must be divisible by shard tp_size ({tp})",
         source_url=S.SGLANG_KIMI_LINEAR,
@@ -76,7 +80,7 @@ RULES: list[Rule] = [
         id="sglang.linear_attention_heads.gdn",
         framework=FW,
         kind="linear_attention_heads",
-        versions="",
+        versions=V_OLD,
         condition="Gated DeltaNet: divide(linear_num_key_heads, attn_tp) and divide(linear_num_value_heads, attn_tp)",
         message=DIVIDE,
         source_url=S.SGLANG_LINEAR,
@@ -86,7 +90,7 @@ RULES: list[Rule] = [
         id="sglang.linear_attention_heads.mamba",
         framework=FW,
         kind="linear_attention_heads",
-        versions="",
+        versions=V_OLD,
         condition="MambaMixer2 (ported from vLLM): num_heads % tp != 0",
         message="Tensor parallel world size must divide num heads.",
         source_url=S.VLLM_MAMBA2,
@@ -96,7 +100,7 @@ RULES: list[Rule] = [
         id="sglang.mamba_groups",
         framework=FW,
         kind="mamba_groups",
-        versions="",
+        versions=V_OLD,
         condition="MambaMixer2: n_groups % tp != 0 and n_groups != 1",
         message="If tensor parallel world size does not divide num_groups, then num_groups must equal 1.",
         source_url=S.VLLM_MAMBA2,
@@ -106,7 +110,7 @@ RULES: list[Rule] = [
         id="sglang.vision_heads",
         framework=FW,
         kind="vision_heads",
-        versions="",
+        versions=V_OLD,
         condition="VisionAttention pads the vision heads with dummy heads to the next multiple of tp "
         "(runs; status valid_padded)",
         message="{a} vision heads padded with {dummy} dummy heads to {padded} (a multiple of tp={b}).",
@@ -119,7 +123,7 @@ RULES: list[Rule] = [
         id="sglang.mlp_intermediate",
         framework=FW,
         kind="mlp_intermediate",
-        versions="",
+        versions=V_OLD,
         condition="dense MLP: divide(intermediate_size, tp)",
         message=DIVIDE,
         source_url=S.SGLANG_LINEAR,
@@ -129,7 +133,7 @@ RULES: list[Rule] = [
         id="sglang.mlp_intermediate.shared_experts",
         framework=FW,
         kind="mlp_intermediate",
-        versions="",
+        versions=V_OLD,
         condition="shared-expert MLP: divide(shared_expert_intermediate_size, tp)",
         message=DIVIDE,
         source_url=S.SGLANG_LINEAR,
@@ -139,7 +143,7 @@ RULES: list[Rule] = [
         id="sglang.moe_experts",
         framework=FW,
         kind="moe_experts",
-        versions="",
+        versions=V_OLD,
         condition="--ep-size > 1: num_experts % ep_size != 0 (experts are split evenly over the EP group)",
         message="num_experts ({n}) must be divisible by ep_size ({ep}).",
         source_url=S.SGLANG_MOE_UTILS,
@@ -150,7 +154,7 @@ RULES: list[Rule] = [
         id="sglang.moe_intermediate",
         framework=FW,
         kind="moe_intermediate",
-        versions="",
+        versions=V_OLD,
         condition="MoE-TP = tp_size // ep_size; moe_intermediate_size % moe_tp != 0",
         message="moe_intermediate_size {m} must be divisible by moe_tp_size ({moe_tp}) which is tp_size ({tp}) "
         "divided by moe_ep_size ({ep}).",
@@ -162,7 +166,7 @@ RULES: list[Rule] = [
         id="sglang.vocab",
         framework=FW,
         kind="vocab",
-        versions="",
+        versions=V_OLD,
         condition="VocabParallelEmbedding (GPU): vocab padded to a multiple of 64, then divide(padded, tp)",
         message=DIVIDE,
         source_url=S.SGLANG_VOCAB,
@@ -172,7 +176,7 @@ RULES: list[Rule] = [
         id="sglang.block_fp8.dense_n",
         framework=FW,
         kind="block_fp8",
-        versions="",
+        versions=V_OLD,
         condition="block-FP8 (validate_fp8_block_shape): dense gate_up output per rank % block_n != 0",
         message="Weight output_partition_size = {size} is not divisible by weight quantization block_n = {block}.",
         source_url=S.SGLANG_FP8_UTILS,
@@ -182,7 +186,7 @@ RULES: list[Rule] = [
         id="sglang.block_fp8.dense_k",
         framework=FW,
         kind="block_fp8",
-        versions="",
+        versions=V_OLD,
         condition="block-FP8: dense down_proj input per rank % block_k != 0, tp > 1",
         message="Weight input_size_per_partition = {size} is not divisible by weight quantization block_k = {block}.",
         source_url=S.SGLANG_FP8_UTILS,
@@ -192,7 +196,7 @@ RULES: list[Rule] = [
         id="sglang.block_fp8.shared_n",
         framework=FW,
         kind="block_fp8",
-        versions="",
+        versions=V_OLD,
         condition="block-FP8: shared-expert gate_up output per rank % block_n != 0",
         message="Weight output_partition_size = {size} is not divisible by weight quantization block_n = {block}.",
         source_url=S.SGLANG_FP8_UTILS,
@@ -202,7 +206,7 @@ RULES: list[Rule] = [
         id="sglang.block_fp8.shared_k",
         framework=FW,
         kind="block_fp8",
-        versions="",
+        versions=V_OLD,
         condition="block-FP8: shared-expert down_proj input per rank % block_k != 0, tp > 1",
         message="Weight input_size_per_partition = {size} is not divisible by weight quantization block_k = {block}.",
         source_url=S.SGLANG_FP8_UTILS,
@@ -212,7 +216,7 @@ RULES: list[Rule] = [
         id="sglang.block_fp8.moe_n",
         framework=FW,
         kind="block_fp8",
-        versions="",
+        versions=V_OLD,
         condition="block-FP8 MoE: (moe_intermediate_size / moe_tp) % block_n != 0",
         message="The output_size of gate's and up's weight = {size} is not divisible by weight quantization "
         "block_n = {block}.",
@@ -223,7 +227,7 @@ RULES: list[Rule] = [
         id="sglang.block_fp8.moe_k",
         framework=FW,
         kind="block_fp8",
-        versions="",
+        versions=V_OLD,
         condition="block-FP8 MoE: moe_tp > 1 and (moe_intermediate_size / moe_tp) % block_k != 0",
         message="The input_size of down's weight = {size} is not divisible by weight quantization block_k = {block}.",
         source_url=S.SGLANG_FP8,
@@ -233,7 +237,7 @@ RULES: list[Rule] = [
         id="sglang.block_fp8.attention",
         framework=FW,
         kind="block_fp8",
-        versions="",
+        versions=V_OLD,
         condition="block-FP8: q projection output per rank (heads / attn_tp * head_dim) % block_n != 0",
         message="Weight output_partition_size = {size} is not divisible by weight quantization block_n = {block}.",
         source_url=S.SGLANG_FP8_UTILS,
@@ -243,7 +247,7 @@ RULES: list[Rule] = [
         id="sglang.block_fp8.linear_attention",
         framework=FW,
         kind="block_fp8",
-        versions="",
+        versions=V_OLD,
         condition="block-FP8: GDN/KDA key or value projection output per rank % block_n != 0",
         message="Weight output_partition_size = {size} is not divisible by weight quantization block_n = {block}.",
         source_url=S.SGLANG_FP8_UTILS,
@@ -253,7 +257,7 @@ RULES: list[Rule] = [
         id="sglang.group_size",
         framework=FW,
         kind="group_size",
-        versions="",
+        versions=V_OLD,
         condition="AWQ/GPTQ (vLLM-derived methods): a row-parallel input per rank % group_size != 0",
         message="The input size is not aligned with the quantized weight shape. This can be caused by too large "
         "tensor parallel size.",
@@ -264,7 +268,7 @@ RULES: list[Rule] = [
         id="sglang.pipeline_layers",
         framework=FW,
         kind="pipeline_layers",
-        versions="",
+        versions=V_OLD,
         condition="pipeline split via get_pp_indices (ported from vLLM): uneven when pp does not divide layers",
         message="{layers} layers over {pp} pipeline stages: stages hold {lo} or {hi} layers (uneven split).",
         source_url=S.VLLM_DIST_UTILS,

@@ -1,0 +1,169 @@
+"""The rules engine against SGLang's conformance tables (``data/conformance/sglang-<release>.parquet``):
+what SGLang's own code did when it built every catalog model under TP x EP x attention-DP layouts
+(``python -m conformance run --framework sglang``).
+
+Each test runs once per executed SGLang release (``versions.EXECUTED["sglang"]``) and is skipped, with
+the reason, while that release's table is not committed yet. No framework is installed here: the tables
+are the evidence, these tests hold the engine to them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conformance import compare, driver, report
+from dashboard import rules
+from dashboard.catalog import load_catalog
+from dashboard.rules import versions
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "data" / "conformance" / "README.md"
+RELEASES = versions.EXECUTED["sglang"]
+
+
+@pytest.fixture(scope="module")
+def catalog() -> pd.DataFrame:
+    return load_catalog()
+
+
+@pytest.fixture(scope="module", params=RELEASES)
+def release(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def table(release) -> pd.DataFrame:
+    path = driver.table_path("sglang", release)
+    if not path.is_file():
+        pytest.skip(f"{path.relative_to(ROOT)} is not committed yet (assemble it with: python -m conformance "
+                    f"assemble --framework sglang --version {release})")
+    return driver.load_table("sglang", release)
+
+
+@pytest.fixture(scope="module")
+def stale(table) -> pd.Series:
+    return report.unjudged(table, "sglang") != ""
+
+
+@pytest.fixture(scope="module")
+def comparison(table, stale, catalog, release) -> pd.DataFrame:
+    return compare.compare(table[~stale], catalog, "sglang", release)
+
+
+def test_every_executed_release_has_its_registry() -> None:
+    for r in RELEASES:
+        reg = json.loads((ROOT / "data" / "conformance" / f"sglang-{r}-architectures.json").read_text())
+        assert reg["version"] == r and len(reg["architectures"]) > 100 and reg["model_types"]
+
+
+def test_table_covers_the_whole_catalog(table, catalog, release) -> None:
+    assert set(table["model_id"]) == set(catalog["model_id"])
+    assert (table["version"] == release).all() and (table["framework"] == "sglang").all()
+    assert set(table["outcome"]) <= set(driver.OUTCOMES)
+    # every model at every TP size, EP off and on, attention-DP 1/2/4
+    for ep in (False, True):
+        for dp in driver.SGLANG_ATTN_DP_SIZES:
+            per_model = table[(table["dp"] == dp) & (table["ep"] == ep)].groupby("model_id")["tp"]
+            assert (per_model.apply(lambda s: tuple(sorted(s))) == tuple(driver.TP_SIZES)).all(), (ep, dp)
+
+
+def test_harness_errors_are_rare_and_explained(table) -> None:
+    share = (table["outcome"] == "harness_error").mean()
+    assert share <= 0.05, f"{share:.1%} harness_error cells"
+    he = table[table["outcome"] == "harness_error"]
+    assert (he["reason"] != "").all()
+    nr = table[table["outcome"] == "not_run"]
+    assert (nr["reason"] == "remote code").all()
+
+
+def test_unjudged_cells_are_few(stale) -> None:
+    """Cells run with other sidecar files than the harness passes now, or refused for a reason the
+    current worker calls a harness limitation, are not judged (listed in the README: re-run those
+    models); they must stay an exception."""
+    assert stale.mean() <= 0.02
+
+
+def test_verdicts_match_sglang_on_every_cell(comparison) -> None:
+    bad = comparison[~comparison["verdict_ok"]]
+    assert len(comparison) > 3000
+    assert bad.empty, bad[["model_id", "tp", "dp", "ep", "outcome", "table_message", "engine_rule",
+                           "engine_message"]].head(20).to_string()
+
+
+def test_first_error_matches_on_98_percent_of_refused_cells(comparison) -> None:
+    s = compare.summary(comparison)
+    assert s["refused"] > 1000
+    assert s["first_error_agree"] >= 0.98 * s["refused"], s
+
+
+def _documented(release: str) -> set[tuple[str, int, int, bool]]:
+    text = README.read_text(encoding="utf-8")
+    m = re.search(rf"<!-- mismatches sglang-{re.escape(release)} -->(.*?)<!-- /mismatches -->", text, re.S)
+    assert m, f"README has no SGLang mismatch list for {release}"
+    out = set()
+    for line in m.group(1).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 5 and cells[1].isdigit():
+            out.add((cells[0].strip("`"), int(cells[1]), int(cells[2]), cells[3] == "on"))
+    return out
+
+
+def test_every_remaining_first_error_mismatch_is_listed_in_the_readme(comparison, release) -> None:
+    refused = comparison[~comparison["table_valid"] & comparison["verdict_ok"]]
+    miss = refused[~(refused["message_ok"] & refused["location_ok"])]
+    actual = {(r.model_id, int(r.tp), int(r.dp), bool(r.ep)) for r in miss.itertuples()}
+    assert actual == _documented(release), \
+        "regenerate with: python -m conformance report --framework sglang --version " + release
+
+
+def test_evidence_says_which_rules_the_table_reaches_first(comparison, release) -> None:
+    """A rule is ``executed`` evidence when some judged cell's first error is that rule (same message and
+    raise site, by the tests above); rules the table never reaches first keep their source-read site
+    and say ``source`` (sglang_executed.NOT_SEEN_FIRST)."""
+    from dashboard.rules import sglang_executed as S
+
+    first = set(comparison.loc[~comparison["table_valid"], "engine_rule"])
+    with_site = {r.id for r in rules._rules_for("sglang", release) if r.severity == "error" and release in r.sites}
+    assert with_site - first == set(S.NOT_SEEN_FIRST.get(release, ())), "update sglang_executed.NOT_SEEN_FIRST"
+
+
+def test_rules_of_executed_releases_carry_their_evidence(release) -> None:
+    from dashboard.rules import sglang_executed as S
+
+    for r in rules._rules_for("sglang", release):
+        if r.sites and release in r.sites:
+            seen = r.id not in S.NOT_SEEN_FIRST.get(release, ())
+            assert r.evidence == ("executed" if seen else "source") and r.location == r.sites[release]
+            assert f"/v{release}/python/" in r.source_url
+        if r.ours:
+            assert r.exc_type == ""
+        if r.message.startswith("AssertionError (no message) at "):
+            assert r.message == f"AssertionError (no message) at {r.location}"
+
+
+def test_default_sglang_version_is_the_newest_executed_release(catalog) -> None:
+    rec = catalog.set_index("model_id").loc["Qwen/Qwen2.5-7B-Instruct"]
+    v = rules.check(rec, "sglang", 8, dp=2, dp_attention=True)  # qwen2.py shards attention on the full TP
+    assert v.release == RELEASES[-1] and v.executed and v.evidence == "executed"
+    f = v.failures[0]
+    assert f.exc_type == "AssertionError" and f.location == "sglang/srt/models/qwen2.py:167"
+    assert f.message == "AssertionError (no message) at sglang/srt/models/qwen2.py:167"
+    old = rules.check(rec, "sglang", 8, dp=2, dp_attention=True, version="0.5.22")
+    assert not old.executed and old.evidence == "source" and old.valid  # the source-read rules used tp / dp
+
+
+def test_kimi_k3_kda_is_a_bare_assert_since_0_5_23(catalog) -> None:
+    """Case H23 (issue 2's seed table) gives Kimi-Linear's KDA message for Kimi-K3; 0.5.23's kimi_k3.py
+    asserts on the attention-TP group with no message (the table: every TP 64 cell without attention-DP)."""
+    cat = catalog.set_index("model_id")
+    v = rules.check(cat.loc["moonshotai/Kimi-K3"], "sglang", 64)
+    assert [f.message for f in v.failures][:1] == ["AssertionError (no message) at sglang/srt/models/kimi_k3.py:1542"]
+    assert rules.check(cat.loc["moonshotai/Kimi-K3"], "sglang", 64, dp=2, dp_attention=True).valid
+    lin = rules.check(cat.loc["moonshotai/Kimi-Linear-48B-A3B-Instruct"], "sglang", 12, dp=4, dp_attention=True)
+    assert lin.failures[0].message == "KDA num_heads (32) must be divisible by shard tp_size (12)"
+    assert lin.failures[0].location == "sglang/srt/models/kimi_linear.py:62"
