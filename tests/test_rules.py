@@ -384,3 +384,21 @@ def test_unknown_status_names_the_missing_fields():
     full = check({"model_id": "x/full", "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
                   "hidden_size": 4096}, "vllm", 4)
     assert not [w for w in full.warnings if w.rule_id == "engine.missing_fields"]
+
+
+def test_sglang_attention_tp_kv_message_sits_on_interns2_mobius_only() -> None:
+    """SGLang 0.5.23 raises "attention TP must be divisible by num_key_value_heads" in one model file,
+    interns2_mobius.py:556 (no catalog model has it: evidence source); Llama-style files assert instead."""
+    from dashboard import rules
+
+    base = {"model_id": "x/y", "num_attention_heads": 48, "num_key_value_heads": 4, "head_dim": 128,
+            "hidden_size": 6144, "num_hidden_layers": 4, "vocab_size": 1024, "intermediate_size": 2048,
+            "status": "ok"}
+    mob = dict(base, model_type="interns2_mobius", architectures="InternS2MobiusForConditionalGeneration")
+    g = rules.grid(pd.DataFrame([mob]), tp_sizes=[6], frameworks=["sglang"], version="0.5.23").iloc[0]
+    assert not g["valid"] and g["message"] == "attention TP must be divisible by num_key_value_heads"
+    rule = next(r for r in rules._rules_for("sglang", "0.5.23") if r.id == g["rule_id"])
+    assert rule.evidence == "source" and rule.sites["0.5.23"].endswith("models/interns2_mobius.py:556")
+    llama = dict(base, model_type="llama", architectures="LlamaForCausalLM")
+    g = rules.grid(pd.DataFrame([llama]), tp_sizes=[6], frameworks=["sglang"], version="0.5.23").iloc[0]
+    assert not g["valid"] and g["message"] != "attention TP must be divisible by num_key_value_heads"

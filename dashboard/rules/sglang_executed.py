@@ -786,6 +786,8 @@ NOT_SEEN_FIRST: dict[str, frozenset[str]] = {"0.5.23": frozenset({
     "sglang.mlp_intermediate.shared_experts", "sglang.mlp_intermediate.shared_experts.hybrid_layer0",
     "sglang.moe_intermediate", "sglang.moe_intermediate.hybrid_layer0", "sglang.moe_intermediate.quantized_compat",
     "sglang.moe_intermediate.quantized_compat_block", "sglang.vision_heads.after_language_model",
+    "sglang.attention_heads.interns2_mobius", "sglang.kv_heads.split.interns2_mobius",
+    "sglang.kv_heads.replicate.interns2_mobius",
 })}
 
 _PKG = "sglang/srt/"
@@ -984,12 +986,14 @@ def _attn_fp8_rules(archs=(), exclude=()) -> list[Rule]:
 
 
 _hybrid = HYBRID_LINEAR_FIRST
+#: InternS2-Mobius (``models/interns2_mobius.py``): its own attention checks (ValueError), source only.
+INTERNS2_MOBIUS = ("InternS2MobiusForConditionalGeneration",)
 #: Architectures whose softmax attention another rule describes (the QKVParallelLinear divide is the
 #: default for the rest, including records without architectures).
 _OWN_ATTENTION = tuple(sorted(set(_ATTN_ASSERT_ALL) | set(TF_BACKEND_LLAMA_PLAN) | set(TF_BACKEND_NEOX_PLAN)
                               | {a for v in HEADS_ONLY_ASSERT_ARCHS.values() for a in v}
                               | set(_hybrid) | set(MLA_DEEPSEEK)
-                              | set(DSV4)
+                              | set(DSV4) | set(INTERNS2_MOBIUS)
                               | set(TF_BACKEND_NO_PLAN) | set(TF_BACKEND_INCOMPATIBLE)))
 
 RULES: list[Rule] = [
@@ -1082,6 +1086,21 @@ RULES: list[Rule] = [
           "hidden_size % tp", BARE, {"0.5.23": MERGED_SITE}, lfm2_conv, archs=LFM2_CONV),
     *_block_rules(archs=_hybrid, suffix=".hybrid_layer0"),
     *_attention_rules(lambda a: a in _hybrid),
+    # InternS2-Mobius (a Qwen3.5 derivative; no catalog model has it, so these stay read from source):
+    # its attention checks heads and KV heads against attention-TP with ValueErrors of its own, the
+    # only model file in 0.5.23 that raises "attention TP must be divisible by num_key_value_heads"
+    _rule("sglang.attention_heads.interns2_mobius", "attention_heads",
+          "InternS2-Mobius attention: num_attention_heads % attn_tp != 0", "num_attention_heads must be divisible "
+          "by attention TP", {"0.5.23": "interns2_mobius.py:547"}, _attn("heads", "attn"), exc_type="ValueError",
+          archs=INTERNS2_MOBIUS, needs=("num_attention_heads",)),
+    _rule("sglang.kv_heads.split.interns2_mobius", "kv_heads",
+          "InternS2-Mobius attention: kv >= attn_tp and kv % attn_tp != 0",
+          "num_key_value_heads must be divisible by attention TP", {"0.5.23": "interns2_mobius.py:552"},
+          _attn("split", "attn"), exc_type="ValueError", archs=INTERNS2_MOBIUS, needs=("num_key_value_heads",)),
+    _rule("sglang.kv_heads.replicate.interns2_mobius", "kv_heads",
+          "InternS2-Mobius attention: kv < attn_tp and attn_tp % kv != 0",
+          "attention TP must be divisible by num_key_value_heads", {"0.5.23": "interns2_mobius.py:556"},
+          _attn("replicate", "attn"), exc_type="ValueError", archs=INTERNS2_MOBIUS, needs=("num_key_value_heads",)),
     *_qkv_rules(archs=tuple(a for a in QKV_DIVIDE_TP if a in _hybrid), suffix=".hybrid"),
     # -- decoder layer 0 of the others: attention, then MLP / MoE --------------------------------------
     _rule("sglang.transformers_backend.no_tp_plan", "architecture",
