@@ -56,8 +56,12 @@ TAB_LABELS: dict[str, str] = {
 #: Tri-state filter values of the catalog view.
 TRISTATE: tuple[str, ...] = ("any", "yes", "no")
 
-#: vLLM release the rules are evaluated at by default: the newest run through the conformance harness.
-DEFAULT_VLLM_VERSION: str = _versions.newest_executed("vllm") or ""
+#: Frameworks whose rules are keyed by release, and the state parameter (and URL key) naming each one's.
+VERSION_PARAMS: dict[str, str] = {"vllm": "vllm_version", "sglang": "sglang_version"}
+#: Release each framework's rules are evaluated at by default: the newest run through the conformance harness.
+DEFAULT_VERSIONS: dict[str, str] = {fw: _versions.newest_executed(fw) or "" for fw in VERSION_PARAMS}
+DEFAULT_VLLM_VERSION: str = DEFAULT_VERSIONS["vllm"]
+DEFAULT_SGLANG_VERSION: str = DEFAULT_VERSIONS["sglang"]
 
 #: Longest query value accepted (characters); longer values are rejected with a notice.
 MAX_QUERY_VALUE = 4000
@@ -117,19 +121,20 @@ class AppData:
         return self._records[model_id]
 
     def grid(self, *, pp: int = 1, dp: int = 1, ep: int = 1, dp_attention: bool = False,
-             vllm_version: str | None = None, frameworks=None) -> pd.DataFrame:
+             vllm_version: str | None = None, sglang_version: str | None = None, frameworks=None) -> pd.DataFrame:
         """Validity grid over the whole catalog x :data:`TP_CHOICES` x ``frameworks`` (default: every one).
 
         Each framework's part is computed by :func:`dashboard.rules.grid` once per distinct setting (see
-        :func:`rule_args`: for vLLM the release ``vllm_version`` resolves to and EP on/off; for the others
-        ``(pp, dp, ep, dp_attention)``) and kept for the life of the process (at most 64 parts; oldest
-        dropped), so another vLLM release computes only vLLM's part, when first asked for. Read-only:
+        :func:`rule_args`: for vLLM the release ``vllm_version`` resolves to and EP on/off, for SGLang the
+        release ``sglang_version`` resolves to; for all ``(pp, dp, ep, dp_attention)``) and kept for the life
+        of the process (at most 64 parts; oldest dropped), so another vLLM or SGLang release computes only
+        that framework's part, when first asked for. Read-only:
         callers filter, never assign into it. Framework-major, then catalog order, then TP.
         """
         fws = tuple(schema.FRAMEWORKS if frameworks is None else frameworks)
         if not fws:
             raise ValueError("no frameworks given")
-        keys = [_part_key(fw, pp, dp, ep, dp_attention, vllm_version) for fw in fws]
+        keys = [_part_key(fw, pp, dp, ep, dp_attention, vllm_version, sglang_version) for fw in fws]
         if len(keys) == 1:
             return self._part(keys[0])
         return self.memo(("grid", *keys), lambda: _concat([self._part(k) for k in keys]), maxsize=64)
@@ -152,38 +157,54 @@ class AppData:
 
 
 def rule_args(framework: str, *, pp: int = 1, dp: int = 1, ep: int = 1, dp_attention: bool = False,
-              vllm_version: str | None = None) -> dict[str, Any]:
+              vllm_version: str | None = None, sglang_version: str | None = None) -> dict[str, Any]:
     """Keyword arguments of :func:`dashboard.rules.check` / :func:`dashboard.rules.grid` for ``framework``
     under the dashboard's parallel settings.
 
     The dashboard has one EP control. For vLLM it means ``--enable-expert-parallel``: vLLM has no EP size
     of its own (its EP group spans every TP x DP rank), so any ``ep > 1`` turns the flag on and the rules
-    get ``ep=1, expert_parallel=True``; vLLM also gets ``version=vllm_version`` (``None`` or ``""``: the
-    newest release run through the conformance harness). The other frameworks get ``ep`` as the EP size
-    and their current rules.
+    get ``ep=1, expert_parallel=True``. The other frameworks get ``ep`` as the EP size. The frameworks of
+    :data:`VERSION_PARAMS` get ``version=``: vLLM ``vllm_version``, SGLang ``sglang_version`` (``None`` or
+    ``""``: the newest release run through the conformance harness); the others their current rules.
     """
     kw: dict[str, Any] = {"pp": int(pp), "dp": int(dp), "ep": int(ep), "dp_attention": bool(dp_attention)}
     if framework == "vllm":
-        kw.update(ep=1, expert_parallel=int(ep) > 1, version=(vllm_version or None))
+        kw.update(ep=1, expert_parallel=int(ep) > 1)
+    if framework in VERSION_PARAMS:
+        kw["version"] = {"vllm": vllm_version, "sglang": sglang_version}[framework] or None
     return kw
 
 
 def state_rule_args(state: PlannerState, framework: str) -> dict[str, Any]:
-    """:func:`rule_args` of ``framework`` under ``state``'s PP / DP / EP / DP-attention and vLLM version."""
+    """:func:`rule_args` of ``framework`` under ``state``'s PP / DP / EP / DP-attention and vLLM / SGLang
+    versions."""
     return rule_args(framework, pp=state.pp, dp=state.dp, ep=state.ep, dp_attention=state.dp_attention,
-                     vllm_version=state.vllm_version)
+                     **state_versions(state))
+
+
+def state_versions(state: PlannerState) -> dict[str, str]:
+    """``{"vllm_version": ..., "sglang_version": ...}``: the releases ``state`` selects (see
+    :data:`VERSION_PARAMS`)."""
+    return {p: getattr(state, p) for p in VERSION_PARAMS.values()}
+
+
+def state_version(state: PlannerState, framework: str) -> str:
+    """The release ``state`` selects for ``framework``; "" for frameworks whose rules are not keyed by release."""
+    p = VERSION_PARAMS.get(framework)
+    return getattr(state, p) if p else ""
 
 
 def state_grid_args(state: PlannerState) -> dict[str, Any]:
-    """Keyword arguments of :meth:`AppData.grid` for ``state`` (its parallel settings and vLLM version)."""
+    """Keyword arguments of :meth:`AppData.grid` for ``state`` (its parallel settings and versions)."""
     return {"pp": state.pp, "dp": state.dp, "ep": state.ep, "dp_attention": bool(state.dp_attention),
-            "vllm_version": state.vllm_version}
+            **state_versions(state)}
 
 
-def _part_key(framework: str, pp, dp, ep, dp_attention, vllm_version) -> tuple:
-    """Cache key of one framework's grid: the framework and its :func:`rule_args` (the vLLM version as the
+def _part_key(framework: str, pp, dp, ep, dp_attention, vllm_version, sglang_version=None) -> tuple:
+    """Cache key of one framework's grid: the framework and its :func:`rule_args` (a version as the
     release it resolves to, so "", None and the newest executed release share one entry)."""
-    kw = rule_args(framework, pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vllm_version=vllm_version)
+    kw = rule_args(framework, pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vllm_version=vllm_version,
+                   sglang_version=sglang_version)
     if "version" in kw:
         from dashboard import rules
 
@@ -272,6 +293,12 @@ class PlannerState(param.Parameterized):
         doc="vLLM release whose rules the vLLM cells follow (a release of data/releases/vllm.csv). The "
         "default is the newest release run through the conformance harness; in a link, a date such as "
         "2025-05 means the release current then.",
+    )
+    sglang_version = param.String(
+        default=DEFAULT_SGLANG_VERSION,
+        doc="SGLang release whose rules the SGLang cells follow (a release of data/releases/sglang.txt). The "
+        "default is the newest release run through the conformance harness. SGLang has no release-date "
+        "table here, so a link must name an exact release (no dates).",
     )
     disagreement = param.Boolean(
         default=False,
@@ -439,8 +466,8 @@ class PlannerState(param.Parameterized):
                 notices.append(f"Model {_short(raw)!r} from the link is not in the catalog; none selected.")
                 return _SKIP
             return raw
-        if key == "vllm_version":
-            return vllm_release(raw, notices)
+        if key in _VERSION_KEYS:
+            return framework_release(_VERSION_KEYS[key], raw, notices)
         if key == "frameworks":
             vals = [s.strip() for s in raw.split(",") if s.strip()]
             bad = [v for v in vals if v not in schema.FRAMEWORKS]
@@ -484,14 +511,15 @@ class PlannerState(param.Parameterized):
         return [t for t in re.split(r"[\s,]+", self.search.lower()) if t]
 
 
-def vllm_releases() -> list[tuple[str, str, bool]]:
-    """``(release, first upload date YYYY-MM-DD, executed)`` of every vLLM release the selector offers:
-    the releases run through the conformance harness first (newest first), then every other release of
-    ``data/releases/vllm.csv``, newest first."""
+def framework_releases(framework: str) -> list[tuple[str, str, bool]]:
+    """``(release, first upload date YYYY-MM-DD or "", executed)`` of every release of ``framework`` (one
+    of :data:`VERSION_PARAMS`) its selector offers: the releases run through the conformance harness first
+    (newest first), then every other listed release (:func:`dashboard.rules.versions.listed`: for vLLM
+    ``data/releases/vllm.csv``, with dates; for SGLang ``data/releases/sglang.txt``, without), newest first."""
     from packaging.version import InvalidVersion, Version
 
-    executed = list(_versions.EXECUTED.get("vllm", ()))
-    dates = {v: t[:10] for v, t in _versions.releases("vllm")}
+    executed = list(_versions.EXECUTED.get(framework, ()))
+    dates = {v: t[:10] for v, t in _versions.releases(framework)}
 
     def order(v: str):
         try:
@@ -499,37 +527,57 @@ def vllm_releases() -> list[tuple[str, str, bool]]:
         except InvalidVersion:
             return (0, Version("0"))
 
-    rest = sorted((v for v in dates if v not in executed), key=order, reverse=True)
+    rest = sorted((v for v in set(_versions.listed(framework)) if v not in executed), key=order, reverse=True)
     return ([(v, dates.get(v, ""), True) for v in sorted(executed, key=order, reverse=True)]
-            + [(v, dates[v], False) for v in rest])
+            + [(v, dates.get(v, ""), False) for v in rest])
+
+
+def vllm_releases() -> list[tuple[str, str, bool]]:
+    """:func:`framework_releases` of vLLM."""
+    return framework_releases("vllm")
+
+
+def sglang_releases() -> list[tuple[str, str, bool]]:
+    """:func:`framework_releases` of SGLang (no dates: SGLang has no release-date table)."""
+    return framework_releases("sglang")
 
 
 _DATE = re.compile(r"\d{4}(-\d{1,2}){0,2}")
+#: URL key -> framework of :data:`VERSION_PARAMS`.
+_VERSION_KEYS: dict[str, str] = {p: fw for fw, p in VERSION_PARAMS.items()}
 
 
-def vllm_release(raw: str, notices: list[str] | None = None) -> str:
-    """The vLLM release a link's ``vllm_version`` names, spelled as in :func:`vllm_releases`.
+def framework_release(framework: str, raw: str, notices: list[str] | None = None) -> str:
+    """The release of ``framework`` (one of :data:`VERSION_PARAMS`) a link's version value names, spelled
+    as in :func:`framework_releases`.
 
-    Accepts a release (``0.22.0``, ``v0.22.0``; PEP 440 spellings of a listed release) or a date
-    (``2025``, ``2025-05``, ``2025-05-20``: the newest release uploaded by then, see
-    :func:`dashboard.rules.versions.release_at`; a notice in ``notices`` says which). An empty value is
-    the default (:data:`DEFAULT_VLLM_VERSION`). Raises ValueError for anything else.
+    Accepts a listed release (``0.22.0``, ``v0.22.0``; PEP 440 spellings of a listed release) or, for a
+    framework with a release-date table (vLLM), a date (``2025``, ``2025-05``, ``2025-05-20``: the newest
+    release uploaded by then, see :func:`dashboard.rules.versions.release_at`; a notice in ``notices``
+    says which). A framework without one (SGLang) accepts exact releases only. An empty value is the
+    default (:data:`DEFAULT_VERSIONS`). Raises ValueError for anything else (its text names no part of
+    ``raw``: the caller's notice quotes it).
     """
     from packaging.version import InvalidVersion, Version
 
+    key, label, default = VERSION_PARAMS[framework], schema.FRAMEWORK_LABELS[framework], DEFAULT_VERSIONS[framework]
     text = raw.strip()
     if not text:
-        return DEFAULT_VLLM_VERSION
+        return default
     if any(ord(c) < 32 for c in text):
         raise ValueError("control characters")
-    listed = vllm_releases()
+    listed = framework_releases(framework)
+    dated = _versions.has_dates(framework)
     if _DATE.fullmatch(text):
-        rel = _versions.release_at("vllm", text)
+        if not dated:
+            raise ValueError(f"{label} has no release-date table here, so a date cannot name one of its releases: "
+                             f"give an exact release such as {default}; the default, {default}, is used")
+        rel = _versions.release_at(framework, text)
         if rel is None:
-            first = listed[-1][1] if listed else "?"
-            raise ValueError(f"no vLLM release by that date (the first is from {first}); the default is used")
+            first = min((d for _v, d, _ex in listed if d), default="?")
+            raise ValueError(f"no {label} release by that date (the first is from {first}); the default is used")
         if notices is not None:
-            notices.append(f"vllm_version={text}: the link names a date; vLLM {rel}, the release current then, "
+            notices.append(f"{key}={text}: the link names a date; {label} {rel}, the release current then, "
                            "is shown.")
         return rel
     by_version = {}
@@ -543,10 +591,23 @@ def vllm_release(raw: str, notices: list[str] | None = None) -> str:
     except InvalidVersion:
         hit = None
     if hit is None:
-        span = f" (releases {listed[-1][0]} to {max(by_version)})" if listed and by_version else ""
-        raise ValueError(f"not a vLLM release or a date such as 2025-05{span}; the default, "
-                         f"{DEFAULT_VLLM_VERSION}, is used")
+        span = f"releases {by_version[min(by_version)]} to {by_version[max(by_version)]}" if by_version else ""
+        if dated:
+            raise ValueError(f"not a {label} release or a date such as 2025-05{f' ({span})' if span else ''}; "
+                             f"the default, {default}, is used")
+        raise ValueError(f"not a listed {label} release ({span + '; ' if span else ''}exact releases only: {label} has "
+                         f"no release-date table here, so dates are not accepted); the default, {default}, is used")
     return hit
+
+
+def vllm_release(raw: str, notices: list[str] | None = None) -> str:
+    """:func:`framework_release` of vLLM."""
+    return framework_release("vllm", raw, notices)
+
+
+def sglang_release(raw: str, notices: list[str] | None = None) -> str:
+    """:func:`framework_release` of SGLang (exact releases only: no date table)."""
+    return framework_release("sglang", raw, notices)
 
 
 #: How a refused free-text value is named in its notice.

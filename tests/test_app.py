@@ -830,7 +830,7 @@ def test_version_change_recomputes_only_vllm_and_lazily(small_catalog, monkeypat
 
     monkeypatch.setattr(rules, "grid", spy)
     app = DashboardApp(catalog=small_catalog)
-    assert sorted(calls) == [(("sglang",), None, False), (("vllm",), app.state.vllm_version, False)]
+    assert sorted(calls) == [(("sglang",), app.state.sglang_version, False), (("vllm",), app.state.vllm_version, False)]
     calls.clear()
     app.state.vllm_version = "0.22.0"
     assert calls == [(("vllm",), "0.22.0", False)]
@@ -838,6 +838,13 @@ def test_version_change_recomputes_only_vllm_and_lazily(small_catalog, monkeypat
     app.state.vllm_version = "0.33.0"
     app.state.vllm_version = "0.22.0"
     assert calls == []  # both cached
+    # The same for SGLang: its release recomputes SGLang's part only, once.
+    app.state.sglang_version = "0.5.21"
+    assert calls == [(("sglang",), "0.5.21", False)]
+    calls.clear()
+    app.state.sglang_version = "0.5.23"
+    app.state.sglang_version = "0.5.21"
+    assert calls == []
 
 
 def test_vllm_ep_means_enable_expert_parallel(small_catalog, monkeypatch):
@@ -849,7 +856,7 @@ def test_vllm_ep_means_enable_expert_parallel(small_catalog, monkeypatch):
 
     assert rule_args("vllm", ep=4, dp=2, vllm_version="0.22.0") == {
         "pp": 1, "dp": 2, "ep": 1, "dp_attention": False, "expert_parallel": True, "version": "0.22.0"}
-    assert rule_args("sglang", ep=4) == {"pp": 1, "dp": 1, "ep": 4, "dp_attention": False}
+    assert rule_args("sglang", ep=4) == {"pp": 1, "dp": 1, "ep": 4, "dp_attention": False, "version": None}
     assert rule_args("vllm", ep=1)["expert_parallel"] is False
 
     grid_calls, check_calls = [], []
@@ -954,11 +961,171 @@ def test_exports_carry_the_vllm_version(app):
     app.state.param.update(frameworks=["vllm", "sglang"], tp_sizes=[1, 2], vllm_version="0.27.1", ep=2)
     df = pd.read_csv(grid_csv(app.state, app.data), keep_default_na=False)
     assert set(df.loc[df["framework"] == "vllm", "version"]) == {"0.27.1"}
-    assert set(df.loc[df["framework"] == "sglang", "version"]) == {""}
+    assert set(df.loc[df["framework"] == "sglang", "version"]) == {"0.5.23"}
     assert len(df) == 5 * 2 * 2
     rep = report_html(app.state, app.data)
     assert "0.27.1 (rules read from source)" in rep and "<h2>vLLM 0.27.1</h2>" in rep
+    assert "0.5.23 (run through SGLang&#x27;s own code)" in rep and "<h2>SGLang 0.5.23</h2>" in rep
     assert "--enable-expert-parallel" in rep
+    app.state.param.update(frameworks=["sglang", "transformers-native-tp"], sglang_version="0.5.21")
+    df = pd.read_csv(grid_csv(app.state, app.data), keep_default_na=False)
+    assert set(df.loc[df["framework"] == "sglang", "version"]) == {"0.5.21"}
+    assert set(df.loc[df["framework"] == "transformers-native-tp", "version"]) == {""}
+    rep = report_html(app.state, app.data)
+    assert "0.5.21 (rules read from source)" in rep and "<h2>SGLang 0.5.21</h2>" in rep
+
+
+# ------------------------------------------------------------------------------------------------
+# SGLang version selector (exact releases only: SGLang has no release-date table)
+# ------------------------------------------------------------------------------------------------
+
+
+def _txt_releases(framework: str) -> list[str]:
+    from pathlib import Path
+
+    lines = (Path(__file__).resolve().parents[1] / "data" / "releases" / f"{framework}.txt").read_text().splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+
+
+def test_sglang_version_selector_offers_executed_releases_first_then_every_release_newest_first(app):
+    from packaging.version import Version
+
+    from dashboard.rules import versions
+    from dashboard.state import DEFAULT_SGLANG_VERSION, sglang_releases
+    from dashboard.views.controls import SOURCE_GROUP, sglang_version_groups
+
+    assert not versions.releases("sglang")  # (no date table: the selector says where a release's rules come from)
+    executed = list(versions.EXECUTED["sglang"])
+    assert DEFAULT_SGLANG_VERSION == executed[-1] == app.state.sglang_version == "0.5.23"
+    w = app.controls.sglang_version
+    assert w.name == "SGLang version" and "tp-sglang-version" in w.css_classes
+    assert w.value == DEFAULT_SGLANG_VERSION and w.groups == sglang_version_groups()
+    assert list(w.groups) == ["Run through SGLang's own code", SOURCE_GROUP]
+    groups = list(w.groups.values())
+    assert list(groups[0].items()) == [(f"{v} (executed)", v) for v in sorted(executed, key=Version, reverse=True)]
+    rest = list(groups[1].values())
+    assert rest[:3] == ["0.5.22", "0.5.21", "0.5.20"] and rest == sorted(rest, key=Version, reverse=True)
+    assert set(rest) | set(executed) == set(_txt_releases("sglang")) and not set(rest) & set(executed)
+    assert all(label == f"{v} (read from source)" for label, v in groups[1].items())
+    assert [r for r, _d, _ex in sglang_releases()] == [*executed[::-1], *rest]
+    # Both selectors sit under FRAMEWORKS, vLLM's first.
+    col = app.controls.__panel__()
+    objs = list(col.objects)
+    assert objs.index(app.controls.sglang_version) == objs.index(app.controls.vllm_version) + 1
+
+
+def test_sglang_version_round_trips_through_the_url_and_the_widget(small_catalog):
+    from dashboard.app import DashboardApp
+    from dashboard.state import DEFAULT_SGLANG_VERSION
+
+    app = DashboardApp(catalog=small_catalog,
+                       query="?sglang_version=0.5.21&frameworks=sglang&model=acme/h30&framework=sglang&tp=4")
+    assert app.notices == [] and app.state.sglang_version == "0.5.21"
+    assert app.controls.sglang_version.value == "0.5.21"
+    assert "sglang_version=0.5.21" in app.state.query_string()
+    assert "SGLang 0.5.21 accepts" in app.validity._summary.object
+    assert "SGLang 0.5.21" in app.validity._details._html.object
+    app.controls.sglang_version.value = "0.5.22"
+    assert app.state.sglang_version == "0.5.22" and "sglang_version=0.5.22" in app.state.query_string()
+    assert "SGLang 0.5.22 accepts" in app.validity._summary.object
+    app.controls.sglang_version.value = DEFAULT_SGLANG_VERSION
+    assert "sglang_version" not in app.state.query_string()
+    # Spellings of a listed release are read as it; an empty value is the default.
+    s = PlannerState()
+    assert s.apply_query("?sglang_version=v0.5.15-post1") == [] and s.sglang_version == "0.5.15.post1"
+    assert s.query_string() == "?sglang_version=0.5.15.post1"
+    assert s.apply_query("?sglang_version=") == [] and s.sglang_version == DEFAULT_SGLANG_VERSION
+    # The vLLM selector is untouched by the SGLang one, and vice versa.
+    s = PlannerState()
+    assert s.apply_query("?sglang_version=0.5.21&vllm_version=0.22.0") == []
+    assert (s.vllm_version, s.sglang_version) == ("0.22.0", "0.5.21")
+
+
+def test_a_date_is_not_an_sglang_release():
+    """SGLang has no release-date table: a date in the link is refused, and the notice says exact releases only."""
+    from dashboard.state import DEFAULT_SGLANG_VERSION
+
+    s = PlannerState()
+    notices = s.apply_query("?sglang_version=2025-05")
+    assert s.sglang_version == DEFAULT_SGLANG_VERSION and s.query_string() == ""
+    assert notices == [("Ignored link parameter sglang_version='2025-05': SGLang has no release-date table here, "
+                        "so a date cannot name one of its releases: give an exact release such as "
+                        f"{DEFAULT_SGLANG_VERSION}; the default, {DEFAULT_SGLANG_VERSION}, is used")]
+
+
+@pytest.mark.parametrize("raw", ["9.9.9", "0.5.23x", "latest", "2025", "<script>alert(1)</script>", "%00",
+                                 "0.5.23%0a0.5.21", "v", "0.5.99", "'\"><img src=x onerror=alert(1)>"])
+def test_bad_sglang_version_in_the_link_falls_back_with_an_escaped_notice(raw, small_catalog):
+    from dashboard.app import DashboardApp
+    from dashboard.state import DEFAULT_SGLANG_VERSION
+
+    app = DashboardApp(catalog=small_catalog, query=f"?sglang_version={raw}&tp=4")
+    assert app.state.sglang_version == DEFAULT_SGLANG_VERSION and app.state.tp == 4
+    assert len(app.notices) == 1 and app.notices[0].startswith("Ignored link parameter sglang_version=")
+    if raw not in ("%00", "0.5.23%0a0.5.21"):
+        assert "exact release" in app.notices[0]
+    assert app.notice_pane.visible and "<script" not in app.notice_pane.object and "<img" not in app.notice_pane.object
+    assert app.controls.sglang_version.value == DEFAULT_SGLANG_VERSION
+    assert app.state.query_string() == "?tp=4"
+
+
+def test_rule_args_and_grid_keys_carry_the_sglang_version(small_catalog):
+    from dashboard import rules
+    from dashboard.state import _part_key, rule_args, state_grid_args, state_rule_args
+
+    assert rule_args("sglang", dp=2, dp_attention=True, sglang_version="0.5.21") == {
+        "pp": 1, "dp": 2, "ep": 1, "dp_attention": True, "version": "0.5.21"}
+    assert rule_args("sglang", sglang_version="")["version"] is None
+    assert "version" not in rule_args("transformers-native-tp", sglang_version="0.5.21", vllm_version="0.22.0")
+    assert rule_args("vllm", sglang_version="0.5.21", vllm_version="0.22.0")["version"] == "0.22.0"
+    # "", None and the newest executed release are one cache entry; another release is another.
+    keys = {_part_key("sglang", 1, 1, 1, False, None, v) for v in ("", None, "0.5.23")}
+    assert len(keys) == 1 and _part_key("sglang", 1, 1, 1, False, None, "0.5.21") not in keys
+    assert _part_key("vllm", 1, 1, 1, False, "0.22.0", "0.5.21") == _part_key("vllm", 1, 1, 1, False, "0.22.0", None)
+    s = PlannerState(sglang_version="0.5.21", vllm_version="0.22.0")
+    assert state_rule_args(s, "sglang")["version"] == "0.5.21" and state_rule_args(s, "vllm")["version"] == "0.22.0"
+    assert state_grid_args(s)["sglang_version"] == "0.5.21"
+    data = app_data_from_catalog(small_catalog)
+    got = data.grid(sglang_version="0.5.21", frameworks=("sglang",))
+    want = rules.grid(small_catalog, tp_sizes=list(got["tp"].drop_duplicates()), frameworks=("sglang",),
+                      version="0.5.21")
+    assert list(got["valid"]) == list(want["valid"]) and list(got["message"]) == list(want["message"])
+
+
+def test_details_say_where_the_sglang_verdict_comes_from(small_catalog):
+    """SGLang at 0.5.21: 'Read from SGLang 0.5.21 source (not executed)' with the version notice, escaped;
+    at 0.5.23 'Reproduced by running SGLang 0.5.23's own code'."""
+    from dashboard import rules
+    from dashboard.app import DashboardApp
+    from dashboard.views.common import esc
+    from dashboard.views.details import fw_label
+
+    app = DashboardApp(catalog=small_catalog, query="?model=acme/h24-kv3&framework=sglang&tp=8&sglang_version=0.5.21")
+    assert fw_label(app.state) == "SGLang 0.5.21" and fw_label(app.state, "transformers-native-tp") == "transformers (native TP)"
+    html = app.validity._details._html.object
+    v = rules.check(app.data.record("acme/h24-kv3"), "sglang", 8, version="0.5.21")
+    assert v.evidence == "source" and v.release == "0.5.21" and v.notice
+    assert "Read from SGLang 0.5.21 source (not executed)." in html and "SGLang 0.5.21 &middot; TP = 8" in html
+    assert '<div class="tp-version-notice"' in html and esc(v.notice) in html and html.count(esc(v.notice)) == 1
+    app.state.sglang_version = "0.5.23"
+    html = app.validity._details._html.object
+    assert esc("Reproduced by running SGLang 0.5.23's own code (conformance table).") in html
+    assert "tp-version-notice" not in html
+
+
+def test_sglang_suggestions_spell_dp_attention_as_the_selected_release(small_catalog):
+    """The details' suggestion names --enable-dp-attention --dp-size before 0.5.22, --attn-dp-size from it."""
+    from dashboard.app import DashboardApp
+
+    cat = pd.concat([small_catalog, pd.DataFrame([{**small_catalog.iloc[0].to_dict(), "model_id": "acme/h12",
+                                                   "num_attention_heads": 12, "num_key_value_heads": 12,
+                                                   "hidden_size": 1536}])], ignore_index=True)
+    app = DashboardApp(catalog=cat, query="?model=acme/h12&framework=sglang&tp=8&sglang_version=0.5.21")
+    html = app.validity._details._html.object
+    assert "with --enable-dp-attention --dp-size 2 (attention-TP 4)" in html and "--attn-dp-size" not in html
+    app.state.sglang_version = "0.5.22"
+    html = app.validity._details._html.object
+    assert "with --attn-dp-size 2 (attention-TP 4)" in html and "--enable-dp-attention" not in html
 
 
 def test_memory_view_reads_ep_as_the_rules_do():

@@ -250,6 +250,27 @@ def test_suggestions_nearest_valid_tp_and_ep():
     assert not v.valid and any("expert parallelism (ep=8)" in s for s in v.suggestions)
 
 
+@pytest.mark.parametrize("version,flags", [
+    ("0.5.21", "--enable-dp-attention --dp-size 2"), ("0.4.2", "--enable-dp-attention --dp-size 2"),
+    ("0.5.22", "--attn-dp-size 2"), ("0.5.23", "--attn-dp-size 2"), (None, "--attn-dp-size 2"),
+])
+def test_sglang_dp_attention_suggestion_spells_the_flags_of_the_release(version, flags):
+    """--attn-dp-size from 0.5.22 on; --enable-dp-attention --dp-size before (issue #11)."""
+    from dashboard.rules import sglang_dp_attention_flags
+
+    assert sglang_dp_attention_flags(version, 2) == flags
+    m = rec(12, 12, hidden_size=1536, vocab_size=32000, intermediate_size=11008, num_hidden_layers=4,
+            architectures=["LlamaForCausalLM"], model_type="llama")
+    v = check(m, "sglang", 8, version=version)
+    dp_sugg = [x for x in v.suggestions if "attention-TP" in x]
+    if dp_sugg:  # (0.5.23's executed rules refuse this model at 8 either way)
+        assert dp_sugg == [f"Valid at tp=8 with {flags} (attention-TP 4)."]
+    else:
+        assert version in (None, "0.5.23")
+    other = "--attn-dp-size" if "enable" in flags else "--enable-dp-attention"
+    assert not any(other in x for x in v.suggestions)
+
+
 def test_version_handling():
     v = check(rec(32, 4), "transformers-native-tp", 8, version="2026-08")
     assert any(w.rule_id == "engine.version" for w in v.warnings)

@@ -564,7 +564,8 @@ def _suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, visio
         for d in dps:
             if valid_with(dp=d, dp_attention=True):
                 if framework == "sglang":
-                    out.append(f"Valid at tp={tp} with --enable-dp-attention and dp={d} (attention-TP {tp // d}).")
+                    out.append(f"Valid at tp={tp} with {sglang_dp_attention_flags(version, d)} "
+                               f"(attention-TP {tp // d}).")
                 else:
                     out.append(f"Valid at tp={tp} with enable_attention_dp (attention-TP 1).")
                 break
@@ -582,6 +583,22 @@ def _suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, visio
     if not vision_dp and any(f.kind == "vision_heads" for f in failures) and valid_with(vision_dp=True):
         out.append(f"Valid at tp={tp} with a data-parallel vision encoder (mm_encoder_tp_mode='data').")
     return out
+
+
+#: First SGLang release that spells attention-DP ``--attn-dp-size D`` (earlier: ``--enable-dp-attention --dp-size D``).
+SGLANG_ATTN_DP_SIZE_FROM = "0.5.22"
+
+
+def sglang_dp_attention_flags(version: str | None, dp: int) -> str:
+    """SGLang's launch flags for attention-DP over ``dp`` groups, as the release ``version`` resolves to
+    (:func:`resolve_version`) spells them: ``--attn-dp-size D`` from 0.5.22 on, ``--enable-dp-attention
+    --dp-size D`` before."""
+    from packaging.version import Version
+
+    rel = resolve_version("sglang", version).release
+    if rel is not None and Version(rel) < Version(SGLANG_ATTN_DP_SIZE_FROM):
+        return f"--enable-dp-attention --dp-size {int(dp)}"
+    return f"--attn-dp-size {int(dp)}"
 
 
 def valid_with_ep_off(record, framework, version, tp, pp, dp, dp_attention, vision_dp) -> bool:
@@ -627,7 +644,7 @@ def check(
         run through the conformance harness, for the others their current rules. The verdict's
         ``release``/``executed``/``notice`` say what was used.
     expert_parallel : vLLM ``--enable-expert-parallel`` (EP size = tp x dp; ``ep`` stays 1).
-    dp_attention : SGLang ``--enable-dp-attention`` (attention-TP = tp / dp) or TensorRT-LLM attention-DP.
+    dp_attention : SGLang DP-attention (``--attn-dp-size``; before 0.5.22 ``--enable-dp-attention --dp-size``; attention-TP = tp / dp) or TensorRT-LLM attention-DP.
     vision_dp : the vision encoder runs data-parallel (vLLM ``mm_encoder_tp_mode="data"``).
 
     Returns

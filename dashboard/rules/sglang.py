@@ -3,8 +3,9 @@
 From 0.5.23 on the rules are :mod:`dashboard.rules.sglang_executed` (checked against SGLang's own code run
 over the catalog); these stay for older releases and dates before it.
 
-Attention layers shard over the attention-TP group: ``attn_tp = tp / dp`` under ``--enable-dp-attention``
-(``compute_dp_attention_world_info``), else ``tp``. MLP, experts and vocab shard over the full TP group.
+Attention layers shard over the attention-TP group: ``attn_tp = tp / dp`` under DP-attention
+(``--enable-dp-attention --dp-size D``; ``--attn-dp-size D`` from 0.5.22; ``compute_dp_attention_world_info``),
+else ``tp``. MLP, experts and vocab shard over the full TP group.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ RULES: list[Rule] = [
         framework=FW,
         kind="attention_heads",
         versions=V_OLD,
-        condition="--enable-dp-attention: attention-TP = tp_size // dp_size, so dp_size must divide tp_size",
+        condition="DP-attention (--enable-dp-attention --dp-size D; from 0.5.22 --attn-dp-size D): attention-TP = "
+        "tp_size // dp_size, so dp_size must divide tp_size",
         message="tp_size ({tp}) must be divisible by dp_size ({dp}) when DP-attention is enabled.",
         source_url=S.SGLANG_DP_ATTN,
         predicate=P.dp_attention_split(FW),

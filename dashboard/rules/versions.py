@@ -4,6 +4,8 @@
   reached PyPI (``version,first_upload_utc``; read from PyPI's simple index, PEP 700 ``upload-time``).
   A date such as ``"2023-07"`` (the failure cases give dates) means the newest release uploaded by the
   end of that period.
+* ``data/releases/<framework>.txt``: for a framework without that table, its release numbers only (one a
+  line, ``#`` comments), e.g. SGLang's: the dashboard offers them, but no date maps to one of them.
 * ``data/conformance/<framework>-<version>.parquet``: releases whose own code was run over the catalog
   (:mod:`conformance`). With no version, the rules engine uses the newest of them.
 
@@ -65,6 +67,25 @@ def releases(framework: str) -> tuple[tuple[str, str], ...]:
         if v and t:
             rows.append((v.strip(), t.strip()))
     return tuple(sorted(rows, key=lambda r: r[1]))
+
+
+@functools.lru_cache(maxsize=None)
+def listed(framework: str) -> tuple[str, ...]:
+    """Every known release number of ``framework``: those of its release-date table, else those of
+    ``data/releases/<framework>.txt`` (no dates), else none. Unordered; executed releases not added."""
+    table = releases(framework)
+    if table:
+        return tuple(v for v, _t in table)
+    path = DATA / "releases" / f"{framework}.txt"
+    if not path.is_file():
+        return ()
+    lines = (ln.split("#", 1)[0].strip() for ln in path.read_text(encoding="utf-8").splitlines())
+    return tuple(ln for ln in lines if ln)
+
+
+def has_dates(framework: str) -> bool:
+    """Whether ``framework`` has a release-date table (so a date can name one of its releases)."""
+    return bool(releases(framework))
 
 
 def newest_executed(framework: str) -> str | None:

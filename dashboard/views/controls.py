@@ -7,13 +7,14 @@ import param
 
 from dashboard import schema
 from dashboard.state import (
-    DEFAULT_VLLM_VERSION,
+    DEFAULT_VERSIONS,
     KV_DTYPES,
     TP_CHOICES,
+    VERSION_PARAMS,
     WEIGHT_DTYPES,
     AppData,
     PlannerState,
-    vllm_releases,
+    framework_releases,
 )
 from dashboard.views.common import bind_two_way, esc
 
@@ -60,22 +61,52 @@ def gpu_names() -> list[str]:
     return [str(x) for x in g[col].tolist()]
 
 
-#: Option groups of the vLLM version selector.
-EXECUTED_GROUP = "Run through vLLM's own code"
+def executed_group(framework: str) -> str:
+    """Option group of a version selector holding the releases run through ``framework``'s own code."""
+    return f"Run through {schema.FRAMEWORK_LABELS[framework]}'s own code"
+
+
+#: Option groups of the vLLM version selector (the SGLang one: :func:`executed_group` and the same SOURCE_GROUP).
+EXECUTED_GROUP = executed_group("vllm")
 SOURCE_GROUP = "Rules read from source"
 
 
-def vllm_version_groups() -> dict[str, dict[str, str]]:
-    """Options of the vLLM version selector, ``{group: {label: release}}``: the releases run through the
-    conformance harness first (``"0.33.0 (executed)"``), then every other release newest first, labelled
-    with the date it reached PyPI (``"0.22.0 (2026-05-29)"``)."""
-    groups: dict[str, dict[str, str]] = {EXECUTED_GROUP: {}, SOURCE_GROUP: {}}
-    for v, date, executed in vllm_releases():
+def version_groups(framework: str) -> dict[str, dict[str, str]]:
+    """Options of ``framework``'s version selector (one of :data:`dashboard.state.VERSION_PARAMS`),
+    ``{group: {label: release}}``: the releases run through the conformance harness first
+    (``"0.33.0 (executed)"``), then every other release newest first, labelled with the date it reached
+    PyPI where the framework has a release-date table (vLLM: ``"0.22.0 (2026-05-29)"``), else
+    ``"0.5.21 (read from source)"`` (SGLang)."""
+    ex_group = executed_group(framework)
+    groups: dict[str, dict[str, str]] = {ex_group: {}, SOURCE_GROUP: {}}
+    for v, date, executed in framework_releases(framework):
         if executed:
-            groups[EXECUTED_GROUP][f"{v} (executed)"] = v
+            groups[ex_group][f"{v} (executed)"] = v
         else:
-            groups[SOURCE_GROUP][f"{v} ({date})" if date else v] = v
+            groups[SOURCE_GROUP][f"{v} ({date})" if date else f"{v} (read from source)"] = v
     return {g: o for g, o in groups.items() if o}
+
+
+def vllm_version_groups() -> dict[str, dict[str, str]]:
+    """:func:`version_groups` of vLLM."""
+    return version_groups("vllm")
+
+
+def sglang_version_groups() -> dict[str, dict[str, str]]:
+    """:func:`version_groups` of SGLang."""
+    return version_groups("sglang")
+
+
+def version_select(framework: str, state: PlannerState) -> Select:
+    """``framework``'s version selector ("vLLM version", CSS class ``tp-vllm-version``), bound two-way to
+    its :data:`dashboard.state.VERSION_PARAMS` parameter; a release it does not offer shows the default."""
+    groups = version_groups(framework)
+    releases = {v for opts in groups.values() for v in opts.values()}
+    default = DEFAULT_VERSIONS[framework]
+    w = Select(label=f"{schema.FRAMEWORK_LABELS[framework]} version", groups=groups,
+               css_classes=[f"tp-{framework}-version"], sizing_mode="stretch_width")
+    bind_two_way(w, state, VERSION_PARAMS[framework], to_widget=lambda v: v if v in releases else default)
+    return w
 
 
 #: GPU shown when the state names none (or one the table lacks).
@@ -90,7 +121,7 @@ def resolve_gpu(name: str, gpus: list[str]) -> str:
 
 
 class Controls(pn.viewable.Viewer):
-    """Model search and selection, frameworks and the vLLM version, TP sizes, PP/DP/EP, DP-attention, dtypes,
+    """Model search and selection, frameworks and the vLLM and SGLang versions, TP sizes, PP/DP/EP, DP-attention, dtypes,
     GPU, context."""
 
     state = param.ClassSelector(class_=PlannerState, doc="Session state.")
@@ -119,12 +150,8 @@ class Controls(pn.viewable.Viewer):
         self.frameworks = CheckBoxGroup(label="Frameworks", options=fw_opts, css_classes=["tp-frameworks"])
         bind_two_way(self.frameworks, s, "frameworks", to_widget=list, to_param=lambda v: [f for f in schema.FRAMEWORKS if f in v])
         self.disagreement = flag_box("Show only where frameworks disagree", s, "disagreement", ["tp-disagree"])
-        groups = vllm_version_groups()
-        releases = {v for opts in groups.values() for v in opts.values()}
-        self.vllm_version = Select(label="vLLM version", groups=groups, css_classes=["tp-vllm-version"],
-                                   sizing_mode="stretch_width")
-        bind_two_way(self.vllm_version, s, "vllm_version",
-                     to_widget=lambda v: v if v in releases else DEFAULT_VLLM_VERSION)
+        self.vllm_version = version_select("vllm", s)
+        self.sglang_version = version_select("sglang", s)
         self.cell_fw = Select(label="Framework of the selected cell", options=fw_opts)
         bind_two_way(self.cell_fw, s, "framework")
         self.tp_sizes = CheckBoxGroup(
@@ -178,7 +205,7 @@ class Controls(pn.viewable.Viewer):
         h = lambda t: pn.pane.HTML(f'<div style="font-size:13px;font-weight:600;letter-spacing:.04em;color:#555;margin-top:8px">{esc(t)}</div>')  # noqa: E731
         return pn.Column(
             h("MODELS"), self.search, self.model, self.picked, self.clear_picks,
-            h("FRAMEWORKS"), self.frameworks, self.vllm_version, self.disagreement,
+            h("FRAMEWORKS"), self.frameworks, self.vllm_version, self.sglang_version, self.disagreement,
             h("TP SIZES"), self.tp_sizes,
             h("SELECTED CELL"), self.cell_fw, self.tp,
             h("PARALLELISM"), pn.Row(self.pp, self.dp, self.ep), self.ep_hint, self.dp_attention,

@@ -6,16 +6,18 @@ import panel as pn
 import param
 
 from dashboard import plots
-from dashboard.state import AppData, PlannerState, state_rule_args
+from dashboard.state import AppData, PlannerState, state_rule_args, state_version
 from dashboard.views.common import esc, notice_html, safe_url, when_shown
 from dashboard.views.layout import layout_object
 
 
 def fw_label(state: PlannerState, framework: str | None = None) -> str:
-    """The selected cell's framework as shown in its details: vLLM with the release its rules follow."""
+    """The selected cell's framework as shown in its details: vLLM and SGLang with the release their rules
+    follow."""
     fw = framework or state.framework
     label = plots.framework_label(fw)
-    return f"{label} {state.vllm_version}" if fw == "vllm" and state.vllm_version else label
+    version = state_version(state, fw)
+    return f"{label} {version}" if version else label
 
 
 def ep_text(state: PlannerState) -> str:
@@ -28,8 +30,8 @@ def ep_text(state: PlannerState) -> str:
 
 
 def evidence_text(verdict) -> str:
-    """Where a verdict comes from: vLLM's own code, run by the conformance harness (``evidence ==
-    "executed"``), or the framework's source read by hand."""
+    """Where a verdict comes from: the framework's own code (vLLM, SGLang), run by the conformance harness
+    (``evidence == "executed"``), or the framework's source read by hand."""
     fw = plots.framework_label(getattr(verdict, "framework", ""))
     release = getattr(verdict, "release", None)
     if getattr(verdict, "evidence", "source") == "executed":
@@ -156,7 +158,8 @@ class CellDetails(pn.viewable.Viewer):
         self._html = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-details"])
         self._layout = pn.pane.HoloViews(None)
         self._layout_note = pn.pane.HTML(visible=False, sizing_mode="stretch_width")
-        self.state.param.watch(when_shown(self, "validity", self._refresh), ["model", "framework", "tp", "pp", "dp", "ep", "dp_attention", "vllm_version"])
+        self.state.param.watch(when_shown(self, "validity", self._refresh), ["model", "framework", "tp", "pp", "dp", "ep", "dp_attention", "vllm_version",
+                                                                                   "sglang_version"])
         self._refresh()
 
     def _refresh(self, *_):

@@ -11,7 +11,15 @@ import panel as pn
 import param
 
 from dashboard import plots
-from dashboard.state import TAB_LABELS, AppData, PlannerState, filter_models, state_grid_args
+from dashboard.state import (
+    TAB_LABELS,
+    VERSION_PARAMS,
+    AppData,
+    PlannerState,
+    filter_models,
+    state_grid_args,
+    state_version,
+)
 from dashboard.views.common import esc
 
 #: Browser-side PNG export of every validity heatmap on the page (Bokeh renders its canvas to a PNG blob;
@@ -95,12 +103,20 @@ for (const v of views) {
 from dashboard.views.details import fw_label, verdict_html
 
 
-def _vllm_version_text(release: str) -> str:
-    """``0.33.0 (run through vLLM's own code)`` or ``0.22.0 (rules read from source)``."""
+def _version_text(framework: str, release: str) -> str:
+    """``0.33.0 (run through vLLM's own code)``, ``0.5.23 (run through SGLang's own code)`` or
+    ``0.22.0 (rules read from source)``."""
     from dashboard.rules import versions
 
-    how = "run through vLLM's own code" if release in versions.EXECUTED.get("vllm", ()) else "rules read from source"
+    label = plots.framework_label(framework)
+    how = (f"run through {label}'s own code" if release in versions.EXECUTED.get(framework, ())
+           else "rules read from source")
     return f"{release} ({how})"
+
+
+def _vllm_version_text(release: str) -> str:
+    """:func:`_version_text` of vLLM."""
+    return _version_text("vllm", release)
 
 
 def _gpu_name(gpu: str) -> str:
@@ -116,13 +132,13 @@ GRID_COLUMNS = ["model_id", "framework", "version", "tp", "valid", "status", "ru
 def grid_csv_frame(state: PlannerState, data: AppData) -> pd.DataFrame:
     """The grid rows the page shows: selected models x frameworks x TP sizes, with every message.
 
-    ``version`` is the framework release whose rules were applied (vLLM: the selected one; empty for
-    frameworks whose rules are not keyed by release); ``ep`` is the EP control's value, which for vLLM
+    ``version`` is the framework release whose rules were applied (vLLM, SGLang: the selected one; empty
+    for frameworks whose rules are not keyed by release); ``ep`` is the EP control's value, which for vLLM
     means ``--enable-expert-parallel`` (EP size TP x DP) when above 1."""
     grid = data.grid(**state_grid_args(state), frameworks=state.frameworks)
     models = filter_models(state, data)
     sub = grid.loc[grid["model_id"].isin(models) & grid["tp"].isin(state.tp_sizes)]
-    sub = sub.assign(version=sub["framework"].astype(object).map({"vllm": state.vllm_version}).fillna(""))
+    sub = sub.assign(version=sub["framework"].astype(object).map({fw: state_version(state, fw) for fw in VERSION_PARAMS}).fillna(""))
     cols = [c for c in GRID_COLUMNS if c in sub.columns]
     sub = sub[cols].copy()
     order = {m: i for i, m in enumerate(models)}
@@ -162,7 +178,8 @@ def report_html(state: PlannerState, data: AppData, link: str = "") -> str:
     cfg = [
         ("Catalog", data.path), ("Models shown", f"{len(models)}"), ("Name filter", s.search or "(none)"),
         ("Frameworks", ", ".join(plots.framework_label(f) for f in s.frameworks)),
-        ("vLLM version", _vllm_version_text(s.vllm_version)),
+        ("vLLM version", _version_text("vllm", s.vllm_version)),
+        ("SGLang version", _version_text("sglang", s.sglang_version)),
         ("TP sizes", ", ".join(map(str, tps))), ("PP / DP / EP", f"{s.pp} / {s.dp} / {s.ep}"
                                                   + (" (vLLM: --enable-expert-parallel, EP = TP × DP)" if s.ep > 1 else "")),
         ("DP-attention", "on" if s.dp_attention else "off"), ("Weight dtype", s.weight_dtype),

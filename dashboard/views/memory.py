@@ -220,7 +220,7 @@ class MemoryView(pn.viewable.Viewer):
         self._table = pn.pane.HTML(sizing_mode="stretch_width")
         self.state.param.watch(when_shown(self, "memory", self._refresh), ["model", "framework", "frameworks", "tp_sizes", "pp", "ep", "kv_dtype",
                                                "weight_dtype", "gpu", "gpu_count", "context_len", "dp",
-                                               "dp_attention", "vllm_version"])
+                                               "dp_attention", "vllm_version", "sglang_version"])
         self._refresh()
 
     def _show(self, note: str | None) -> None:

@@ -24,7 +24,13 @@ import panel as pn
 import param
 
 from dashboard import plots
-from dashboard.state import AppData, PlannerState, filter_models
+from dashboard.state import (
+    VERSION_PARAMS,
+    AppData,
+    PlannerState,
+    filter_models,
+    state_version,
+)
 from dashboard.views.common import esc, notice_html, when_shown
 from dashboard.views.details import CellDetails, fw_label
 
@@ -34,16 +40,16 @@ MAX_ROWS = 400
 DETAILS_PX = 380
 
 _WATCHED = ["search", "models", "frameworks", "disagreement", "tp_sizes", "pp", "dp", "ep", "dp_attention",
-            "vllm_version"]
+            "vllm_version", "sglang_version"]
 
 
 def _grid_key(state: PlannerState, key: str) -> tuple:
-    """The settings heatmap ``key``'s cells depend on: PP / DP / EP / DP-attention, and the vLLM release
-    when vLLM is among its frameworks (so other frameworks' cached cells survive a version change, and a
-    release nobody asked for is never computed)."""
+    """The settings heatmap ``key``'s cells depend on: PP / DP / EP / DP-attention, and the vLLM and SGLang
+    releases, each only when its framework is among the heatmap's (so other frameworks' cached cells
+    survive a version change, and a release nobody asked for is never computed)."""
     fws = tuple(state.frameworks) if key == "disagreement" else (key,)
-    version = state.vllm_version if "vllm" in fws else None
-    return (state.pp, state.dp, state.ep, bool(state.dp_attention), version)
+    versions = tuple((state_version(state, fw) if fw in fws else None) for fw in VERSION_PARAMS)
+    return (state.pp, state.dp, state.ep, bool(state.dp_attention), *versions)
 
 
 def group_label(key: str, frameworks: tuple[str, ...] = ()) -> str:
@@ -69,8 +75,8 @@ def heatmap_cube(data: AppData, state: PlannerState, key: str) -> tuple:
     fws = tuple(state.frameworks) if key == "disagreement" else ()
 
     def build():
-        grid = data.grid(pp=gkey[0], dp=gkey[1], ep=gkey[2], dp_attention=gkey[3], vllm_version=gkey[4],
-                         frameworks=fws or (key,))
+        grid = data.grid(pp=gkey[0], dp=gkey[1], ep=gkey[2], dp_attention=gkey[3],
+                         **dict(zip(VERSION_PARAMS.values(), gkey[4:])), frameworks=fws or (key,))
         models, tps = list(data.model_ids), [int(t) for t in TP_CHOICES]
         if key == "disagreement":
             frame, colors = plots.disagreement_frame(grid, fws, models, tps), plots.DISAGREE_COLORS
