@@ -167,3 +167,17 @@ def test_kimi_k3_kda_is_a_bare_assert_since_0_5_23(catalog) -> None:
     lin = rules.check(cat.loc["moonshotai/Kimi-Linear-48B-A3B-Instruct"], "sglang", 12, dp=4, dp_attention=True)
     assert lin.failures[0].message == "KDA num_heads (32) must be divisible by shard tp_size (12)"
     assert lin.failures[0].location == "sglang/srt/models/kimi_linear.py:62"
+
+
+def test_evidence_follows_the_first_error_not_the_further_failures() -> None:
+    """Kimi-Linear at TP 12: SGLang 0.5.23 stops at the KDA check (executed); the engine also lists
+    later failing rules that no table cell reaches first (source). The verdict's evidence is the first
+    error's: executed."""
+    from dashboard.catalog import load_catalog
+    from dashboard.rules import check
+
+    rec = load_catalog().set_index("model_id").loc["moonshotai/Kimi-Linear-48B-A3B-Instruct"]
+    v = check(rec, "sglang", 12, version="0.5.23")
+    assert not v.valid and v.failures[0].rule_id == "sglang.linear_attention_heads.kda"
+    assert any(f.evidence == "source" for f in v.failures[1:])
+    assert v.evidence == "executed"

@@ -115,12 +115,13 @@ class Verdict:
 
     @property
     def evidence(self) -> str:
-        """``executed`` when the verdict (and its first error, if any) was reproduced by running the
-        framework's own code at ``release`` (every failing rule has executed evidence), else
-        ``source``."""
+        """``executed`` when the verdict and its first error (the one a user sees) were reproduced by
+        running the framework's own code at ``release``: an executed release, and no failing rule or a
+        first failing rule with executed evidence (the further failing rules the engine lists may be
+        read from source: the framework stops at the first); else ``source``."""
         if not self.executed:
             return "source"
-        return "executed" if all(f.evidence == "executed" for f in self.failures) else "source"
+        return "executed" if not self.failures or self.failures[0].evidence == "executed" else "source"
 
 
 # ----------------------------------------------------------------------------------------------------
