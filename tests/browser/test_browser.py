@@ -654,9 +654,10 @@ def test_screenshots_of_every_view(server, rpage, artifacts_dir):
     _tab(page, "Validity")
     page.locator(".tp-frameworks label", has_text="continuous-batching").click()
     page.locator(".tp-disagree input").click()
-    from dashboard.state import DEFAULT_VLLM_VERSION
+    from dashboard.state import DEFAULT_SGLANG_VERSION, DEFAULT_VLLM_VERSION
 
-    names = f"vLLM {DEFAULT_VLLM_VERSION}, SGLang, transformers (continuous-batching cache)"
+    names = (f"vLLM {DEFAULT_VLLM_VERSION}, SGLang {DEFAULT_SGLANG_VERSION}, "
+             "transformers (continuous-batching cache)")
     hm = _wait_heatmap(page, lambda h: h["title"] == "Where frameworks disagree", "the disagreement heatmap")
     _wait_heatmap(page, lambda h: _groups(h) == ["vLLM vs SGLang vs transformers CB cache"], "one disagreement column group")
     assert _tps(hm, _groups(hm)[0]) == ["1", "2", "3", "4", "6", "8", "12", "16", "32", "64"]
