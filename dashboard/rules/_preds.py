@@ -395,3 +395,21 @@ def native_tp_replication_warning():
         return fire & (ctx.tp > 1), {"kv": ctx.i("num_key_value_heads"), "tp": ctx.tp}
 
     return pred
+
+
+def unknown_model_type(known_types):
+    """The config's ``model_type`` is not in ``known_types()`` (a release's config classes plus those of
+    the transformers it installs, as the conformance harness read them; called at evaluation, not when
+    the rule is built): ``AutoConfig`` refuses it without remote code. An empty set (the release's
+    registry was not read): never fires. Fields: ``model_type``."""
+
+    def pred(ctx: Ctx):
+        known = set(known_types())
+        if not known or "model_type" not in ctx.models.columns:
+            return np.zeros(ctx.n, dtype=bool), {}
+        mt = ctx.models["model_type"].astype("string").fillna("")
+        fire_m = (mt != "") & ~mt.isin(known)
+        fire = np.repeat(fire_m.to_numpy(dtype=bool), ctx.n_tp)
+        return fire, {"model_type": np.repeat(mt.to_numpy(dtype=object), ctx.n_tp)}
+
+    return pred

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dashboard.rules import _preds as P
 from dashboard.rules.common import Ctx, Rule, not_multiple
 
 FW = "sglang"
@@ -244,19 +245,10 @@ def attention_tp_of(ctx: Ctx) -> np.ndarray:
 
 
 def unknown_model_type(release: str):
-    """The config's ``model_type`` is neither one of SGLang's config classes nor known to the
-    transformers the release installs (``AutoConfig`` refuses it without remote code)."""
-
-    def pred(ctx: Ctx):
-        known = set(registry(release).get("model_types", []))
-        if not known or "model_type" not in ctx.models.columns:
-            return _none(ctx)
-        mt = ctx.models["model_type"].astype("string").fillna("")
-        fire_m = (mt != "") & ~mt.isin(known)
-        fire = np.repeat(fire_m.to_numpy(dtype=bool), ctx.n_tp)
-        return fire, {"model_type": np.repeat(mt.to_numpy(dtype=object), ctx.n_tp)}
-
-    return pred
+    """The config's ``model_type`` is neither one of SGLang's own config classes nor known to the
+    transformers the release installs (:func:`dashboard.rules._preds.unknown_model_type` over the
+    release's registry)."""
+    return P.unknown_model_type(lambda: registry(release).get("model_types", []))
 
 
 def dsv4_null_kv_lora_rank(ctx: Ctx):
@@ -1160,8 +1152,6 @@ RULES: list[Rule] = [
 
 def _bind() -> None:
     import dataclasses
-
-    from dashboard.rules import _preds as P
 
     out: list[Rule] = []
     for r in RULES:

@@ -224,18 +224,9 @@ _UNKNOWN_TYPE = (
 
 def _unknown_model_type(release: str):
     """The config's ``model_type`` is neither one of vLLM's own config classes nor known to the
-    transformers the release installs (``AutoConfig`` refuses it without remote code)."""
-
-    def pred(ctx: Ctx):
-        known = set(registry(release).get("model_types", []))
-        if not known or "model_type" not in ctx.models.columns:
-            return _none(ctx)
-        mt = ctx.models["model_type"].astype("string").fillna("")
-        fire_m = (mt != "") & ~mt.isin(known)
-        fire = np.repeat(fire_m.to_numpy(dtype=bool), ctx.n_tp)
-        return fire, {"model_type": np.repeat(mt.to_numpy(dtype=object), ctx.n_tp)}
-
-    return pred
+    transformers the release installs (:func:`dashboard.rules._preds.unknown_model_type` over the
+    release's registry)."""
+    return P.unknown_model_type(lambda: registry(release).get("model_types", []))
 
 
 def ep_flag_without_moe(ctx: Ctx):
