@@ -126,6 +126,80 @@ def test_trtllm_attention_dp_and_ceil_kv():
     assert r.valid and r.kv_heads_per_rank == 1 and r.status == "valid_replicated"
 
 
+# --- issue 11: TensorRT-LLM messages (read from source; verbatim where upstream has a message) ----------
+
+def _catalog(model_id):
+    from dashboard.catalog import load_catalog
+
+    df = load_catalog()
+    return df[df["model_id"] == model_id].iloc[0].to_dict()
+
+
+def _first(v):
+    f = v.failures[0]
+    return f.rule_id, (f"{f.exc_type}: {f.message}" if f.exc_type else f.message), f.ours
+
+
+def test_trtllm_mlp_message_is_upstream_text_with_gate_up_width():
+    # GatedMLP builds gate_up_proj (2 x intermediate, column-parallel) first: Linear's own assert message
+    v = check(_catalog("meta-llama/Llama-2-13b-hf"), "tensorrt-llm", 5)
+    assert _first(v) == ("trtllm.mlp_intermediate",
+                         "AssertionError: out_features 27648 must be divisible by tp_size 5", False)
+    assert v.failures[0].evidence == "source"
+    # a non-gated MLP (GPT-2: up_proj of intermediate_size) names intermediate_size itself
+    g = check(_catalog("openai-community/gpt2"), "tensorrt-llm", 5)
+    assert [f.message for f in kinds(g, "mlp_intermediate")] == ["out_features 3072 must be divisible by tp_size 5"]
+    # 2I divisible, I not: the row-parallel down_proj asserts on in_features
+    d = check(rec(8, 8, intermediate_size=18, mlp_gated=True), "tensorrt-llm", 4)
+    assert [(f.rule_id, f.exc_type, f.message) for f in kinds(d, "mlp_intermediate")] == [
+        ("trtllm.mlp_intermediate.down", "AssertionError", "in_features 18 must be divisible by tp_size 4")]
+
+
+def test_trtllm_mapping_rejects_ep_not_dividing_tp_first():
+    mix = _catalog("mistralai/Mixtral-8x7B-v0.1")
+    v = check(mix, "tensorrt-llm", 8, ep=3)
+    assert _first(v) == ("trtllm.moe_experts.mapping", "ValueError: tp_size must equal to moe_tp_size * moe_ep_size "
+                         "* moe_cluster_size, but got 8 != 2 * 3 * 1", False)
+    # ep > tp: moe_tp_size = tp // ep = 0
+    assert _first(check(mix, "tensorrt-llm", 8, ep=16))[1].endswith("but got 8 != 0 * 16 * 1")
+    # ep divides tp: the Mapping is fine (moe_tp = tp / ep); 8 experts over ep 2 split evenly
+    assert check(mix, "tensorrt-llm", 8, ep=2).valid
+    assert not any(f.rule_id == "trtllm.moe_experts.mapping" for f in check(mix, "tensorrt-llm", 6, ep=3).failures)
+    # the Mapping is built for any model, before it: a dense model too
+    assert _first(check(_catalog("meta-llama/Llama-2-13b-hf"), "tensorrt-llm", 4, ep=3))[0] == "trtllm.moe_experts.mapping"
+
+
+def test_trtllm_bare_asserts_are_ours():
+    by_id = {r.id: r for r in RULES if r.framework == "tensorrt-llm"}
+    ours = {"trtllm.attention_heads", "trtllm.mla", "trtllm.moe_experts", "trtllm.moe_intermediate",
+            "trtllm.kv_heads", "trtllm.kv_heads.replicate"}
+    verbatim = {"trtllm.moe_experts.mapping", "trtllm.mlp_intermediate", "trtllm.mlp_intermediate.down"}
+    assert set(by_id) == ours | verbatim
+    for i in ours:
+        assert by_id[i].ours and by_id[i].exc_type == "" and "ours" in by_id[i].note, i
+    for i in verbatim:
+        assert not by_id[i].ours and by_id[i].exc_type in ("AssertionError", "ValueError"), i
+    assert all(r.evidence == "source" for r in by_id.values())
+    # concrete catalog messages
+    assert _first(check(_catalog("meta-llama/Llama-2-13b-hf"), "tensorrt-llm", 3)) == (
+        "trtllm.attention_heads", "AssertionError (no message) from assert self.num_heads % (tp_size * cp_size) "
+        "== 0: num_heads=40, tp_size=3, cp_size=1", True)
+    assert _first(check(_catalog("deepseek-ai/DeepSeek-V3"), "tensorrt-llm", 3))[0] == "trtllm.mla"
+    phi = _catalog("microsoft/phi-4")  # 40 heads, 10 KV heads
+    assert _first(check(phi, "tensorrt-llm", 8)) == (
+        "trtllm.kv_heads", "AssertionError (no message) from assert num_kv_heads % tensor_parallel_size == 0: "
+        "num_kv_heads=10, tensor_parallel_size=8", True)
+    q = check(_catalog("Qwen/Qwen3-30B-A3B"), "tensorrt-llm", 6)  # 4 KV heads, duplicated only when 4 | tp
+    assert [f.message for f in kinds(q, "kv_heads")] == [
+        "AssertionError (no message) from assert tensor_parallel_size % num_kv_heads == 0: "
+        "tensor_parallel_size=6, num_kv_heads=4"]
+    e = check(_catalog("Qwen/Qwen3-30B-A3B"), "tensorrt-llm", 4, ep=4)
+    assert e.valid  # 128 experts over 4
+    assert [f.message for f in kinds(check(_catalog("mistralai/Mixtral-8x7B-v0.1"), "tensorrt-llm", 16, ep=16),
+                                     "moe_experts")] == [
+        "AssertionError (no message) from assert self.num_experts % self.ep_size == 0: num_experts=8, ep_size=16"]
+
+
 def test_transformers_native_tp_fails_at_run_time_with_warning():
     v = check(rec(32, 4), "transformers-native-tp", 8)
     assert not v.valid and kinds(v, "kv_heads")

@@ -47,7 +47,27 @@ HF_TP = f"{HF}/v5.24.0/src/transformers/distributed/tensor_parallel.py#L140-L147
 #: ... and the attention reshape that fails when a rank holds a partial head (v5.24.0, lines 242-246).
 HF_LLAMA_ATTN = f"{HF}/v5.24.0/src/transformers/models/llama/modeling_llama.py#L242-L246"
 
+# TensorRT-LLM: read from the stored source index (the PyPI 1.2.1 upload is a wheel_stub sdist that fetches the
+# wheel from pypi.nvidia.com, unreachable here, and the index holds main-branch commits, not the v1.2.1 tree).
+#: ``Mapping.__init__``: moe_tp_size = tp_size // (moe_ep_size * moe_cluster_size) (L142-143), then the ValueError.
+TRT_MAPPING = f"{TRT}/05ebebb2c1d34320db9019f2b7ace6009a67e997/tensorrt_llm/mapping.py#L175-L180"
+#: ``Attention.__init__``: tp_size = 1 under enable_attention_dp; bare ``assert self.num_heads % tp_size == 0`` at
+#: this commit; later stored versions (with Helix context parallelism) assert ``% (tp_size * cp_size)``.
 TRT_ATTENTION = f"{TRT}/c6d3bb2aae305e0b5ac1b97b7954dcf87d653322/tensorrt_llm/_torch/modules/attention.py"
+#: ``MLA.__init__`` (moved out of attention.py): the same bare assert.
+TRT_MLA = f"{TRT}/c0261efa8a466afd645d71ffe1d1867e81e19303/tensorrt_llm/_torch/modules/mla.py"
+#: ``Linear.__init__``: ``assert out_features % self.tp_size == 0, f'out_features ... must be divisible by tp_size ...'``
+#: (COLUMN) / ``in_features`` (ROW).
+TRT_LINEAR = f"{TRT}/ed53795b33fc139493f762a1c6c53f691cf52d38/tensorrt_llm/_torch/modules/linear.py"
+#: ``GatedMLP.__init__``: gate_up_proj = Linear(hidden, 2 * intermediate, COLUMN) (L65-71), down_proj ROW (L80-86).
+TRT_GATED_MLP = f"{TRT}/01503f5535c0379da60bfd282d225626813781ab/tensorrt_llm/_torch/modules/gated_mlp.py#L65-L86"
+#: ``duplicate_kv_weight``: bare ``assert num_kv_heads % tensor_parallel_size == 0`` (L101) / ``assert
+#: tensor_parallel_size % num_kv_heads == 0`` (L104) at weight load.
+TRT_KV_DUP = f"{TRT}/000a01de66f0eab4ab05640711f0253f50f5209c/tensorrt_llm/_torch/models/modeling_utils.py#L97-L104"
+#: ``MoE.__init__``: ``intermediate_size_per_partition = intermediate_size // self.tp_size`` (floor, no check). The
+#: bare ``assert self.num_experts % self.ep_size == 0`` of ``_init_load_balancer`` (no EPLB) is in a later stored
+#: version of this file (index id 3744845622, commit not recorded), not at this commit.
+TRT_MOE = f"{TRT}/567239fcd40bda119965a3a8abf43856c63c9527/tensorrt_llm/_torch/modules/fused_moe/interface.py"
 
 MEGATRON_TCONFIG = (
     f"{MEGATRON}/d2c5e8b4f4fa0062d8cd9cbe18a7fca7cf1f99a3/megatron/core/transformer/transformer_config.py"
