@@ -9,6 +9,7 @@ Commands (see data/conformance/README.md for the venv set-up):
     python -m conformance report --version 0.33.0      # results + remaining mismatches in the README
     python -m conformance report --framework sglang --version 0.5.23
     python -m conformance stub --venv /work/venvs/vllm-0.33.0     # build the libcuda.so.1 stand-in
+    python -m conformance transformers plans|runs|assemble|report  # transformers native TP (this Python)
 """
 
 from __future__ import annotations
@@ -78,10 +79,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="a file copied beside config.json (e.g. hf_quant_config.json); repeatable")
     pa.add_argument("--depth", type=int, default=99, help="dotted name parts kept per group (default: all)")
     pa.add_argument("--json", action="store_true", help="print the raw per-parameter list as JSON")
+    tf = sub.add_parser("transformers", help="transformers native TP / CB cache with the transformers installed "
+                        "here: plans (per catalog model), runs (tiny models under torchrun), assemble, report")
+    tf.add_argument("action", choices=("plans", "runs", "assemble", "report"))
+    tf.add_argument("--configs", type=Path, default=DEFAULT_CONFIGS)
+    tf.add_argument("--models", nargs="*", help="plans: only these model ids (re-inspected)")
+    tf.add_argument("--tp", type=int, nargs="*", help="runs: only these TP sizes (default 1 2 3 4 8)")
     s = sub.add_parser("stub", help="build the libcuda.so.1 stand-in inside the venv")
     s.add_argument("--venv", required=True)
     args = ap.parse_args(argv)
 
+    if args.cmd == "transformers":
+        from conformance import transformers_table
+
+        return transformers_table.cli(args)
     if args.cmd == "stub":
         print(libcuda_stub.build(Path(args.venv)))
         return 0

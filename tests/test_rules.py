@@ -32,15 +32,16 @@ def kinds(v, kind):
 
 @pytest.mark.parametrize("kv,tp", [(8, 6), (7, 4)])
 def test_transformers_cb_cache_rejects_kv_not_divisible(kv, tp):
-    v = check(rec(kv * 2 if kv == 7 else 48, kv), "transformers-cb-cache", tp)
+    # transformers 5.24 follows the model's TP plan: a Llama (k_proj/v_proj named in the plan) gets the check
+    v = check(rec(kv * 2 if kv == 7 else 48, kv, model_type="llama"), "transformers-cb-cache", tp)
     hit = [f for f in v.failures if f.rule_id == "tf_cb.kv_cache"]
     assert hit and hit[0].message == f"Number of key value heads {kv} must be divisible by tensor parallel size {tp}."
     assert not v.valid
 
 
 def test_transformers_cb_cache_accepts_divisible_and_tp1():
-    assert check(rec(32, 8), "transformers-cb-cache", 8).valid
-    assert check(rec(28, 7), "transformers-cb-cache", 1).valid
+    assert check(rec(32, 8, model_type="llama"), "transformers-cb-cache", 8).valid
+    assert check(rec(28, 7, model_type="llama"), "transformers-cb-cache", 1).valid
 
 
 def test_sglang_24_heads_3_kv():
@@ -201,11 +202,11 @@ def test_trtllm_bare_asserts_are_ours():
 
 
 def test_transformers_native_tp_fails_at_run_time_with_warning():
-    v = check(rec(32, 4), "transformers-native-tp", 8)
+    v = check(rec(32, 4, model_type="llama"), "transformers-native-tp", 8)  # 5.24: rules follow the plan
     assert not v.valid and kinds(v, "kv_heads")
     assert any("fails when the model is built/run" in w.message for w in v.warnings)
-    assert check(rec(32, 4), "transformers-native-tp", 4).valid
-    assert kinds(check(rec(6, 6), "transformers-native-tp", 4), "attention_heads")
+    assert check(rec(32, 4, model_type="llama"), "transformers-native-tp", 4).valid
+    assert kinds(check(rec(6, 6, model_type="llama"), "transformers-native-tp", 4), "attention_heads")
 
 
 def test_megatron_no_replication_and_even_pipeline():
@@ -346,7 +347,7 @@ def test_sglang_dp_attention_suggestion_spells_the_flags_of_the_release(version,
 
 
 def test_version_handling():
-    v = check(rec(32, 4), "transformers-native-tp", 8, version="2026-08")
+    v = check(rec(32, 4, model_type="llama"), "transformers-native-tp", 8, version="2026-08")
     assert any(w.rule_id == "engine.version" for w in v.warnings)
     assert not check(rec(32, 4), "transformers-native-tp", 8, version="5.1.0").valid
     # before transformers had native TP, no native-TP rule applies

@@ -27,6 +27,7 @@ from dashboard.rules import megatron as _megatron
 from dashboard.rules import sglang as _sglang
 from dashboard.rules import sglang_executed as _sglang_executed
 from dashboard.rules import transformers as _transformers
+from dashboard.rules import transformers_executed as _transformers_executed
 from dashboard.rules import trtllm as _trtllm
 from dashboard.rules import versions as _versions
 from dashboard.rules import vllm as _vllm
@@ -51,6 +52,7 @@ RULES: list[Rule] = [
     *_sglang.RULES,
     *_sglang_executed.RULES,
     *_transformers.RULES,
+    *_transformers_executed.RULES,
     *_trtllm.RULES,
     *_megatron.RULES,
 ]
@@ -160,7 +162,9 @@ def _rule_applies_to_version(rule: Rule, version: str | None) -> bool:
 
 
 _REPO_URL = {"vllm": "https://github.com/vllm-project/vllm/blob",
-             "sglang": "https://github.com/sgl-project/sglang/blob/v{release}/python"}
+             "sglang": "https://github.com/sgl-project/sglang/blob/v{release}/python",
+             "transformers-native-tp": _transformers_executed.REPO,
+             "transformers-cb-cache": _transformers_executed.REPO}
 
 
 def resolve_version(framework: str, version: str | None) -> _versions.Resolved:

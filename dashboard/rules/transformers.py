@@ -1,5 +1,10 @@
-"""transformers' tensor parallelism: native TP (``from_pretrained(tp_plan="auto")``) and the
-continuous-batching paged cache built on top of it.
+"""transformers' tensor parallelism before 5.24.0 (read from source): native TP
+(``from_pretrained(tp_plan="auto")``) and the continuous-batching paged cache built on top of it.
+
+From 5.24.0 on the rules follow each model's TP plan and were executed
+(:mod:`dashboard.rules.transformers_executed`). These older rules assume a Llama-style plan (q/k/v
+colwise) for every model, which 5.24.0 showed wrong for gathered, embedding-only, expert-only and missing
+plans; they are kept for older releases, which were not run, and are only as good as that assumption.
 
 Native TP shards q/k/v/o with the model's ``base_model_tp_plan`` (colwise/rowwise) and never replicates
 KV heads: a KV-head count that does not split loads without complaint and fails in the first forward
@@ -16,10 +21,7 @@ NATIVE = "transformers-native-tp"
 CB = "transformers-cb-cache"
 
 #: Filled in from the transformers-matrix helper's real runs (torchrun, gloo, CPU); see docs/rules.md.
-VERIFIED_WITH: str | None = (
-    "transformers 5.24.0 / torch 2.13.0+cpu / accelerate 1.15.0: 29-case torchrun matrix (gloo, CPU), "
-    "tests/test_transformers_tp.py — every verdict matched what the library did"
-)
+VERIFIED_WITH: str | None = None  # releases before 5.24.0 were not run (5.24.0: transformers_executed)
 
 
 def _native(fw: str) -> list[Rule]:
@@ -29,7 +31,7 @@ def _native(fw: str) -> list[Rule]:
             id=f"{short}.attention_heads",
             framework=fw,
             kind="attention_heads",
-            versions=">=4.51",
+            versions=">=4.51,<5.24.0",
             condition="native TP (tp_plan='auto'): q_proj is colwise-sharded by heads; num_attention_heads % tp "
             "!= 0 leaves a rank with a partial head and the attention reshape fails in the forward pass",
             message="num_attention_heads ({h}) is not divisible by tp_size ({tp}): transformers' native TP "
@@ -46,7 +48,7 @@ def _native(fw: str) -> list[Rule]:
             id=f"{short}.kv_heads",
             framework=fw,
             kind="kv_heads",
-            versions=">=4.51",
+            versions=">=4.51,<5.24.0",
             condition="native TP: k_proj/v_proj are colwise-sharded; KV heads are never replicated, so "
             "num_key_value_heads % tp != 0 (including kv < tp) fails in the forward pass",
             message="num_key_value_heads ({kv}) is not divisible by tp_size ({tp}): transformers' native TP "
@@ -69,7 +71,7 @@ CB_RULES: list[Rule] = [
         id="tf_cb.kv_cache",
         framework=CB,
         kind="kv_heads",
-        versions=">=4.56",
+        versions=">=4.56,<5.24.0",
         condition="PagedAttentionCache: k_proj and v_proj in the TP plan and tp > 1 and "
         "num_key_value_heads % tp != 0 (raised when the cache is built)",
         message="Number of key value heads {kv} must be divisible by tensor parallel size {tp}.",
