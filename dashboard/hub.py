@@ -966,7 +966,8 @@ def fetch_config(repo_id: str, *, revision: str | None = None, endpoint: str | N
             path = Path(hf_hub_download(repo_id, "config.json", revision=revision, etag_timeout=timeout, **common))
         except Exception as exc:  # noqa: BLE001
             status, reason = classify_error(exc)
-            raise fail(status, f"{repo_id}: {status}: {reason}") from None
+            hint = "; set HF_TOKEN to a token with access to it" if status == "gated" else ""
+            raise fail(status, f"{repo_id}: {status}: {reason}{hint}") from None
     sha = path.parent.name if _SHA_RE.match(path.parent.name) else revision
     try:
         data = _read_capped(path, "config.json", max_bytes)

@@ -130,6 +130,15 @@ def test_hub_id_tp6_refused_with_vllms_message_then_offline_from_the_cache(tmp_p
         doc = json.loads(r.stdout)
         assert doc["verdict"] == "accepted" and doc["model"]["offline"] is True and doc["model"]["sha"]
         assert hub.count() == 0
+        # a gated repo: exit 2 naming HF_TOKEN; with a granted HF_TOKEN it is read, and the token never printed
+        hub.add("acme/gated", LLAMA_70B_CONFIG, gated=True)
+        r = _cli("acme/gated", "--tp", "8", env=_env(hub.url, home))
+        assert r.returncode == 2 and "gated" in r.stderr and "HF_TOKEN" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+        hub.granted_tokens.add("hf_secretsecret123")
+        r = _cli("acme/gated", "--tp", "8", "--json", env=_env(hub.url, home, HF_TOKEN="hf_secretsecret123"))
+        assert r.returncode == 0 and json.loads(r.stdout)["verdict"] == "accepted"
+        assert "hf_secret" not in r.stdout + r.stderr
 
 
 def test_offline_hub_id_not_in_the_cache_is_exit_2_with_one_line(tmp_path):
