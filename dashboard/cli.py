@@ -5,6 +5,8 @@ Subcommands (each forwards its arguments to the module's own CLI, so ``--help`` 
     tp-planner catalog build ../shared/hub-configs [-o data/catalog.parquet] [--merge]
     tp-planner catalog readme | aliases
     tp-planner hub scrape [REPO ...] [--author ...] [--limit N] [--workers 16] ...
+    tp-planner check MODEL --framework vllm --tp 8 [--gpu H100-80GB] [--json]   # one cell, exit 0/1/2
+    tp-planner check [MODEL] [--gpu ...] -- vllm serve MODEL -tp 8 ...         # judge a launch command
     tp-planner serve [panel serve options]      # = panel serve <package dir>, the dashboard
 
 Exit status is the subcommand's (0 success, 2 bad usage).
@@ -23,13 +25,17 @@ USAGE = __doc__.split("Exit status")[0]
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
-        print("usage: tp-planner {catalog,hub,serve} ...\n\n" + USAGE)
+        print("usage: tp-planner {catalog,check,hub,serve} ...\n\n" + USAGE)
         return 0 if args else 2
     cmd, rest = args[0], args[1:]
     if cmd == "catalog":
         from dashboard.catalog import main as catalog_main
 
         return catalog_main(rest)
+    if cmd == "check":
+        from dashboard.check import main as check_main
+
+        return check_main(rest)
     if cmd == "hub":
         from dashboard.hub import main as hub_main
 

@@ -122,7 +122,8 @@ from dashboard.catalog import (
     write_catalog,
 )
 
-__all__ = ["RetryPolicy", "ScrapeError", "ScrapeSummary", "main", "read_repos_file", "scrape"]
+__all__ = ["FetchError", "FetchedConfig", "RetryPolicy", "ScrapeError", "ScrapeSummary", "fetch_config", "main",
+           "read_repos_file", "scrape"]
 
 logger = logging.getLogger("dashboard.hub")
 
@@ -869,6 +870,120 @@ class _Scraper:
             return _Outcome(model_id, status, reason, self.scrub.record(row), downloaded=downloaded, kept_previous=True)
         rec["status_reason"] = self.scrub(rec.get("status_reason") or "")
         return _Outcome(model_id, status, reason, self.scrub.record(rec), downloaded=downloaded)
+
+
+# ------------------------------------------------------------------------------------------------
+# one repo's config and quantization sidecars (``tp-planner check``)
+# ------------------------------------------------------------------------------------------------
+
+
+class FetchError(RuntimeError):
+    """A repo's config.json could not be had: ``status`` (schema.STATUSES, or ``bad_id``) and a one-line,
+    token-scrubbed, printable ``reason``."""
+
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class FetchedConfig:
+    """``config.json`` bytes of a Hub repo, its quantization sidecars (``{file name: bytes}``, only those
+    the repo has), the commit they were read at and whether the answer came from the cache alone."""
+
+    repo_id: str
+    config: bytes
+    sidecars: dict[str, bytes]
+    sha: str | None
+    offline: bool
+
+
+def _cached_revision(repo_id: str, cache_dir: str | None) -> str | None:
+    """Newest cached snapshot of ``repo_id`` holding config.json (``scan_cache_dir``), or None."""
+    try:
+        info = huggingface_hub.scan_cache_dir(cache_dir)
+    except Exception:  # noqa: BLE001 - no cache folder yet
+        return None
+    for repo in getattr(info, "repos", ()):
+        if repo.repo_type == "model" and repo.repo_id == repo_id:
+            revs = [r for r in repo.revisions if any(f.file_name == "config.json" for f in r.files)]
+            if revs:
+                return max(revs, key=lambda r: r.last_modified).commit_hash
+    return None
+
+
+def _read_capped(path: Path, name: str, max_bytes: int) -> bytes:
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise FetchError("invalid_json", f"{name} is {size} bytes (limit {max_bytes})")
+    return path.read_bytes()
+
+
+def fetch_config(repo_id: str, *, revision: str | None = None, endpoint: str | None = None,
+                 token: str | bool | None = None, cache_dir: str | os.PathLike | None = None,
+                 timeout: float = 10.0, max_bytes: int = 1 << 20) -> FetchedConfig:
+    """``config.json`` and the quantization sidecars (:data:`dashboard.catalog.QUANT_SIDECARS`) of one Hub
+    repo, through huggingface_hub's cache (``HF_HOME``), ``HF_TOKEN``, ``HF_ENDPOINT`` and
+    ``HF_HUB_OFFLINE`` as it defines them. Offline, only the cache is read (``revision``, else ``main``,
+    else the newest cached snapshot). Files larger than ``max_bytes`` are refused.
+
+    Raises :class:`FetchError` (never another exception) with a one-line reason: ``bad_id`` (not a repo
+    id), ``not_found``, ``gated``, ``invalid_json`` (too large) or ``error`` (offline and not cached,
+    network).
+    """
+    from dashboard.catalog import QUANT_SIDECARS
+
+    scrub = _Scrubber(_known_secrets(token))
+
+    def fail(status: str, reason: str) -> FetchError:
+        return FetchError(status, _printable(scrub(reason)).replace("\n", " ")[:_MAX_REASON])
+
+    try:
+        validate_repo_id(repo_id)
+    except (HFValidationError, ValueError, TypeError) as exc:
+        raise fail("bad_id", f"not a Hub repo id ({_short_error(exc)})") from None
+    if revision is not None and not re.fullmatch(r"[\w.\-/]{1,200}", revision):
+        raise fail("bad_id", "not a revision name")
+    cache = str(cache_dir) if cache_dir is not None else None
+    offline = hf_constants.is_offline_mode()
+    common = dict(cache_dir=cache, token=token, endpoint=endpoint, tqdm_class=_SilentTqdm)
+    path: Path | None = None
+    if offline:
+        last: BaseException | None = None
+        for rev in dict.fromkeys(r for r in (revision, "main", _cached_revision(repo_id, cache)) if r):
+            try:
+                path = Path(hf_hub_download(repo_id, "config.json", revision=rev, local_files_only=True, **common))
+                break
+            except Exception as exc:  # noqa: BLE001
+                last = exc
+        if path is None:
+            where = cache or hf_constants.HF_HUB_CACHE
+            raise fail("error", f"offline (HF_HUB_OFFLINE is set) and {repo_id}'s config.json is not in the "
+                                f"Hugging Face cache ({where})")
+    else:
+        try:
+            path = Path(hf_hub_download(repo_id, "config.json", revision=revision, etag_timeout=timeout, **common))
+        except Exception as exc:  # noqa: BLE001
+            status, reason = classify_error(exc)
+            hint = "; set HF_TOKEN to a token with access to it" if status == "gated" else ""
+            raise fail(status, f"{repo_id}: {status}: {reason}{hint}") from None
+    sha = path.parent.name if _SHA_RE.match(path.parent.name) else revision
+    try:
+        data = _read_capped(path, "config.json", max_bytes)
+    except OSError as exc:
+        raise fail("error", f"cached config.json unreadable: {exc}") from None
+    sidecars: dict[str, bytes] = {}
+    for name in QUANT_SIDECARS:
+        try:
+            p = Path(hf_hub_download(repo_id, name, revision=sha or revision, local_files_only=offline,
+                                     **({} if offline else {"etag_timeout": timeout}), **common))
+            sidecars[name] = _read_capped(p, name, max_bytes)
+        except FetchError:
+            continue  # an oversized sidecar is ignored, as the catalog does
+        except Exception:  # noqa: BLE001 - absent (404 / not cached) or unreadable: no sidecar
+            continue
+    return FetchedConfig(repo_id, data, sidecars, sha if sha and _SHA_RE.match(sha) else None, offline)
 
 
 def _lock_path(catalog: Path) -> str:

@@ -85,6 +85,8 @@ class FakeRepo:
     safetensors: dict[str, int] | None = None
     revision: int = 0
     last_modified: str = "2026-11-01T00:00:00.000Z"
+    #: other files of the repo (``{path: bytes}``, e.g. ``quantize_config.json``), served beside config.json
+    files: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def author(self) -> str:
@@ -107,6 +109,7 @@ class FakeRepo:
         siblings = [{"rfilename": ".gitattributes"}, {"rfilename": "README.md"}]
         if self.config is not None:
             siblings.append({"rfilename": "config.json"})
+        siblings += [{"rfilename": name} for name in sorted(self.files)]
         out: dict[str, Any] = {
             "_id": hashlib.md5(self.repo_id.encode()).hexdigest()[:24],
             "id": self.repo_id,
@@ -382,7 +385,7 @@ def _make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             if repo.gated and self._bearer() not in hub.granted_tokens:
                 msg = f"Access to model {repo_id} is restricted. You must have access to it and be authenticated."
                 return self._error(401, msg, "GatedRepo", commit, head=head)
-            data = repo.config_bytes if filename == "config.json" else None
+            data = repo.config_bytes if filename == "config.json" else repo.files.get(filename)
             if data is None:
                 return self._error(404, "Entry not found", "EntryNotFound", commit, head=head)
             headers = {**commit, "ETag": f'"{_git_blob_sha1(data)}"', "Content-Type": "text/plain; charset=utf-8"}

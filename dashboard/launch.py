@@ -1,0 +1,442 @@
+"""Read a real serving launch command: which framework, which model, which parallel layout.
+
+Pure (no I/O). Understands::
+
+    vllm serve MODEL [flags]                                   (also --model MODEL)
+    python -m vllm.entrypoints.openai.api_server --model MODEL [flags]
+    python -m sglang.launch_server --model-path MODEL [flags]  (also sglang serve ...)
+    trtllm-serve [serve] MODEL [flags]
+
+with leading ``VAR=value`` environment assignments, any ``python``/``python3.x`` interpreter path,
+shell quoting (:func:`shlex.split`), backslash line continuations and ``--flag=value``. Each tool's
+spellings of the flags the planner models are listed in :data:`FLAGS` (vLLM also takes ``_`` for ``-``
+in long flags, as its ``FlexibleArgumentParser`` does). Every other flag is kept and reported in
+:attr:`Launch.unmodeled` (a warning, not a failure).
+
+:func:`parse_command` returns a :class:`Launch`; :meth:`Launch.command_with` rewrites the command with
+another layout (the corrected commands of ``tp-planner check``); :func:`render_command` writes a fresh
+command for a framework from a layout. Bad input raises :class:`LaunchError` with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field, replace
+from pathlib import PurePath
+from typing import Any, Sequence
+
+__all__ = ["FLAGS", "Launch", "LaunchError", "parse_command", "render_command", "parse_len", "MAX_GPUS"]
+
+#: Largest parallel size (and GPU count) the check command accepts.
+MAX_GPUS = 4096
+#: Longest command accepted (characters).
+MAX_COMMAND_CHARS = 64 * 1024
+
+
+class LaunchError(ValueError):
+    """The command cannot be read (unknown launcher, a flag without its value, a bad number)."""
+
+
+# key -> kind: int (parallel size), float (fraction), len (token count), str, bool, model
+_KINDS = {
+    "tp": "int", "pp": "int", "dp": "int", "ep": "int", "attn_dp": "int",
+    "expert_parallel": "bool", "no_expert_parallel": "bool", "dp_attention": "bool", "vision_dp": "bool",
+    "mem_fraction": "float", "kv_cache_dtype": "str", "max_model_len": "len", "mm_encoder_tp_mode": "str",
+    "quantization": "str", "model": "model", "backend": "str",
+}
+
+#: The flags the planner models, per framework: key -> spellings (first = the one corrected commands use).
+FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
+    "vllm": {
+        "tp": ("--tensor-parallel-size", "-tp"),
+        "pp": ("--pipeline-parallel-size", "-pp"),
+        "dp": ("--data-parallel-size", "-dp"),
+        "expert_parallel": ("--enable-expert-parallel", "-ep"),
+        "no_expert_parallel": ("--no-enable-expert-parallel",),
+        "mem_fraction": ("--gpu-memory-utilization",),
+        "kv_cache_dtype": ("--kv-cache-dtype",),
+        "max_model_len": ("--max-model-len",),
+        "mm_encoder_tp_mode": ("--mm-encoder-tp-mode",),
+        "quantization": ("--quantization", "-q"),
+        "model": ("--model",),
+    },
+    "sglang": {
+        "tp": ("--tp-size", "--tensor-parallel-size", "--tp"),
+        "pp": ("--pp-size", "--pipeline-parallel-size", "--pp"),
+        "dp": ("--dp-size", "--data-parallel-size", "--dp"),
+        "attn_dp": ("--attn-dp-size", "--attention-data-parallel-size"),
+        "ep": ("--ep-size", "--expert-parallel-size", "--ep"),
+        "dp_attention": ("--enable-dp-attention",),
+        "vision_dp": ("--mm-enable-dp-encoder",),
+        "mem_fraction": ("--mem-fraction-static",),
+        "kv_cache_dtype": ("--kv-cache-dtype",),
+        "max_model_len": ("--context-length",),
+        "quantization": ("--quantization",),
+        "model": ("--model-path", "--model"),
+    },
+    "tensorrt-llm": {
+        "tp": ("--tp_size",),
+        "pp": ("--pp_size",),
+        "ep": ("--ep_size",),
+        "mem_fraction": ("--kv_cache_free_gpu_memory_fraction", "--free_gpu_memory_fraction"),
+        "max_model_len": ("--max_seq_len",),
+        "backend": ("--backend",),
+    },
+}
+
+#: Flags of these tools that take no value (so the token after them is not swallowed as one).
+_BOOLEAN = {
+    "--trust-remote-code", "--enforce-eager", "--enable-prefix-caching", "--no-enable-prefix-caching",
+    "--disable-log-requests", "--disable-log-stats", "--enable-chunked-prefill", "--no-enable-chunked-prefill",
+    "--disable-custom-all-reduce", "--enable-auto-tool-choice", "--enable-lora", "--enable-log-requests",
+    "--disable-radix-cache", "--enable-torch-compile", "--disable-cuda-graph", "--enable-metrics",
+    "--skip-server-warmup", "--enable-mixed-chunk", "--disable-overlap-schedule", "--enable-deepep-moe",
+    "--enable-ep-moe", "--enable-dp-lm-head", "--enable-eplb", "--enable-sleep-mode", "--async-scheduling",
+    "--enable-reasoning", "--headless", "--api-server-count-auto", "--enable-return-hidden-states",
+    "--trust_remote_code", "--log_kv_cache_events", "--grpc", "--disable-frontend-multiprocessing",
+}
+
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LEN = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([kKmMgG]?)$")
+
+
+def parse_len(text: str, name: str = "--max-model-len") -> int:
+    """A token count as vLLM's ``human_readable_int`` reads it: ``32768``, ``32k`` (x1000), ``32K``
+    (x1024), ``1m``/``1M``, ``1g``/``1G``. Raises :class:`LaunchError` otherwise (or outside 1 .. 2**40)."""
+    m = _LEN.match(str(text).strip())
+    if not m:
+        raise LaunchError(f"{name} must be a whole number of tokens (e.g. 32768 or 32k), got {_show(text)}")
+    num, unit = m.groups()
+    mult = {"": 1, "k": 1000, "K": 1024, "m": 1000**2, "M": 1024**2, "g": 1000**3, "G": 1024**3}[unit]
+    val = float(num) * mult
+    if not val.is_integer() or not 1 <= val <= 1 << 40:
+        raise LaunchError(f"{name} must be a whole number of tokens in 1..2^40, got {_show(text)}")
+    return int(val)
+
+
+def parse_size(text: Any, name: str) -> int:
+    """A parallel size in ``1 .. MAX_GPUS`` from a flag value (LaunchError otherwise)."""
+    s = str(text).strip()
+    if not re.fullmatch(r"[0-9]{1,7}", s) or not 1 <= int(s) <= MAX_GPUS:
+        raise LaunchError(f"{name} must be a whole number in 1..{MAX_GPUS}, got {_show(text)}")
+    return int(s)
+
+
+def parse_fraction(text: Any, name: str) -> float:
+    try:
+        f = float(str(text).strip())
+    except ValueError:
+        f = float("nan")
+    if not 0.0 < f <= 1.0:
+        raise LaunchError(f"{name} must be a number in (0, 1], got {_show(text)}")
+    return f
+
+
+def _show(text: Any, n: int = 40) -> str:
+    s = _CONTROL.sub("?", str(text))
+    return repr(s if len(s) <= n else s[:n] + "...")
+
+
+@dataclass
+class Launch:
+    """What a launch command asks for. ``None`` = the flag is absent (the framework's default applies)."""
+
+    framework: str
+    tokens: list[str]
+    start: int  # index of the first argument after the launcher (``vllm serve`` ...)
+    model: str | None = None
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    ep: int | None = None
+    attn_dp: int | None = None
+    expert_parallel: bool = False
+    dp_attention: bool = False
+    vision_dp: bool = False
+    mem_fraction: float | None = None
+    kv_cache_dtype: str | None = None
+    max_model_len: int | None = None
+    quantization: str | None = None
+    backend: str | None = None
+    #: flag (as written) -> index of its token, for the flags the planner models
+    spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    #: flags the planner does not model, as written (warned about, never a failure)
+    unmodeled: list[str] = field(default_factory=list)
+    #: notes on how the command was read (deprecated spellings, ignored values)
+    notes: list[str] = field(default_factory=list)
+
+    # -- the layout for the rules engine ---------------------------------------------------------
+    def layout(self) -> dict[str, Any]:
+        """``tp, pp, dp, ep, dp_attention, expert_parallel, vision_dp`` for :func:`dashboard.rules.check`."""
+        tp, pp = self.tp or 1, self.pp or 1
+        dp, ep, dpa = self.dp or 1, self.ep or 1, self.dp_attention
+        if self.framework == "sglang" and self.attn_dp and self.attn_dp > 1:
+            dpa, dp = True, self.attn_dp
+        if self.framework == "vllm":
+            ep = 1
+        return dict(tp=tp, pp=pp, dp=dp, ep=ep, dp_attention=dpa, expert_parallel=self.expert_parallel,
+                    vision_dp=self.vision_dp)
+
+    # -- rewriting -------------------------------------------------------------------------------
+    def command_with(self, *, version: str | None = None, **layout: Any) -> str:
+        """This command with another layout (keys of :meth:`layout`, plus ``max_model_len``): the flags the
+        planner models are removed and written again in the tool's own spelling; every other token stays."""
+        drop: set[int] = set()
+        for key in ("tp", "pp", "dp", "ep", "attn_dp", "expert_parallel", "no_expert_parallel", "dp_attention",
+                    "vision_dp", "mm_encoder_tp_mode"):
+            if key == "vision_dp" or key == "mm_encoder_tp_mode":
+                if "vision_dp" not in layout:
+                    continue
+            for a, b in self.spans.get(key, []):
+                drop.update(range(a, b))
+        if "max_model_len" in layout:
+            for a, b in self.spans.get("max_model_len", []):
+                drop.update(range(a, b))
+        kept = [t for i, t in enumerate(self.tokens) if i not in drop]
+        full = dict(self.layout(), **{k: v for k, v in layout.items() if k != "max_model_len"})
+        extra = _layout_flags(self.framework, full, version=version, keep_vision="vision_dp" in layout,
+                              replicas=self._replicas())
+        if "max_model_len" in layout and layout["max_model_len"]:
+            extra += [FLAGS[self.framework]["max_model_len"][0], str(int(layout["max_model_len"]))]
+        return _join(kept + extra)
+
+    def _replicas(self) -> int:
+        """SGLang ``--dp-size`` next to ``--attn-dp-size`` (0.5.22+): whole replicas, kept as written."""
+        if self.framework == "sglang" and self.attn_dp and self.attn_dp > 1 and self.dp and self.dp > 1:
+            return self.dp
+        return 1
+
+
+def _join(tokens: Sequence[str]) -> str:
+    return " ".join(shlex.quote(t) for t in tokens)
+
+
+def _layout_flags(framework: str, lay: dict[str, Any], *, version: str | None = None, keep_vision: bool = False,
+                  replicas: int = 1) -> list[str]:
+    """The flags that spell ``lay`` for ``framework`` (defaults left out)."""
+    f = FLAGS.get(framework, {})
+    out: list[str] = []
+    tp, pp, dp, ep = (int(lay.get(k) or 1) for k in ("tp", "pp", "dp", "ep"))
+    if framework == "vllm":
+        out += [f["tp"][0], str(tp)]
+        if pp > 1:
+            out += [f["pp"][0], str(pp)]
+        if dp > 1:
+            out += [f["dp"][0], str(dp)]
+        if lay.get("expert_parallel") or ep > 1:
+            out.append(f["expert_parallel"][0])
+        if keep_vision and lay.get("vision_dp"):
+            out += [f["mm_encoder_tp_mode"][0], "data"]
+    elif framework == "sglang":
+        out += [f["tp"][0], str(tp)]
+        if pp > 1:
+            out += [f["pp"][0], str(pp)]
+        if lay.get("dp_attention") and dp > 1:
+            from dashboard.rules import sglang_dp_attention_flags
+
+            out += sglang_dp_attention_flags(version, dp).split()
+            if replicas > 1:
+                out += [f["dp"][0], str(replicas)]
+        elif dp > 1:
+            out += [f["dp"][0], str(dp)]
+        if ep > 1:
+            out += [f["ep"][0], str(ep)]
+        if keep_vision and lay.get("vision_dp"):
+            out.append(f["vision_dp"][0])
+    elif framework == "tensorrt-llm":
+        out += [f["tp"][0], str(tp)]
+        if pp > 1:
+            out += [f["pp"][0], str(pp)]
+        if ep > 1:
+            out += [f["ep"][0], str(ep)]
+        # attention-DP is set in the --config/--extra_llm_api_options YAML (enable_attention_dp: true)
+    return out
+
+
+def render_command(framework: str, model: str, lay: dict[str, Any], *, version: str | None = None,
+                   max_model_len: int | None = None, extra: Sequence[str] = ()) -> str:
+    """A launch command for ``framework`` serving ``model`` at layout ``lay``; frameworks without a
+    server command (transformers, Megatron-Core) get the equivalent ``tp-planner check`` flags."""
+    flags = _layout_flags(framework, lay, version=version, keep_vision=True)
+    if framework == "vllm":
+        head = ["vllm", "serve", model]
+    elif framework == "sglang":
+        head = ["python", "-m", "sglang.launch_server", "--model-path", model]
+    elif framework == "tensorrt-llm":
+        head = ["trtllm-serve", model]
+    else:
+        head = ["tp-planner", "check", model, "--framework", framework]
+        flags = ["--tp", str(int(lay.get("tp") or 1))]
+        for k in ("pp", "dp", "ep"):
+            if int(lay.get(k) or 1) > 1:
+                flags += [f"--{k}", str(int(lay[k]))]
+        if lay.get("dp_attention"):
+            flags.append("--dp-attention")
+    if max_model_len and framework in FLAGS:
+        flags += [FLAGS[framework]["max_model_len"][0], str(int(max_model_len))]
+    elif max_model_len:
+        flags += ["--max-model-len", str(int(max_model_len))]
+    return _join([*head, *flags, *extra])
+
+
+# ------------------------------------------------------------------------------------------------
+# parsing
+# ------------------------------------------------------------------------------------------------
+
+
+def _split(command: str | Sequence[str]) -> list[str]:
+    if isinstance(command, str):
+        text = command
+    else:
+        toks = [str(t) for t in command]
+        if len(toks) == 1 and (" " in toks[0] or "\n" in toks[0] or "\t" in toks[0]):
+            text = toks[0]  # the whole command pasted as one quoted argument
+        else:
+            if sum(len(t) for t in toks) > MAX_COMMAND_CHARS:
+                raise LaunchError(f"launch command longer than {MAX_COMMAND_CHARS} characters")
+            return toks
+    if len(text) > MAX_COMMAND_CHARS:
+        raise LaunchError(f"launch command longer than {MAX_COMMAND_CHARS} characters")
+    text = re.sub(r"\\\r?\n", " ", text)  # backslash line continuations
+    try:
+        return shlex.split(text, comments=True)
+    except ValueError as e:  # "No closing quotation", "No escaped character"
+        raise LaunchError(f"cannot split the launch command as a shell would: {e}") from None
+
+
+def _launcher(tokens: list[str]) -> tuple[str, int]:
+    """(framework, index of the first argument) from the head of the command."""
+    i = 0
+    while i < len(tokens) and _ENV.match(tokens[i]):
+        i += 1
+    if i < len(tokens) and PurePath(tokens[i]).name == "env":  # env VAR=x vllm serve ...
+        i += 1
+        while i < len(tokens) and _ENV.match(tokens[i]):
+            i += 1
+    if i >= len(tokens):
+        raise LaunchError("empty launch command")
+    prog = PurePath(tokens[i]).name
+    nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+    if prog == "vllm":
+        if nxt != "serve":
+            raise LaunchError(f"only 'vllm serve' is understood, got 'vllm {_show(nxt)[1:-1]}'")
+        return "vllm", i + 2
+    if prog == "sglang" and nxt == "serve":
+        return "sglang", i + 2
+    if prog == "trtllm-serve":
+        return "tensorrt-llm", i + 2 if nxt == "serve" else i + 1
+    if re.fullmatch(r"python[0-9.]*", prog) or prog in ("uv", "uvx"):
+        j = i + 1
+        while j < len(tokens) and tokens[j] != "-m":
+            j += 1
+        mod = tokens[j + 1] if j + 1 < len(tokens) else ""
+        if mod in ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"):
+            return "vllm", j + 2
+        if mod == "sglang.launch_server":
+            return "sglang", j + 2
+        if mod:
+            raise LaunchError(f"unknown server module {_show(mod)}; expected vllm.entrypoints.openai.api_server "
+                              "or sglang.launch_server")
+    raise LaunchError(f"unknown launcher {_show(tokens[i])}; expected 'vllm serve', "
+                      "'python -m vllm.entrypoints.openai.api_server', 'python -m sglang.launch_server' "
+                      "or 'trtllm-serve'")
+
+
+def _lookup(framework: str) -> dict[str, str]:
+    return {spelling: key for key, spells in FLAGS[framework].items() for spelling in spells}
+
+
+def parse_command(command: str | Sequence[str]) -> Launch:
+    """Read a launch command (a string, or tokens as the shell split them). Raises :class:`LaunchError`."""
+    tokens = _split(command)
+    if any("\x00" in t for t in tokens):
+        raise LaunchError("launch command contains a NUL character")
+    fw, start = _launcher(tokens)
+    names = _lookup(fw)
+    out = Launch(framework=fw, tokens=tokens, start=start)
+    positional: list[tuple[int, str]] = []
+    i = start
+    while i < len(tokens):
+        tok = tokens[i]
+        if not tok.startswith("-") or tok == "-" or re.fullmatch(r"-[0-9.]+", tok):
+            positional.append((i, tok))
+            i += 1
+            continue
+        name, eq, inline = tok.partition("=")
+        look = name
+        if fw == "vllm" and name.startswith("--"):
+            look = "--" + name[2:].replace("_", "-")
+        key = names.get(look)
+        if key is None:
+            takes_value = not eq and name not in _BOOLEAN and i + 1 < len(tokens) and (
+                not tokens[i + 1].startswith("-") or re.fullmatch(r"-[0-9.]+", tokens[i + 1]) is not None)
+            out.unmodeled.append(_CONTROL.sub("?", name)[:60])
+            i += 2 if takes_value else 1
+            continue
+        kind = _KINDS[key]
+        if kind == "bool":
+            end = i + 1
+            if eq:  # --enable-expert-parallel=true (argparse would refuse a value; be lenient)
+                val = inline.strip().lower() not in ("0", "false", "no", "off")
+            else:
+                val = True
+            if key == "no_expert_parallel":
+                out.expert_parallel = False
+            else:
+                setattr(out, key, val)
+        else:
+            if eq:
+                value, end = inline, i + 1
+            elif i + 1 < len(tokens):
+                value, end = tokens[i + 1], i + 2
+            else:
+                raise LaunchError(f"{_show(name)[1:-1]} needs a value")
+            if kind == "int":
+                setattr(out, key, parse_size(value, name))
+            elif kind == "float":
+                out.mem_fraction = parse_fraction(value, name)
+            elif kind == "len":
+                if value.strip() in ("-1", "auto"):
+                    out.notes.append(f"{name} {value.strip()} (fit to memory) is not modeled: the model's "
+                                     "context length is used")
+                else:
+                    out.max_model_len = parse_len(value, name)
+            elif kind == "model":
+                out.model = value
+            elif key == "mm_encoder_tp_mode":
+                mode = value.strip().lower()
+                if mode not in ("data", "weights"):
+                    raise LaunchError(f"{name} must be 'data' or 'weights', got {_show(value)}")
+                out.vision_dp = mode == "data"
+            elif key in ("kv_cache_dtype", "quantization", "backend"):
+                v = value.strip()
+                if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,40}", v):
+                    raise LaunchError(f"{name}: not a {key.replace('_', ' ')} name: {_show(value)}")
+                setattr(out, key, v)
+        out.spans.setdefault(key, []).append((i, end))
+        i = end
+    # the MODEL positional: vllm serve MODEL / trtllm-serve MODEL (first positional)
+    if fw in ("vllm", "tensorrt-llm") and positional:
+        idx, tok = positional[0]
+        if out.model is None:
+            out.model = tok
+        elif tok != out.model:
+            out.notes.append(f"positional {_show(tok)} and --model {_show(out.model)}: the positional is used")
+            out.model = tok
+        positional = positional[1:]
+    for _, tok in positional:
+        out.notes.append(f"stray argument {_show(tok)} ignored")
+    if fw == "sglang" and out.dp_attention and out.attn_dp:
+        out.notes.append("--enable-dp-attention and --attn-dp-size both given: --attn-dp-size is used")
+    if fw == "tensorrt-llm" and out.backend and out.backend not in ("pytorch",):
+        out.notes.append(f"--backend {out.backend}: the rules follow the PyTorch backend's model code")
+    if out.model is not None and (not out.model.strip() or len(out.model) > 1024):
+        raise LaunchError("the command's MODEL is empty or longer than 1024 characters")
+    return out
+
+
+def with_layout(launch: Launch, **kw: Any) -> Launch:
+    """A copy of ``launch`` with fields replaced (used when tp-planner's own flags override the command)."""
+    return replace(launch, **kw)
