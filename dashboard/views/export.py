@@ -10,7 +10,8 @@ import pandas as pd
 import panel as pn
 import param
 
-from dashboard import plots
+from dashboard.plots import heatmap
+from dashboard.plots.style import framework_label
 from dashboard.state import (
     TAB_LABELS,
     VERSION_PARAMS,
@@ -108,7 +109,7 @@ def _version_text(framework: str, release: str) -> str:
     ``0.22.0 (rules read from source)``."""
     from dashboard.rules import versions
 
-    label = plots.framework_label(framework)
+    label = framework_label(framework)
     how = (f"run through {label}'s own code" if release in versions.EXECUTED.get(framework, ())
            else "rules read from source")
     return f"{release} ({how})"
@@ -177,7 +178,7 @@ def report_html(state: PlannerState, data: AppData, link: str = "") -> str:
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     cfg = [
         ("Catalog", data.path), ("Models shown", f"{len(models)}"), ("Name filter", s.search or "(none)"),
-        ("Frameworks", ", ".join(plots.framework_label(f) for f in s.frameworks)),
+        ("Frameworks", ", ".join(framework_label(f) for f in s.frameworks)),
         ("vLLM version", _version_text("vllm", s.vllm_version)),
         ("SGLang version", _version_text("sglang", s.sglang_version)),
         ("TP sizes", ", ".join(map(str, tps))), ("PP / DP / EP", f"{s.pp} / {s.dp} / {s.ep}"
@@ -199,7 +200,7 @@ def report_html(state: PlannerState, data: AppData, link: str = "") -> str:
     if models and tps and s.frameworks:
         grid = data.grid(**state_grid_args(s), frameworks=s.frameworks)
         for fw in s.frameworks:
-            f = plots.heatmap_frame(grid, fw, models[:200], tps)
+            f = heatmap.heatmap_frame(grid, fw, models[:200], tps)
             parts.append(f"<h2>{esc(fw_label(s, fw))}</h2><table><tr><th>model</th>"
                          + "".join(f"<th>TP {t}</th>" for t in tps) + "</tr>")
             for m, sub in f.groupby("model_id", sort=False):
@@ -211,7 +212,7 @@ def report_html(state: PlannerState, data: AppData, link: str = "") -> str:
             parts.append("</table>")
         if len(models) > 200:
             parts.append(f"<p>First 200 of {len(models)} models shown.</p>")
-        legend = " ".join(f"<span class='{k}' style='padding:2px 6px'>{esc(v)}</span>" for k, v in plots.STATUS_LABELS.items())
+        legend = " ".join(f"<span class='{k}' style='padding:2px 6px'>{esc(v)}</span>" for k, v in heatmap.STATUS_LABELS.items())
         parts.append(f"<p>{legend}</p>")
     if s.model:
         parts.append("<h2>Selected cell</h2>" + verdict_html(s, data))
@@ -239,7 +240,7 @@ class ExportPanel(pn.viewable.Viewer):
         )
         self.png = pn.widgets.Button(label="Heatmap PNG", color="primary", variant="outline",
                                      css_classes=["tp-export-png"], width=150)
-        self.png.js_on_click(args={"name": plots.HEATMAP_FIGURE_NAME}, code=PNG_EXPORT_JS)
+        self.png.js_on_click(args={"name": heatmap.HEATMAP_FIGURE_NAME}, code=PNG_EXPORT_JS)
         self.hint = pn.pane.HTML('<div style="font-size:13px;color:#555">PNG: the heatmap on the Validity tab, rows in '
                                  "view, with its legend (also the save icon above the heatmap).</div>")
 
