@@ -21,7 +21,8 @@ from dashboard.state import (
     state_grid_args,
     state_version,
 )
-from dashboard.views.common import esc
+from dashboard.views.common import csv_safe, esc
+from dashboard.views.details import fw_label, verdict_html
 
 #: Browser-side PNG export of every validity heatmap on the page (Bokeh renders its canvas to a PNG blob;
 #: nothing leaves the browser). One file per heatmap, named after its title, with the heatmap's legend
@@ -101,7 +102,6 @@ for (const v of views) {
   });
 }
 """
-from dashboard.views.details import fw_label, verdict_html
 
 
 def _version_text(framework: str, release: str) -> str:
@@ -152,20 +152,10 @@ def grid_csv_frame(state: PlannerState, data: AppData) -> pd.DataFrame:
     return sub.reset_index(drop=True)
 
 
-def _csv_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """Neutralise spreadsheet formulas in untrusted text cells (a leading = + - @ gets a quote)."""
-    out = df.copy()
-    for c in out.columns:
-        if out[c].dtype == object or str(out[c].dtype).startswith("string"):
-            s = out[c].astype(object)
-            out[c] = s.map(lambda v: ("'" + v) if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v)
-    return out
-
-
 def grid_csv(state: PlannerState, data: AppData) -> io.StringIO:
     """CSV text of :func:`grid_csv_frame` (UTF-8, header row, formulas neutralised)."""
     buf = io.StringIO()
-    _csv_safe(grid_csv_frame(state, data)).to_csv(buf, index=False)
+    csv_safe(grid_csv_frame(state, data)).to_csv(buf, index=False)
     buf.seek(0)
     return buf
 

@@ -8,7 +8,7 @@ import param
 from dashboard.plots import layout as layout_plots
 from dashboard.plots.style import framework_label
 from dashboard.state import AppData, PlannerState
-from dashboard.views.common import esc, notice_html, when_shown
+from dashboard.views.common import csv_safe, esc, notice_html, when_shown
 
 
 def layout_table(state: PlannerState, data: AppData):
@@ -105,8 +105,6 @@ class LayoutView(pn.viewable.Viewer):
     def _csv(self):
         import io
 
-        from dashboard.views.export import _csv_safe
-
         buf = io.StringIO()
         df = layout_table(self.state, self.data)
         if df is not None:
@@ -114,15 +112,15 @@ class LayoutView(pn.viewable.Viewer):
             df.insert(0, "tp", self.state.tp)
             df.insert(0, "framework", self.state.framework)
             df.insert(0, "model_id", self.state.model)
-            _csv_safe(df).to_csv(buf, index=False)
+            csv_safe(df).to_csv(buf, index=False)
         else:  # never an empty file: say why there is no layout
             import pandas as pd
 
             note = ("no per-rank layout: " + ("no model selected" if not self.state.model else
                     "the model is not in the catalog, its config could not be read, or the framework cannot "
                     "lay out its heads at this TP size (the Per-rank layout tab says which)"))
-            _csv_safe(pd.DataFrame([{"model_id": self.state.model, "framework": self.state.framework,
-                                     "tp": self.state.tp, "note": note}])).to_csv(buf, index=False)
+            csv_safe(pd.DataFrame([{"model_id": self.state.model, "framework": self.state.framework,
+                                    "tp": self.state.tp, "note": note}])).to_csv(buf, index=False)
         buf.seek(0)
         return buf
 
