@@ -79,8 +79,8 @@ def test_app_on_shipped_catalog_draws_heatmaps():
     from the top, a window of 25 rows in view and only those rows (plus a margin) in the data source."""
     from bokeh.models import Range1d
 
-    from dashboard import plots
     from dashboard.app import DashboardApp
+    from dashboard.plots import heatmap
 
     app = DashboardApp()
     v = app.validity
@@ -91,7 +91,7 @@ def test_app_on_shipped_catalog_draws_heatmaps():
     assert fig.title.text == "Valid TP sizes"
     tps = [str(t) for t in schema.DEFAULT_TP_SIZES]
     assert [tuple(f) for f in fig.x_range.factors] == [("vLLM", t) for t in tps] + [("SGLang", t) for t in tps]
-    assert fig.x_range.group_padding == plots.GROUP_PADDING
+    assert fig.x_range.group_padding == heatmap.GROUP_PADDING
     # Model rows: numeric, the first model on top, 25 in view, bounded to the catalog.
     assert isinstance(fig.y_range, Range1d)
     assert (fig.y_range.start, fig.y_range.end, tuple(fig.y_range.bounds)) == (-25.0, 0.0, (-float(n), 0.0))
@@ -100,8 +100,8 @@ def test_app_on_shipped_catalog_draws_heatmaps():
     assert len(fig.yaxis[0].ticker.ticks) == n and fig.yaxis[0].ticker.ticks[0] == -0.5
     # The data source: the rows in view plus the margin, every column group; marks from the same rows.
     src = fig.renderers[0].data_source
-    rows = 25 + plots.WINDOW_MARGIN_ROWS
-    assert set(src.data) == set(plots.SOURCE_COLUMNS)
+    rows = 25 + heatmap.WINDOW_MARGIN_ROWS
+    assert set(src.data) == set(heatmap.SOURCE_COLUMNS)
     assert sorted(set(src.data["row"].tolist())) == list(range(rows))
     assert len(src.data["x"]) == rows * len(fig.x_range.factors)
     assert fig.renderers[1].data_source is src
@@ -114,24 +114,24 @@ def test_side_by_side_heatmaps_fit_a_1920px_page():
     frame keeps its width when a framework or TP size is added (no re-layout of the page), and with many
     columns it grows at the minimum column width (the area then scrolls sideways). Ids longer than the
     axis allows keep their start and end."""
-    from dashboard import plots
+    from dashboard.plots import heatmap
 
     models = ["nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4", "Qwen/Qwen3-235B-A22B-Instruct-2507"]
-    label = plots.ylabel_px(models)
-    geo = plots.heatmap_geometry(130, 10, 2, label)
-    assert geo["width"] <= plots.HEATMAP_BUDGET_PX and geo["col"] >= 30
-    assert geo["rows"] == plots.VISIBLE_ROWS and geo["frame_height"] == plots.VISIBLE_ROWS * plots.ROW_PX
+    label = heatmap.ylabel_px(models)
+    geo = heatmap.heatmap_geometry(130, 10, 2, label)
+    assert geo["width"] <= heatmap.HEATMAP_BUDGET_PX and geo["col"] >= 30
+    assert geo["rows"] == heatmap.VISIBLE_ROWS and geo["frame_height"] == heatmap.VISIBLE_ROWS * heatmap.ROW_PX
     for n_tp, n_fw in ((11, 2), (10, 3), (11, 3), (9, 2), (12, 2)):
-        assert plots.heatmap_geometry(130, n_tp, n_fw, label)["frame_width"] == geo["frame_width"], (n_tp, n_fw)
-    assert plots.heatmap_geometry(130, 12, 3, label)["col"] == pytest.approx(plots.MIN_COL_PX, abs=0.05)  # (grows)
-    many = plots.heatmap_geometry(130, 17, 6, label)
-    assert many["col"] == pytest.approx(plots.MIN_COL_PX) and many["frame_width"] > geo["frame_width"]
-    few = plots.heatmap_geometry(3, 2, 1, label)
-    assert few["col"] == pytest.approx(plots.MAX_COL_PX) and few["rows"] == 3
-    assert plots.heatmap_geometry(130, 10, 2, label, visible_rows=None)["rows"] == 130
-    short = plots.short_label(models[0])
-    assert len(short) == plots.MAX_LABEL_CHARS and short.startswith("nvidia/") and short.endswith("NVFP4")
-    assert plots.short_label(models[1]) == models[1]
+        assert heatmap.heatmap_geometry(130, n_tp, n_fw, label)["frame_width"] == geo["frame_width"], (n_tp, n_fw)
+    assert heatmap.heatmap_geometry(130, 12, 3, label)["col"] == pytest.approx(heatmap.MIN_COL_PX, abs=0.05)  # (grows)
+    many = heatmap.heatmap_geometry(130, 17, 6, label)
+    assert many["col"] == pytest.approx(heatmap.MIN_COL_PX) and many["frame_width"] > geo["frame_width"]
+    few = heatmap.heatmap_geometry(3, 2, 1, label)
+    assert few["col"] == pytest.approx(heatmap.MAX_COL_PX) and few["rows"] == 3
+    assert heatmap.heatmap_geometry(130, 10, 2, label, visible_rows=None)["rows"] == 130
+    short = heatmap.short_label(models[0])
+    assert len(short) == heatmap.MAX_LABEL_CHARS and short.startswith("nvidia/") and short.endswith("NVFP4")
+    assert heatmap.short_label(models[1]) == models[1]
 
 
 
@@ -149,14 +149,14 @@ def test_switching_framework_updates_heatmaps(app):
 
 
 def test_disagreement_mode(app):
-    from dashboard import plots
+    from dashboard.plots import heatmap
 
     app.state.param.update(frameworks=["vllm", "transformers-cb-cache"], disagreement=True)
     assert list(app.validity.frames) == ["disagreement"]
     fig = app.validity.figure
     assert fig.title.text == "Where frameworks disagree"
     assert {tuple(f)[0] for f in fig.x_range.factors} == {"vLLM vs transformers CB cache"}
-    assert fig.tags == [[c, plots.DISAGREE_LABELS[k], plots.DISAGREE_MARKERS[k]] for k, c in plots.DISAGREE_COLORS.items()]
+    assert fig.tags == [[c, heatmap.DISAGREE_LABELS[k], heatmap.DISAGREE_MARKERS[k]] for k, c in heatmap.DISAGREE_COLORS.items()]
     df = app.validity.frames["disagreement"]
     cell = df[(df.model_id == "meta-llama/Llama-3.1-8B") & (df.tp == "16")].iloc[0]
     assert cell.status == "disagree"  # vLLM replicates 8 KV heads over 16 ranks; the CB cache needs 8 % 16 == 0
@@ -166,10 +166,10 @@ def test_disagreement_mode(app):
 
 def _tap_xy(view, group: int, tp: str, model: str) -> tuple[float, float]:
     """Synthetic (x, y) data coordinates of the centre of a cell, as Bokeh's Tap event reports them."""
-    from dashboard import plots
+    from dashboard.plots import heatmap
 
     k = view._tps.index(tp)
-    x = 0.5 + k + group * (len(view._tps) + plots.GROUP_PADDING)
+    x = 0.5 + k + group * (len(view._tps) + heatmap.GROUP_PADDING)
     return x, -(view._models.index(model) + 0.5)
 
 
@@ -333,17 +333,17 @@ def test_memory_view_renders_or_says_why(app):
 
 
 def test_memory_plots_show_coincident_frameworks_and_the_gpu_line():
-    from dashboard import plots
+    from dashboard.plots import memory as memory_plots
 
     frame = pd.DataFrame({"framework": ["vllm"] * 3 + ["sglang"] * 3 + ["tensorrt-llm"] * 3,
                           "tp": [1, 2, 4] * 3, "v": [8.0, 4.0, 2.0, 8.0, 4.0, 2.0, 8.0, 4.0, 3.0]})
-    ov = plots.per_rank_curves(frame, "v", "KV cache per token per rank (KiB)", "KV")
+    ov = memory_plots.per_rank_curves(frame, "v", "KV cache per token per rank (KiB)", "KV")
     labels = [el.label for el in ov]
     assert "vLLM = SGLang" in labels and "TensorRT-LLM" in labels and "vLLM" not in labels
     assert "GPUs" in ov.get(0).kdims[0].label and "(KiB)" in ov.get(0).vdims[0].label
     cap = pd.DataFrame({"tp": [1, 8], "weights_gib": [130.0, 17.0], "kv_gib": [0.0, 50.0],
                         "reserve_gib": [2.0, 4.0], "fits": [False, True]})
-    fig = hv.render(plots.memory_bars(cap, 80.0, "Memory per GPU"))
+    fig = hv.render(memory_plots.memory_bars(cap, 80.0, "Memory per GPU"))
     assert list(fig.x_range.factors) == ["TP 1 ✗", "TP 8"]  # only the layouts: no stray numeric tick
     assert any(getattr(r, "location", None) == 80.0 for r in fig.center)
     assert any("GPU memory (80 GiB)" in str(i.label) for i in fig.legend[0].items)
@@ -352,11 +352,11 @@ def test_memory_plots_show_coincident_frameworks_and_the_gpu_line():
 
 def test_layout_plot_legend_outside_and_short_title():
     import dashboard.layout as lay
-    from dashboard import plots
+    from dashboard.plots import layout as layout_plots
 
     rec = cat.normalize_config(_cfg(24, 3, hidden=3072), "acme/h24-kv3")
-    frame = plots.layout_frame(lay.rank_layout(rec, "sglang", 6))
-    fig = hv.render(plots.layout_plot(frame, "SGLang, TP = 6"))
+    frame = layout_plots.layout_frame(lay.rank_layout(rec, "sglang", 6))
+    fig = hv.render(layout_plots.layout_plot(frame, "SGLang, TP = 6"))
     assert fig.title.text == "SGLang, TP = 6"
     legends = [x for x in fig.right if getattr(x, "name", "") == "status-legend"]
     assert legends and not [x for x in fig.above if getattr(x, "name", "") == "status-legend"]
@@ -370,13 +370,13 @@ def test_heatmaps_carry_no_legend_of_their_own(app):
     colours, labels and marks for the PNG export, which draws them under the image."""
     from bokeh.models import Legend
 
-    from dashboard import plots
+    from dashboard.plots import heatmap
 
     legend = app.validity._legend.object
     assert "valid, KV replicated" in legend and legend.count("<svg") == 4  # every status but plain valid
     fig = app.validity.figure
     assert not [x for x in (*fig.below, *fig.above, *fig.right, *fig.center) if isinstance(x, Legend)]
-    assert fig.tags == [[c, plots.STATUS_LABELS[k], plots.STATUS_MARKERS[k]] for k, c in plots.STATUS_COLORS.items()]
+    assert fig.tags == [[c, heatmap.STATUS_LABELS[k], heatmap.STATUS_MARKERS[k]] for k, c in heatmap.STATUS_COLORS.items()]
     assert fig.styles.get("flex") == "none"  # never squeezed below its size on a narrow screen
 
 
@@ -386,12 +386,12 @@ def test_heatmap_names_are_shortened_by_a_formatter_that_bokeh_measures(app):
     the y axis uses a tick formatter with the same cut as short_label; the ids are its data, not code."""
     from bokeh.models import CustomJSTickFormatter
 
-    from dashboard import plots
+    from dashboard.plots import heatmap
 
     fig = app.validity.figure
     assert isinstance(fig.yaxis[0].formatter, CustomJSTickFormatter)
     assert not fig.yaxis[0].major_label_overrides
-    assert f"const n = {plots.MAX_LABEL_CHARS};" in fig.yaxis[0].formatter.code
+    assert f"const n = {heatmap.MAX_LABEL_CHARS};" in fig.yaxis[0].formatter.code
     assert HOSTILE in fig.yaxis[0].formatter.args["names"] and HOSTILE not in fig.yaxis[0].formatter.code
 
 
@@ -403,9 +403,9 @@ def test_validity_row_wraps_the_details_below_when_the_heatmaps_need_the_room(ap
     basis = app.validity._main.styles["flex"]
     fig = app.validity.figure
     assert basis.startswith("1 1 ") and int(basis.split()[2].rstrip("px")) >= fig.frame_width + fig.min_border_left
-    from dashboard import plots
+    from dashboard.plots import heatmap
 
-    assert plots.MIN_COL_PX >= 20
+    assert heatmap.MIN_COL_PX >= 20
 
 
 
@@ -432,32 +432,32 @@ def test_layout_of_a_model_with_huge_head_counts_is_capped_with_a_note():
     """65,536 heads at TP=64: 1,024 query heads per rank. At most MAX_LAYOUT_SLOTS columns are drawn and a
     note says how many are left out; the tidy layout (CSV) keeps every head."""
     import dashboard.layout as lay
-    from dashboard import plots
     from dashboard.app import DashboardApp
+    from dashboard.plots import layout as layout_plots
 
     rec = cat.normalize_config(_cfg(65536, 64, hidden=65536 * 64, head_dim=64), "huge/heads")
-    full = plots.layout_frame(lay.rank_layout(rec, "vllm", 64))
-    drawn, cut = plots.cap_layout_slots(full)
-    assert drawn["slot"].nunique() <= plots.MAX_LAYOUT_SLOTS
+    full = layout_plots.layout_frame(lay.rank_layout(rec, "vllm", 64))
+    drawn, cut = layout_plots.cap_layout_slots(full)
+    assert drawn["slot"].nunique() <= layout_plots.MAX_LAYOUT_SLOTS
     assert cut["query"][1] == 1024 and cut["query"][0] >= 4
     assert drawn["slot"].str.startswith("Q0").any() and drawn["slot"].str.startswith("KV").any()
-    note = plots.hidden_slots_note(cut)
+    note = layout_plots.hidden_slots_note(cut)
     assert "1,024 query heads per rank" in note and f"{1024 - cut['query'][0]:,} more not drawn" in note
     # Small layouts are untouched.
-    small = plots.layout_frame(lay.rank_layout(cat.normalize_config(_cfg(32, 8), "a/b"), "vllm", 8))
-    assert plots.cap_layout_slots(small) == (small, {})
+    small = layout_plots.layout_frame(lay.rank_layout(cat.normalize_config(_cfg(32, 8), "a/b"), "vllm", 8))
+    assert layout_plots.cap_layout_slots(small) == (small, {})
 
     app = DashboardApp(catalog=cat.catalog_from_records([rec]),
                        query="?model=huge/heads&framework=vllm&tp=64&tab=layout")
     view = app.layout
     assert "more not drawn" in view._notice.object and view._notice.visible
     fig = hv.render(view._plot.object)
-    assert len(fig.x_range.factors) <= plots.MAX_LAYOUT_SLOTS
+    assert len(fig.x_range.factors) <= layout_plots.MAX_LAYOUT_SLOTS
     csv = pd.read_csv(view._csv())
     assert len(csv) == len(lay.rank_layout(rec, "vllm", 64)) and set(csv["model_id"]) == {"huge/heads"}
     # The compact preview beside the heatmap is capped too.
     obj, note = __import__("dashboard.views.layout", fromlist=["x"]).layout_object(app.state, app.data, compact=True)
-    assert len(hv.render(obj).x_range.factors) <= plots.MAX_COMPACT_SLOTS and "more not drawn" in note
+    assert len(hv.render(obj).x_range.factors) <= layout_plots.MAX_COMPACT_SLOTS and "more not drawn" in note
 
 
 @pytest.mark.parametrize("query, expected", [
@@ -494,13 +494,13 @@ def test_control_changes_update_the_heatmaps_in_place(app):
     marks from a status code, hover texts as one string."""
     from bokeh.models import HoverTool
 
-    from dashboard import plots
+    from dashboard.plots import heatmap
 
     v = app.validity
     app.state.frameworks = ["vllm", "sglang"]
     fig = v.figure
     src, y_range, x_range = fig.renderers[0].data_source, fig.y_range, fig.x_range
-    assert set(src.data) == set(plots.SOURCE_COLUMNS)
+    assert set(src.data) == set(heatmap.SOURCE_COLUMNS)
     app.state.search = "acme"  # a filter change: same figure, the model axis updated in place
     assert v.figure is fig and fig.renderers[0].data_source is src and fig.x_range is x_range and fig.y_range is y_range
     assert fig.yaxis[0].formatter.args["names"] == ["acme/h24-kv3", "acme/h30"]
@@ -515,31 +515,31 @@ def test_control_changes_update_the_heatmaps_in_place(app):
     assert all(np.asarray(data[c]).dtype.kind in "fiu" for c in data)  # numbers only: binary arrays
     row = v._models.index("meta-llama/Llama-3.1-8B")
     # column group 1 ("transformers CB cache"), TP 24 (the 5th TP size)
-    i = [j for j in range(len(data["x"])) if data["x"][j] == plots.column_x(1, 4, 5) and data["row"][j] == row][0]
+    i = [j for j in range(len(data["x"])) if data["x"][j] == heatmap.column_x(1, 4, 5) and data["row"][j] == row][0]
     hover = next(t for t in fig.toolbar.tools if isinstance(t, HoverTool))
-    info = plots.hover_texts(fig)
+    info = heatmap.hover_texts(fig)
     assert len(info) == len(data["x"])
-    texts = hover.formatters["@info"].args["texts"].split(plots.INFO_SEPARATOR)
+    texts = hover.formatters["@info"].args["texts"].split(heatmap.INFO_SEPARATOR)
     assert len(set(texts)) == len(texts) < len(info)  # each distinct text once
     # the hover text of a cell: verdict, heads per rank and the failing messages;
     # refused: the verdict and the failing messages, no made-up per-rank head counts
     assert info[i].startswith("invalid (refused)\n") and "24" in info[i]
     assert "heads / rank" not in info[i]
-    codes = plots.status_codes(plots.STATUS_COLORS)
+    codes = heatmap.status_codes(heatmap.STATUS_COLORS)
     ok = [j for j in range(len(data["x"])) if data["code"][j] == codes["valid"]]
     assert "query heads / rank:" in info[ok[0]]
     assert data["code"][i] == codes["invalid"] and data["ym"][i] == data["y"][i] == -(row + 0.5)
     assert ok and all(np.isnan(data["ym"][j]) for j in ok)  # plain valid cells carry no mark
     # colour and mark come from the code: the colour map's palette and the marker transform's list
     cmap, marks = fig.renderers[0].glyph.fill_color.transform, fig.renderers[1].glyph.marker.transform
-    assert cmap.palette[codes["invalid"]] == plots.STATUS_COLORS["invalid"]
+    assert cmap.palette[codes["invalid"]] == heatmap.STATUS_COLORS["invalid"]
     assert marks.args["markers"][codes["invalid"]] == "x" and marks.args["markers"][codes["valid"]] == ""
     assert hover.formatters["@x"].args["groups"] == ["vLLM", "transformers CB cache"]
     app.state.param.update(frameworks=["vllm", "sglang"], disagreement=True)
     assert v.figure is fig and list(v.frames) == ["disagreement"]
-    assert fig.tags == [[c, plots.DISAGREE_LABELS[k], plots.DISAGREE_MARKERS[k]] for k, c in plots.DISAGREE_COLORS.items()]
-    assert list(cmap.palette) == list(plots.DISAGREE_COLORS.values())
-    assert marks.args["markers"] == [plots.DISAGREE_MARKERS[k] for k in plots.DISAGREE_COLORS]
+    assert fig.tags == [[c, heatmap.DISAGREE_LABELS[k], heatmap.DISAGREE_MARKERS[k]] for k, c in heatmap.DISAGREE_COLORS.items()]
+    assert list(cmap.palette) == list(heatmap.DISAGREE_COLORS.values())
+    assert marks.args["markers"] == [heatmap.DISAGREE_MARKERS[k] for k in heatmap.DISAGREE_COLORS]
     app.state.disagreement = False
     assert v.figure is fig and fig.title.text == "Valid TP sizes"
     assert len(v._plots.objects) == 1
@@ -577,17 +577,17 @@ def test_wide_layout_plot_keeps_fixed_cells_in_a_sideways_scrolling_container():
     """> 40 heads per rank: fixed 26 px head columns (the figure's frame, not a width Panel would pass up
     to the page), inside the tp-layout-scroll container that scrolls sideways."""
     import dashboard.layout as lay
-    from dashboard import plots
     from dashboard.app import DashboardApp
+    from dashboard.plots import layout as layout_plots
 
     rec = cat.normalize_config(_cfg(128, 8, hidden=16384), "big/h128")
-    frame, _ = plots.cap_layout_slots(plots.layout_frame(lay.rank_layout(rec, "vllm", 1)))
-    fig = hv.render(plots.layout_plot(frame, "vLLM, TP = 1"))
+    frame, _ = layout_plots.cap_layout_slots(layout_plots.layout_frame(lay.rank_layout(rec, "vllm", 1)))
+    fig = hv.render(layout_plots.layout_plot(frame, "vLLM, TP = 1"))
     n = len(fig.x_range.factors)
-    assert n > 40 and fig.frame_width == 26 * n and fig.frame_height >= plots.LAYOUT_ROW_PX
-    small = plots.layout_frame(lay.rank_layout(rec, "vllm", 8))
-    fig8 = hv.render(plots.layout_plot(small, "vLLM, TP = 8"))
-    assert fig8.frame_width == plots.LAYOUT_CELL_PX * len(fig8.x_range.factors)
+    assert n > 40 and fig.frame_width == 26 * n and fig.frame_height >= layout_plots.LAYOUT_ROW_PX
+    small = layout_plots.layout_frame(lay.rank_layout(rec, "vllm", 8))
+    fig8 = hv.render(layout_plots.layout_plot(small, "vLLM, TP = 8"))
+    assert fig8.frame_width == layout_plots.LAYOUT_CELL_PX * len(fig8.x_range.factors)
     app = DashboardApp(catalog=cat.catalog_from_records([rec]), query="?model=big/h128&framework=vllm&tp=1&tab=layout")
     view = app.layout
     assert view._scroll.css_classes == ["tp-layout-scroll"] and view._scroll.styles["overflow-x"] == "auto"
@@ -597,20 +597,20 @@ def test_wide_layout_plot_keeps_fixed_cells_in_a_sideways_scrolling_container():
 def test_scrolling_the_heatmap_loads_the_rows_in_view():
     """The browser holds only the rows in view plus a margin; moving the model axis (a wheel or drag in
     the browser) makes the server send the rows now in view, and nothing while they are already there."""
-    from dashboard import plots
     from dashboard.app import DashboardApp
+    from dashboard.plots import heatmap
 
     app = DashboardApp()
     v = app.validity
     src, y = v.figure.renderers[0].data_source, v.figure.y_range
     n = len(v._models)
-    assert set(src.data["row"].tolist()) == set(range(25 + plots.WINDOW_MARGIN_ROWS))
+    assert set(src.data["row"].tolist()) == set(range(25 + heatmap.WINDOW_MARGIN_ROWS))
     before = src.data
     y.update(start=-27.0, end=-2.0)  # two rows down: still inside the margin, nothing sent
     assert src.data is before
     y.update(start=-85.0, end=-60.0)
     rows = set(src.data["row"].tolist())
-    assert set(range(60, 85)) <= rows and rows == set(range(60 - plots.WINDOW_MARGIN_ROWS, 85 + plots.WINDOW_MARGIN_ROWS))
+    assert set(range(60, 85)) <= rows and rows == set(range(60 - heatmap.WINDOW_MARGIN_ROWS, 85 + heatmap.WINDOW_MARGIN_ROWS))
     assert len(src.data["x"]) == len(rows) * len(v.figure.x_range.factors)
     y.update(start=-float(n), end=-float(n - 25))  # the bottom
     assert max(src.data["row"].tolist()) == n - 1
@@ -623,33 +623,33 @@ def test_scrolling_the_heatmap_loads_the_rows_in_view():
 
 
 def test_window_and_tap_geometry():
-    from dashboard import plots
+    from dashboard.plots import heatmap
 
-    assert plots.window_rows(-25, 0, 130, margin=6) == (0, 31)
-    assert plots.window_rows(-85.5, -60.5, 130, margin=6) == (54, 92)
-    assert plots.window_rows(-130, -105, 130, margin=6) == (99, 130)
-    assert plots.window_rows(float("nan"), 0, 130, margin=0) == (0, plots.VISIBLE_ROWS)
-    assert plots.window_rows(-25, 0, 3, margin=6) == (0, 3)
+    assert heatmap.window_rows(-25, 0, 130, margin=6) == (0, 31)
+    assert heatmap.window_rows(-85.5, -60.5, 130, margin=6) == (54, 92)
+    assert heatmap.window_rows(-130, -105, 130, margin=6) == (99, 130)
+    assert heatmap.window_rows(float("nan"), 0, 130, margin=0) == (0, heatmap.VISIBLE_ROWS)
+    assert heatmap.window_rows(-25, 0, 3, margin=6) == (0, 3)
     groups, tps = ["vLLM", "SGLang"], ["1", "2", "4"]
-    assert plots.heatmap_factors(groups, tps)[3] == ("SGLang", "1")
-    assert plots.heatmap_units(2, 3) == pytest.approx(6.6)
+    assert heatmap.heatmap_factors(groups, tps)[3] == ("SGLang", "1")
+    assert heatmap.heatmap_units(2, 3) == pytest.approx(6.6)
     # Bokeh's synthetic x of nested factor k of group g: k + 0.5 + g * (n_tp + GROUP_PADDING).
     for g in range(2):
         for k, t in enumerate(tps):
-            x = k + 0.5 + g * (3 + plots.GROUP_PADDING)
-            assert plots.tap_column(x, groups, tps) == (g, t)
-            assert plots.tap_column(x - 0.49, groups, tps) == (g, t) and plots.tap_column(x + 0.49, groups, tps) == (g, t)
-    assert plots.tap_column(3.3, groups, tps) is None  # the gap between the groups
+            x = k + 0.5 + g * (3 + heatmap.GROUP_PADDING)
+            assert heatmap.tap_column(x, groups, tps) == (g, t)
+            assert heatmap.tap_column(x - 0.49, groups, tps) == (g, t) and heatmap.tap_column(x + 0.49, groups, tps) == (g, t)
+    assert heatmap.tap_column(3.3, groups, tps) is None  # the gap between the groups
     for bad in (-0.1, 6.7, float("nan"), float("inf"), None, "x"):
-        assert plots.tap_column(bad, groups, tps) is None
+        assert heatmap.tap_column(bad, groups, tps) is None
     one = {"col": np.array([0, 1]), "y": np.array([-0.5, -0.5]), "row": np.array([0, 0]),
            "ym": np.array([np.nan, -0.5]), "code": np.array([0, 3], dtype="uint8"), "info": np.array(["a", "b"], dtype=object)}
-    both = plots.concat_source_data([one, one], n_tp=2)
+    both = heatmap.concat_source_data([one, one], n_tp=2)
     assert both["x"].tolist() == pytest.approx([0.5, 1.5, 3.1, 4.1]) and both["row"].tolist() == [0, 0, 0, 0]
-    assert [plots.tap_column(x, groups[:2], ["1", "2"]) for x in both["x"]] == [(0, "1"), (0, "2"), (1, "1"), (1, "2")]
-    cols, texts = plots.browser_data({**both, "info": np.array(["a\x1eb", "c", "a\x1eb", None], dtype=object)})
-    assert texts.split(plots.INFO_SEPARATOR) == ["a b", "c", ""] and cols["info"].tolist() == [0, 1, 0, 2]
-    assert set(cols) == set(plots.SOURCE_COLUMNS) and all(np.asarray(v).dtype.kind in "fiu" for v in cols.values())
+    assert [heatmap.tap_column(x, groups[:2], ["1", "2"]) for x in both["x"]] == [(0, "1"), (0, "2"), (1, "1"), (1, "2")]
+    cols, texts = heatmap.browser_data({**both, "info": np.array(["a\x1eb", "c", "a\x1eb", None], dtype=object)})
+    assert texts.split(heatmap.INFO_SEPARATOR) == ["a b", "c", ""] and cols["info"].tolist() == [0, 1, 0, 2]
+    assert set(cols) == set(heatmap.SOURCE_COLUMNS) and all(np.asarray(v).dtype.kind in "fiu" for v in cols.values())
 
 
 def test_a_control_change_relays_out_the_page_at_most_once():
@@ -678,8 +678,8 @@ def test_a_control_change_relays_out_the_page_at_most_once():
 def test_heatmap_keeps_its_width_while_frameworks_are_ticked_on_and_off():
     """A heatmap that widened for a fourth framework does not shrink back when it is ticked off (each size
     change costs the browser a re-layout of the whole page); a new set of models starts afresh."""
-    from dashboard import plots
     from dashboard.app import DashboardApp
+    from dashboard.plots import heatmap
 
     app = DashboardApp()
     v = app.validity
@@ -687,35 +687,35 @@ def test_heatmap_keeps_its_width_while_frameworks_are_ticked_on_and_off():
     base = v.figure.frame_width
     app.state.frameworks = ["vllm", "sglang", "tensorrt-llm", "transformers-native-tp"]
     wide = v.figure.frame_width
-    assert wide > base and wide == math.ceil(plots.heatmap_units(4, 11) * plots.MIN_COL_PX)
+    assert wide > base and wide == math.ceil(heatmap.heatmap_units(4, 11) * heatmap.MIN_COL_PX)
     for fws in (["vllm", "sglang", "tensorrt-llm"], ["vllm", "sglang"], ["vllm", "sglang", "tensorrt-llm", "transformers-native-tp"]):
         app.state.frameworks = fws
         assert v.figure.frame_width == wide, fws
-        assert plots.MIN_COL_PX <= wide / plots.heatmap_units(len(fws), 11) <= plots.MAX_COL_PX
+        assert heatmap.MIN_COL_PX <= wide / heatmap.heatmap_units(len(fws), 11) <= heatmap.MAX_COL_PX
     app.state.frameworks = ["vllm"]  # one group of 11 columns at that width would be too wide a column
     assert v.figure.frame_width < wide
     app.state.frameworks = ["vllm", "sglang"]
     app.state.search = "qwen"
-    assert v.figure.frame_width == plots.heatmap_geometry(len(v._models), 11, 2, plots.ylabel_px(v._models))["frame_width"]
+    assert v.figure.frame_width == heatmap.heatmap_geometry(len(v._models), 11, 2, heatmap.ylabel_px(v._models))["frame_width"]
 
 
 def test_all_six_frameworks_keep_their_axis_labels_apart():
     """Six frameworks x 10 TP sizes: the TP labels keep one size however narrow the columns (so the x
     axis keeps its height and a control change never re-lays the figure out), and every group label fits
     its group of columns (short labels for the two transformers checks)."""
-    from dashboard import plots
     from dashboard.app import DashboardApp
+    from dashboard.plots import heatmap
 
     app = DashboardApp()
     app.state.frameworks = list(schema.FRAMEWORKS)
     fig, v = app.validity.figure, app.validity
-    geo = plots.heatmap_geometry(len(v._models), len(v._tps), 6, plots.ylabel_px(v._models))
-    assert geo["col"] < 26 and fig.xaxis[0].major_label_text_font_size == plots.HEATMAP_TICK_SIZE
+    geo = heatmap.heatmap_geometry(len(v._models), len(v._tps), 6, heatmap.ylabel_px(v._models))
+    assert geo["col"] < 26 and fig.xaxis[0].major_label_text_font_size == heatmap.HEATMAP_TICK_SIZE
     pt = int(fig.xaxis[0].group_text_font_size.rstrip("pt"))
     assert all(len(g) * 0.75 * pt <= len(v._tps) * geo["col"] for g in v._groups), (v._groups, pt)
     assert "transformers TP" in v._groups and "transformers CB cache" in v._groups
     app.state.frameworks = ["vllm", "sglang"]
-    assert fig.xaxis[0].major_label_text_font_size == plots.HEATMAP_TICK_SIZE
+    assert fig.xaxis[0].major_label_text_font_size == heatmap.HEATMAP_TICK_SIZE
     assert fig.xaxis[0].group_text_font_size == "15pt"
 
 

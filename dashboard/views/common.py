@@ -1,4 +1,8 @@
-"""Small helpers shared by the views: escaping, notices, two-way widget binding."""
+"""Small helpers shared by the views: escaping, notices, CSV cells, two-way widget binding.
+
+A helper that two views need lives here (or in the pure layer), never in one of the views: the views
+import this module and never each other in a circle (``tests/test_imports.py`` walks the imports).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import html
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
 import panel as pn
 import param
 
@@ -31,6 +36,16 @@ def notice_html(text: str, kind: str = "info") -> str:
         f'<div class="tp-notice tp-notice-{esc(kind)}" style="background:{bg};color:{fg};padding:10px 14px;'
         f'border-radius:6px;font-size:15px;line-height:1.4">{esc(text)}</div>'
     )
+
+
+def csv_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """Neutralise spreadsheet formulas in untrusted text cells (a leading = + - @ gets a quote)."""
+    out = df.copy()
+    for c in out.columns:
+        if out[c].dtype == object or str(out[c].dtype).startswith("string"):
+            s = out[c].astype(object)
+            out[c] = s.map(lambda v: ("'" + v) if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v)
+    return out
 
 
 def bind_two_way(widget: pn.widgets.Widget, obj: param.Parameterized, pname: str,

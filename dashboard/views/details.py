@@ -5,7 +5,8 @@ from __future__ import annotations
 import panel as pn
 import param
 
-from dashboard import plots
+from dashboard.plots import heatmap
+from dashboard.plots.style import framework_label
 from dashboard.state import AppData, PlannerState, state_rule_args, state_version
 from dashboard.views.common import esc, notice_html, safe_url, when_shown
 from dashboard.views.layout import layout_object
@@ -15,7 +16,7 @@ def fw_label(state: PlannerState, framework: str | None = None) -> str:
     """The selected cell's framework as shown in its details: vLLM and SGLang with the release their rules
     follow."""
     fw = framework or state.framework
-    label = plots.framework_label(fw)
+    label = framework_label(fw)
     version = state_version(state, fw)
     return f"{label} {version}" if version else label
 
@@ -32,7 +33,7 @@ def ep_text(state: PlannerState) -> str:
 def evidence_text(verdict) -> str:
     """Where a verdict comes from: the framework's own code (vLLM, SGLang), run by the conformance harness
     (``evidence == "executed"``), or the framework's source read by hand."""
-    fw = plots.framework_label(getattr(verdict, "framework", ""))
+    fw = framework_label(getattr(verdict, "framework", ""))
     release = getattr(verdict, "release", None)
     if getattr(verdict, "evidence", "source") == "executed":
         return f"Reproduced by running {fw} {release}'s own code (conformance table)"
@@ -100,11 +101,11 @@ def verdict_html(state: PlannerState, data: AppData) -> str:
     except Exception as exc:  # noqa: BLE001 -- show the reason instead of a broken page
         return head + notice_html(f"The rules engine could not check this cell: {exc}", "error")
     status = getattr(v, "status", "unknown")
-    color = plots.STATUS_COLORS.get(status, "#BBBBBB")
+    color = heatmap.STATUS_COLORS.get(status, "#BBBBBB")
     parts = [head]
     parts.append(
         f'<div class="tp-verdict" style="display:inline-block;padding:4px 12px;border-radius:14px;background:{color};'
-        f'color:#111;font-size:17px;font-weight:600">{esc(plots.STATUS_LABELS.get(status, status))}</div>'
+        f'color:#111;font-size:17px;font-weight:600">{esc(heatmap.STATUS_LABELS.get(status, status))}</div>'
     )
     facts = []
     # A refused layout has no per-rank head counts (40 heads over TP 3 is not "13 per rank"): only the

@@ -10,7 +10,8 @@ import pandas as pd
 import panel as pn
 import param
 
-from dashboard import plots
+from dashboard.plots import heatmap
+from dashboard.plots.style import framework_label
 from dashboard.state import (
     TAB_LABELS,
     VERSION_PARAMS,
@@ -20,7 +21,8 @@ from dashboard.state import (
     state_grid_args,
     state_version,
 )
-from dashboard.views.common import esc
+from dashboard.views.common import csv_safe, esc
+from dashboard.views.details import fw_label, verdict_html
 
 #: Browser-side PNG export of every validity heatmap on the page (Bokeh renders its canvas to a PNG blob;
 #: nothing leaves the browser). One file per heatmap, named after its title, with the heatmap's legend
@@ -100,7 +102,6 @@ for (const v of views) {
   });
 }
 """
-from dashboard.views.details import fw_label, verdict_html
 
 
 def _version_text(framework: str, release: str) -> str:
@@ -108,7 +109,7 @@ def _version_text(framework: str, release: str) -> str:
     ``0.22.0 (rules read from source)``."""
     from dashboard.rules import versions
 
-    label = plots.framework_label(framework)
+    label = framework_label(framework)
     how = (f"run through {label}'s own code" if release in versions.EXECUTED.get(framework, ())
            else "rules read from source")
     return f"{release} ({how})"
@@ -151,20 +152,10 @@ def grid_csv_frame(state: PlannerState, data: AppData) -> pd.DataFrame:
     return sub.reset_index(drop=True)
 
 
-def _csv_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """Neutralise spreadsheet formulas in untrusted text cells (a leading = + - @ gets a quote)."""
-    out = df.copy()
-    for c in out.columns:
-        if out[c].dtype == object or str(out[c].dtype).startswith("string"):
-            s = out[c].astype(object)
-            out[c] = s.map(lambda v: ("'" + v) if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v)
-    return out
-
-
 def grid_csv(state: PlannerState, data: AppData) -> io.StringIO:
     """CSV text of :func:`grid_csv_frame` (UTF-8, header row, formulas neutralised)."""
     buf = io.StringIO()
-    _csv_safe(grid_csv_frame(state, data)).to_csv(buf, index=False)
+    csv_safe(grid_csv_frame(state, data)).to_csv(buf, index=False)
     buf.seek(0)
     return buf
 
@@ -177,7 +168,7 @@ def report_html(state: PlannerState, data: AppData, link: str = "") -> str:
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     cfg = [
         ("Catalog", data.path), ("Models shown", f"{len(models)}"), ("Name filter", s.search or "(none)"),
-        ("Frameworks", ", ".join(plots.framework_label(f) for f in s.frameworks)),
+        ("Frameworks", ", ".join(framework_label(f) for f in s.frameworks)),
         ("vLLM version", _version_text("vllm", s.vllm_version)),
         ("SGLang version", _version_text("sglang", s.sglang_version)),
         ("TP sizes", ", ".join(map(str, tps))), ("PP / DP / EP", f"{s.pp} / {s.dp} / {s.ep}"
@@ -199,7 +190,7 @@ def report_html(state: PlannerState, data: AppData, link: str = "") -> str:
     if models and tps and s.frameworks:
         grid = data.grid(**state_grid_args(s), frameworks=s.frameworks)
         for fw in s.frameworks:
-            f = plots.heatmap_frame(grid, fw, models[:200], tps)
+            f = heatmap.heatmap_frame(grid, fw, models[:200], tps)
             parts.append(f"<h2>{esc(fw_label(s, fw))}</h2><table><tr><th>model</th>"
                          + "".join(f"<th>TP {t}</th>" for t in tps) + "</tr>")
             for m, sub in f.groupby("model_id", sort=False):
@@ -211,7 +202,7 @@ def report_html(state: PlannerState, data: AppData, link: str = "") -> str:
             parts.append("</table>")
         if len(models) > 200:
             parts.append(f"<p>First 200 of {len(models)} models shown.</p>")
-        legend = " ".join(f"<span class='{k}' style='padding:2px 6px'>{esc(v)}</span>" for k, v in plots.STATUS_LABELS.items())
+        legend = " ".join(f"<span class='{k}' style='padding:2px 6px'>{esc(v)}</span>" for k, v in heatmap.STATUS_LABELS.items())
         parts.append(f"<p>{legend}</p>")
     if s.model:
         parts.append("<h2>Selected cell</h2>" + verdict_html(s, data))
@@ -239,7 +230,7 @@ class ExportPanel(pn.viewable.Viewer):
         )
         self.png = pn.widgets.Button(label="Heatmap PNG", color="primary", variant="outline",
                                      css_classes=["tp-export-png"], width=150)
-        self.png.js_on_click(args={"name": plots.HEATMAP_FIGURE_NAME}, code=PNG_EXPORT_JS)
+        self.png.js_on_click(args={"name": heatmap.HEATMAP_FIGURE_NAME}, code=PNG_EXPORT_JS)
         self.hint = pn.pane.HTML('<div style="font-size:13px;color:#555">PNG: the heatmap on the Validity tab, rows in '
                                  "view, with its legend (also the save icon above the heatmap).</div>")
 

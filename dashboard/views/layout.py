@@ -5,9 +5,10 @@ from __future__ import annotations
 import panel as pn
 import param
 
-from dashboard import plots
+from dashboard.plots import layout as layout_plots
+from dashboard.plots.style import framework_label
 from dashboard.state import AppData, PlannerState
-from dashboard.views.common import esc, notice_html, when_shown
+from dashboard.views.common import csv_safe, esc, notice_html, when_shown
 
 
 def layout_table(state: PlannerState, data: AppData):
@@ -26,7 +27,7 @@ def layout_table(state: PlannerState, data: AppData):
 def layout_object(state: PlannerState, data: AppData, *, compact: bool = False):
     """(HoloViews element or None, notice html or "") for the selected (model, framework, TP).
 
-    At most :data:`dashboard.plots.MAX_LAYOUT_SLOTS` head columns are drawn (fewer in the compact
+    At most :data:`dashboard.plots.layout.MAX_LAYOUT_SLOTS` head columns are drawn (fewer in the compact
     preview); a notice says how many heads per rank were left out (the layout CSV has them all).
     """
     if not state.model:
@@ -47,20 +48,20 @@ def layout_object(state: PlannerState, data: AppData, *, compact: bool = False):
         df = layout_mod.rank_layout(rec, state.framework, state.tp, dp=state.dp, dp_attention=state.dp_attention)
     except Exception as exc:  # noqa: BLE001 -- the layout module refuses impossible layouts with a reason
         return None, notice_html(
-            f"No per-rank layout for {state.model} on {plots.framework_label(state.framework)} at TP={state.tp}: {exc}",
+            f"No per-rank layout for {state.model} on {framework_label(state.framework)} at TP={state.tp}: {exc}",
             "warning",
         )
-    frame, cut = plots.cap_layout_slots(plots.layout_frame(df),
-                                        plots.MAX_COMPACT_SLOTS if compact else plots.MAX_LAYOUT_SLOTS)
-    note = plots.hidden_slots_note(cut)
+    max_slots = layout_plots.MAX_COMPACT_SLOTS if compact else layout_plots.MAX_LAYOUT_SLOTS
+    frame, cut = layout_plots.cap_layout_slots(layout_plots.layout_frame(df), max_slots)
+    note = layout_plots.hidden_slots_note(cut)
     if note and not compact:
         note += " The layout CSV below lists every head of every rank."
     note = notice_html(note, "info") if note else ""
     # Short titles: the model id is in the heading above the plot (and in the details column).
-    title = f"{plots.framework_label(state.framework)}, TP = {state.tp}"
+    title = f"{framework_label(state.framework)}, TP = {state.tp}"
     if compact:
-        return plots.layout_plot(frame, f"TP = {state.tp}: heads per rank", max_width=360), note
-    return plots.layout_plot(frame, title), note
+        return layout_plots.layout_plot(frame, f"TP = {state.tp}: heads per rank", max_width=360), note
+    return layout_plots.layout_plot(frame, title), note
 
 
 class LayoutView(pn.viewable.Viewer):
@@ -74,8 +75,8 @@ class LayoutView(pn.viewable.Viewer):
         self._header = pn.pane.HTML(sizing_mode="stretch_width")
         self._notice = pn.pane.HTML(sizing_mode="stretch_width")
         self._plot = pn.pane.HoloViews(None, css_classes=["tp-layout-plot"], styles={"flex": "none"})
-        # The plot keeps fixed cells (plots.LAYOUT_CELL_PX per head): with many heads per rank it is wider
-        # than the page, so it sits in a container that scrolls sideways and cannot widen the page.
+        # The plot keeps fixed cells (layout_plots.LAYOUT_CELL_PX per head): with many heads per rank it is
+        # wider than the page, so it sits in a container that scrolls sideways and cannot widen the page.
         self._scroll = pn.Column(
             self._plot, sizing_mode="stretch_width", css_classes=["tp-layout-scroll"],
             styles={"overflow-x": "auto", "overflow-y": "hidden", "max-width": "100%", "min-width": "0"},
@@ -91,7 +92,7 @@ class LayoutView(pn.viewable.Viewer):
         s = self.state
         self._header.object = (
             f'<h2 class="tp-layout-title" style="margin:4px 0;font-size:22px">Per-rank layout: {esc(s.model or "no model selected")}'
-            f" &middot; {esc(plots.framework_label(s.framework))} &middot; TP = {s.tp}</h2>"
+            f" &middot; {esc(framework_label(s.framework))} &middot; TP = {s.tp}</h2>"
             '<div style="font-size:15px;color:#444">One row per TP rank; each cell is a head the rank holds '
             "(global head index; <b>·r1</b> marks a KV head replicated from another rank, <b>pad</b> a dummy "
             "padding head).</div>"
@@ -104,8 +105,6 @@ class LayoutView(pn.viewable.Viewer):
     def _csv(self):
         import io
 
-        from dashboard.views.export import _csv_safe
-
         buf = io.StringIO()
         df = layout_table(self.state, self.data)
         if df is not None:
@@ -113,15 +112,15 @@ class LayoutView(pn.viewable.Viewer):
             df.insert(0, "tp", self.state.tp)
             df.insert(0, "framework", self.state.framework)
             df.insert(0, "model_id", self.state.model)
-            _csv_safe(df).to_csv(buf, index=False)
+            csv_safe(df).to_csv(buf, index=False)
         else:  # never an empty file: say why there is no layout
             import pandas as pd
 
             note = ("no per-rank layout: " + ("no model selected" if not self.state.model else
                     "the model is not in the catalog, its config could not be read, or the framework cannot "
                     "lay out its heads at this TP size (the Per-rank layout tab says which)"))
-            _csv_safe(pd.DataFrame([{"model_id": self.state.model, "framework": self.state.framework,
-                                     "tp": self.state.tp, "note": note}])).to_csv(buf, index=False)
+            csv_safe(pd.DataFrame([{"model_id": self.state.model, "framework": self.state.framework,
+                                    "tp": self.state.tp, "note": note}])).to_csv(buf, index=False)
         buf.seek(0)
         return buf
 

@@ -8,7 +8,8 @@ import pandas as pd
 import panel as pn
 import param
 
-from dashboard import plots
+from dashboard.plots import memory as memory_plots
+from dashboard.plots.style import framework_label
 from dashboard.state import AppData, PlannerState, state_grid_args, state_rule_args
 from dashboard.views.common import esc, notice_html, when_shown
 from dashboard.views.controls import gpu_names, resolve_gpu
@@ -195,7 +196,7 @@ def capacity_note(row, framework: str, gpu_count: int) -> str:
     """Plain-text note of one capacity row: why the framework refuses it, GPUs it lacks, model errors."""
     notes = []
     if row.get("refused"):
-        notes.append(f"refused by {plots.framework_label(framework)}: {row['refused']}")
+        notes.append(f"refused by {framework_label(framework)}: {row['refused']}")
     if not row.get("enough_gpus", True) and not str(row.get("status", "")).startswith("needs "):
         notes.append(f"needs {row['gpus_needed']} GPUs per replica (have {gpu_count})")
     if row.get("error"):
@@ -251,13 +252,14 @@ class MemoryView(pn.viewable.Viewer):
             return self._show(notice_html("The memory model is not available: dashboard.memory is not installed yet.", "warning"))
         per_rank = per_rank_frame(s, self.data, rec)
         layout = f"PP = {s.pp}" + (f", DP = {s.dp}" if s.dp > 1 else "") + (", DP-attention" if s.dp_attention else "")
-        self._kv.object = plots.per_rank_curves(per_rank, "kv_bytes_per_token", "KV cache per token per rank (KiB)",
-                                                f"KV cache per token, per rank ({layout})", scale=1024.0)
-        self._w.object = plots.per_rank_curves(per_rank, "weight_bytes", "weights per rank (GiB)",
-                                               f"Weights per rank ({layout})", scale=GIB)
+        self._kv.object = memory_plots.per_rank_curves(per_rank, "kv_bytes_per_token",
+                                                       "KV cache per token per rank (KiB)",
+                                                       f"KV cache per token, per rank ({layout})", scale=1024.0)
+        self._w.object = memory_plots.per_rank_curves(per_rank, "weight_bytes", "weights per rank (GiB)",
+                                                      f"Weights per rank ({layout})", scale=GIB)
         gaps = per_rank.loc[per_rank["refused"] != ""]
         if len(gaps):
-            by_fw = [f"{plots.framework_label(fw)} TP {', '.join(str(int(t)) for t in sub['tp'])}"
+            by_fw = [f"{framework_label(fw)} TP {', '.join(str(int(t)) for t in sub['tp'])}"
                      for fw, sub in gaps.groupby("framework", sort=False)]
             self._chart_note.object = ('<div class="tp-mem-refused" style="font-size:14px;color:#555">Not drawn '
                                        f"(the framework refuses these TP sizes): {esc('; '.join(by_fw))}.</div>")
@@ -277,8 +279,8 @@ class MemoryView(pn.viewable.Viewer):
         row = g.loc[g["gpu"].astype(str) == gpu]
         gpu_gib = float(row["memory_bytes"].iloc[0]) / GIB if len(row) and "memory_bytes" in row else float("nan")
         cap = capacity_frame(s, self.data, rec, gpu)
-        self._bars.object = plots.memory_bars(
-            cap, gpu_gib, f"Memory per GPU: {plots.framework_label(s.framework)} on {gpu}"
+        self._bars.object = memory_plots.memory_bars(
+            cap, gpu_gib, f"Memory per GPU: {framework_label(s.framework)} on {gpu}"
         )
         self._show(None)
         body = []
@@ -294,7 +296,7 @@ class MemoryView(pn.viewable.Viewer):
             )
         self._table.object = (
             f'<h3 style="font-size:17px;font-weight:600">Capacity on {s.gpu_count} × {esc(gpu)} at {s.context_len:,} tokens of context, '
-            f'{esc(plots.framework_label(s.framework))}</h3>'
+            f'{esc(framework_label(s.framework))}</h3>'
             '<table class="tp-capacity" style="font-size:15px;border-collapse:collapse" cellpadding="6">'
             "<tr><th>layout</th><th>fits?</th><th>weights / GPU (GiB)</th><th>KV cache / GPU (GiB)</th>"
             "<th>KV tokens / GPU</th><th>sequences / replica</th><th>replicas</th><th>sequences total</th><th>note</th></tr>"

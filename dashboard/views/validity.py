@@ -1,17 +1,18 @@
 """Validity view: one heatmap of models x TP sizes, a column group per selected framework (or one group
 where they disagree), tap for details.
 
-The heatmap is a plain Bokeh figure (:func:`dashboard.plots.heatmap_figure`) whose nested (framework, TP)
-columns fit side by side on a 1920 px screen. It shows :data:`dashboard.plots.VISIBLE_ROWS` model rows
-at a time and scrolls through the rest inside the plot (mouse wheel or drag). The browser holds only the
-cells of the rows in view plus a margin: when the view scrolls past them, the server sends the next
-window of rows (:func:`dashboard.plots.window_rows`), so a control change costs the same on a 500-model
-catalog as on a 30-model one. On a narrower screen (1280-1900 px projectors and laptops) the figure
-keeps its size (never fewer than :data:`dashboard.plots.MIN_COL_PX` pixels per TP column): the
-"Selected cell" column wraps below the heatmap when both do not fit side by side, and the heatmap area
-scrolls sideways when the heatmap alone is wider than the page. A tap on a cell (a Bokeh ``Tap``
-event: the TP column and model row under the pointer) selects it; the session state then outlines the
-selected cell in the column group that shows it.
+The heatmap is a plain Bokeh figure (:func:`dashboard.plots.heatmap.heatmap_figure`) whose nested
+(framework, TP) columns fit side by side on a 1920 px screen. It shows
+:data:`dashboard.plots.heatmap.VISIBLE_ROWS` model rows at a time and scrolls through the rest inside the
+plot (mouse wheel or drag). The browser holds only the cells of the rows in view plus a margin: when the
+view scrolls past them, the server sends the next window of rows
+(:func:`dashboard.plots.heatmap.window_rows`), so a control change costs the same on a 500-model catalog as
+on a 30-model one. On a narrower screen (1280-1900 px projectors and laptops) the figure keeps its size
+(never fewer than :data:`dashboard.plots.heatmap.MIN_COL_PX` pixels per TP column): the "Selected cell"
+column wraps below the heatmap when both do not fit side by side, and the heatmap area scrolls sideways when
+the heatmap alone is wider than the page. A tap on a cell (a Bokeh ``Tap`` event: the TP column and model
+row under the pointer) selects it; the session state then outlines the selected cell in the column group
+that shows it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pandas as pd
 import panel as pn
 import param
 
-from dashboard import plots
+from dashboard.plots import heatmap
 from dashboard.state import (
     VERSION_PARAMS,
     AppData,
@@ -56,17 +57,17 @@ def group_label(key: str, frameworks: tuple[str, ...] = ()) -> str:
     """The column-group label of heatmap ``key``: the framework's (short) label, or for "disagreement" the
     frameworks compared ("vLLM vs SGLang"; "4 frameworks" beyond three)."""
     if key != "disagreement":
-        return plots.short_framework_label(key)
-    names = [plots.short_framework_label(f) for f in frameworks]
+        return heatmap.short_framework_label(key)
+    names = [heatmap.short_framework_label(f) for f in frameworks]
     return " vs ".join(names) if len(names) <= 3 else f"{len(names)} frameworks"
 
 
 def heatmap_cube(data: AppData, state: PlannerState, key: str) -> tuple:
     """Every cell of one heatmap over the whole catalog x :data:`dashboard.state.TP_CHOICES`, computed once
     per process (read-only): ``(frame, source, model_pos, tp_pos)`` where ``frame`` is the
-    :func:`dashboard.plots.heatmap_frame` (or :func:`dashboard.plots.disagreement_frame` for
+    :func:`dashboard.plots.heatmap.heatmap_frame` (or :func:`dashboard.plots.heatmap.disagreement_frame` for
     ``key == "disagreement"``) in model-major order, ``source`` its
-    :func:`dashboard.plots.heatmap_source_data`, and ``model_pos`` / ``tp_pos`` map a model id / TP size
+    :func:`dashboard.plots.heatmap.heatmap_source_data`, and ``model_pos`` / ``tp_pos`` map a model id / TP size
     to its position. Any selection of models and TP sizes is then an index into these arrays
     (:func:`cell_frame`, :func:`cell_source`), so a control change never re-runs the pandas work."""
     from dashboard.state import TP_CHOICES
@@ -79,9 +80,9 @@ def heatmap_cube(data: AppData, state: PlannerState, key: str) -> tuple:
                          **dict(zip(VERSION_PARAMS.values(), gkey[4:])), frameworks=fws or (key,))
         models, tps = list(data.model_ids), [int(t) for t in TP_CHOICES]
         if key == "disagreement":
-            frame, colors = plots.disagreement_frame(grid, fws, models, tps), plots.DISAGREE_COLORS
+            frame, colors = heatmap.disagreement_frame(grid, fws, models, tps), heatmap.DISAGREE_COLORS
         else:
-            frame, colors = plots.heatmap_frame(grid, key, models, tps), plots.STATUS_COLORS
+            frame, colors = heatmap.heatmap_frame(grid, key, models, tps), heatmap.STATUS_COLORS
         # Model-major, in catalog x TP_CHOICES order (both builders produce it; reindex if ever not).
         want_m = np.repeat(np.asarray(models, dtype=object), len(tps))
         want_t = np.tile(np.asarray([str(t) for t in tps], dtype=object), len(models))
@@ -90,7 +91,7 @@ def heatmap_cube(data: AppData, state: PlannerState, key: str) -> tuple:
             idx = pd.MultiIndex.from_arrays([want_m, want_t], names=["model_id", "tp"])
             frame = frame.drop_duplicates(["model_id", "tp"]).set_index(["model_id", "tp"]).reindex(idx).reset_index()
         frame = frame.reset_index(drop=True)
-        source = plots.heatmap_source_data(frame, colors, tps=[str(t) for t in tps])
+        source = heatmap.heatmap_source_data(frame, colors, tps=[str(t) for t in tps])
         return frame, source, {m: i for i, m in enumerate(models)}, {t: i for i, t in enumerate(tps)}
 
     return data.memo(("heatmap-cube", key, fws, gkey), build)
@@ -125,7 +126,7 @@ def cell_frame(data: AppData, state: PlannerState, key: str, models: list[str], 
 
 def cell_source(data: AppData, state: PlannerState, key: str, models: list[str], tps: list[int]) -> dict:
     """The (process-wide cached, read-only) data-source columns of every cell of one heatmap
-    (:func:`dashboard.plots.heatmap_source_data` of :func:`cell_frame`); the figures get windows of it."""
+    (:func:`dashboard.plots.heatmap.heatmap_source_data` of :func:`cell_frame`); the figures get windows of it."""
     return _cells(data, state, key, models, tps)[1]
 
 
@@ -171,7 +172,7 @@ class ValidityView(pn.viewable.Viewer):
         #: ``[r0, r1)`` the browser holds now.
         self._sources: dict = {}
         self._window = (0, 0)
-        self._rows = plots.VISIBLE_ROWS
+        self._rows = heatmap.VISIBLE_ROWS
         self.state.param.watch(when_shown(self, "validity", self._refresh), _WATCHED)
         self.state.param.watch(self._show_selection, ["model", "tp", "framework"])
         self.state.param.watch(lambda *_: self._reveal_model(), ["model"])
@@ -222,25 +223,25 @@ class ValidityView(pn.viewable.Viewer):
         self.frames, self._sources, self._keys = frames, sources, keys
         self._groups = [group_label(k, tuple(s.frameworks)) for k in keys]
         self._tps = [str(t) for t in tps]
-        label_px = plots.ylabel_px(models)
+        label_px = heatmap.ylabel_px(models)
         keep = self.figure.frame_width if (self.figure is not None and same_models) else None
-        geo = plots.heatmap_geometry(len(models), len(tps), len(keys), label_px, keep_width=keep)
+        geo = heatmap.heatmap_geometry(len(models), len(tps), len(keys), label_px, keep_width=keep)
         if self._y_range is None:
-            self._y_range = plots.heatmap_y_range(len(models), geo["rows"])
+            self._y_range = heatmap.heatmap_y_range(len(models), geo["rows"])
             self._y_range.on_change("start", self._on_scroll)
             self._y_range.on_change("end", self._on_scroll)
         else:
             self._scrolling = True  # (our own range change: the window is set just below)
             try:
-                plots.set_y_range(self._y_range, len(models), geo["rows"], keep_top=same_models)
+                heatmap.set_y_range(self._y_range, len(models), geo["rows"], keep_top=same_models)
             finally:
                 self._scrolling = False
         self._rows = geo["rows"]
-        self._window = plots.window_rows(self._y_range.start, self._y_range.end, len(models))
+        self._window = heatmap.window_rows(self._y_range.start, self._y_range.end, len(models))
         if disagreement:
             names = ", ".join(fw_label(s, f) for f in s.frameworks)
-            style = {"colors": plots.DISAGREE_COLORS, "labels": plots.DISAGREE_LABELS,
-                     "markers": plots.DISAGREE_MARKERS, "tooltip": plots.DISAGREE_TOOLTIP}
+            style = {"colors": heatmap.DISAGREE_COLORS, "labels": heatmap.DISAGREE_LABELS,
+                     "markers": heatmap.DISAGREE_MARKERS, "tooltip": heatmap.DISAGREE_TOOLTIP}
             title = "Where frameworks disagree"
             frame = frames["disagreement"]
             n_dis = int((frame["status"] == "disagree").sum())
@@ -248,10 +249,10 @@ class ValidityView(pn.viewable.Viewer):
                 f"<b>{len(models)}</b> models &times; <b>{len(tps)}</b> TP sizes: {esc(names)} disagree on "
                 f"<b>{n_dis}</b> of {len(frame)} cells."
             )
-            legend = plots.legend_html(plots.DISAGREE_COLORS, plots.DISAGREE_LABELS, plots.DISAGREE_MARKERS)
+            legend = heatmap.legend_html(heatmap.DISAGREE_COLORS, heatmap.DISAGREE_LABELS, heatmap.DISAGREE_MARKERS)
         else:
-            style = {"colors": plots.STATUS_COLORS, "labels": plots.STATUS_LABELS,
-                     "markers": plots.STATUS_MARKERS, "tooltip": plots.VALIDITY_TOOLTIP}
+            style = {"colors": heatmap.STATUS_COLORS, "labels": heatmap.STATUS_LABELS,
+                     "markers": heatmap.STATUS_MARKERS, "tooltip": heatmap.VALIDITY_TOOLTIP}
             title = "Valid TP sizes"
             parts = []
             for fw in keys:
@@ -261,18 +262,18 @@ class ValidityView(pn.viewable.Viewer):
             summary = f"<b>{len(models)}</b> models &times; <b>{len(tps)}</b> TP sizes. " + "; ".join(parts) + "."
             if s.disagreement:
                 summary += " (Pick two or more frameworks for the disagreement view.)"
-            legend = plots.legend_html()
+            legend = heatmap.legend_html()
         window = self._window_data()
         if self.figure is None:
-            self.figure = plots.heatmap_figure(
+            self.figure = heatmap.heatmap_figure(
                 {g: frames[k] for g, k in zip(self._groups, keys, strict=True)}, title, geometry=geo,
                 y_range=self._y_range, source_data=window, models=models, tps=self._tps, **style)
             self.figure.css_classes = ["tp-heatmap"]
             self._pane = self._make_pane(self.figure)
             self._plots.objects = [self._pane]
         else:
-            plots.update_heatmap(self.figure, title, window, groups=self._groups, tps=self._tps, models=models,
-                                 geometry=geo, **style)
+            heatmap.update_heatmap(self.figure, title, window, groups=self._groups, tps=self._tps, models=models,
+                                   geometry=geo, **style)
         if not self._scroll.visible:
             self._scroll.visible = True
         if truncated:
@@ -314,17 +315,17 @@ class ValidityView(pn.viewable.Viewer):
             finally:
                 self._scrolling = False
             # (the browser updates this title itself when the user scrolls; this move is the server's)
-            self.figure.yaxis[0].axis_label = plots.rows_label(self._y_range.start, self._y_range.end, n)
+            self.figure.yaxis[0].axis_label = heatmap.rows_label(self._y_range.start, self._y_range.end, n)
             # Load the rows now in view. (Not left to _on_scroll: in a served session Panel sends the
             # changes made under a hold straight to the browser, and Bokeh never calls the range's
             # Python on_change callbacks for them.)
-            self._window = plots.window_rows(self._y_range.start, self._y_range.end, n)
-            plots.set_window(self.figure, self._window_data())
+            self._window = heatmap.window_rows(self._y_range.start, self._y_range.end, n)
+            heatmap.set_window(self.figure, self._window_data())
 
     def _window_data(self) -> dict:
         r0, r1 = self._window
-        return plots.concat_source_data([plots.window_data(self._sources[k], r0, r1) for k in self._keys],
-                                        n_tp=len(self._tps))
+        return heatmap.concat_source_data([heatmap.window_data(self._sources[k], r0, r1) for k in self._keys],
+                                          n_tp=len(self._tps))
 
     def _on_scroll(self, attr, _old, new) -> None:
         """The model axis moved (the user scrolled): send the window of rows around the new view if the
@@ -338,13 +339,13 @@ class ValidityView(pn.viewable.Viewer):
         except (TypeError, ValueError):
             return
         lo, hi = (new, new + rows) if attr == "start" else (new - rows, new)
-        top, bottom = plots.window_rows(lo, hi, n, margin=0)
+        top, bottom = heatmap.window_rows(lo, hi, n, margin=0)
         r0, r1 = self._window
         if r0 <= top and bottom <= r1:
             return
-        self._window = plots.window_rows(lo, hi, n)
+        self._window = heatmap.window_rows(lo, hi, n)
         with pn.io.hold():
-            plots.set_window(self.figure, self._window_data())
+            heatmap.set_window(self.figure, self._window_data())
 
     def _make_pane(self, fig) -> pn.pane.Bokeh:
         from bokeh.events import Tap
@@ -354,8 +355,8 @@ class ValidityView(pn.viewable.Viewer):
 
     def _on_fig_tap(self, x, y) -> None:
         """A tap at data coordinates: ``x`` synthetic on the nested factor axis
-        (:func:`dashboard.plots.tap_column`), ``y`` in rows (row ``r`` spans ``(-(r + 1), -r]``)."""
-        hit = plots.tap_column(x, self._groups, self._tps)
+        (:func:`dashboard.plots.heatmap.tap_column`), ``y`` in rows (row ``r`` spans ``(-(r + 1), -r]``)."""
+        hit = heatmap.tap_column(x, self._groups, self._tps)
         if hit is None or y is None:
             return
         try:
@@ -394,7 +395,7 @@ class ValidityView(pn.viewable.Viewer):
                 cell = (self._groups[0], str(s.tp))
             elif s.framework in self._keys:
                 cell = (self._groups[self._keys.index(s.framework)], str(s.tp))
-        plots.set_selected_cell(self.figure, cell, row if cell is not None else None)
+        heatmap.set_selected_cell(self.figure, cell, row if cell is not None else None)
 
     def selected_cell(self) -> tuple[str, str, str] | None:
         """The outlined cell: ``(key, model_id, tp)`` (key: framework id or "disagreement"), or None."""

@@ -205,16 +205,16 @@ def test_heatmap_fits_the_1920px_page_beside_the_details(server, rpage):
     """Default view (vLLM and SGLang, the shipped catalog, 10 TP sizes) at 1920 x 1080: the heatmap lies inside
     the viewport and left of the details column, each TP column keeps at least MIN_COL_PX pixels, and
     it shows VISIBLE_ROWS model rows at a time, so the page does not grow past the screen."""
-    from dashboard import plots
+    from dashboard.plots import heatmap
 
     page = _open(rpage, server.url)
     hm = _heatmap(page)
     details = page.locator(".tp-details-col").bounding_box()
     assert hm["x"] >= 0 and hm["x"] + hm["w"] <= 1920, _brief(hm)
     assert hm["x"] + hm["w"] <= details["x"], (_brief(hm), details)
-    assert hm["w"] / _units(hm) >= plots.MIN_COL_PX, _brief(hm)  # readable cells
-    assert hm["end"] - hm["start"] == plots.VISIBLE_ROWS and hm["h"] == plots.VISIBLE_ROWS * plots.ROW_PX
-    assert len(hm["labels"]) == plots.VISIBLE_ROWS  # one model name per row in view
+    assert hm["w"] / _units(hm) >= heatmap.MIN_COL_PX, _brief(hm)  # readable cells
+    assert hm["end"] - hm["start"] == heatmap.VISIBLE_ROWS and hm["h"] == heatmap.VISIBLE_ROWS * heatmap.ROW_PX
+    assert len(hm["labels"]) == heatmap.VISIBLE_ROWS  # one model name per row in view
     # The heatmap scrolls inside its own area, so the page itself does not grow past the screen.
     box = page.locator(".tp-heatmap-scroll").first.bounding_box()
     assert box["y"] + box["height"] <= 1080
@@ -224,16 +224,16 @@ def test_heatmap_scrolls_and_loads_the_rows_in_view(server, rpage, artifacts_dir
     """Shipped catalog (more models than VISIBLE_ROWS): the heatmap shows VISIBLE_ROWS rows and the browser holds only those
     plus a margin; the mouse wheel scrolls the rows, the server sends the rows that come into view, the
     model names follow, and a tap on a scrolled-in row selects that row's model."""
-    from dashboard import plots
+    from dashboard.plots import heatmap
 
     page = _open(rpage, server.url)
     hm = _heatmap(page)
-    names, rows = hm["names"], plots.VISIBLE_ROWS
+    names, rows = hm["names"], heatmap.VISIBLE_ROWS
     assert len(names) > rows
     assert (hm["start"], hm["end"]) == (-rows, 0)
     assert _visible_rows(hm) == list(range(rows))
-    assert hm["labels"] == [plots.short_label(m) for m in names[:rows]]
-    assert set(range(rows)) <= set(hm["rows"]) and max(hm["rows"]) < rows + plots.WINDOW_MARGIN_ROWS, _brief(hm)
+    assert hm["labels"] == [heatmap.short_label(m) for m in names[:rows]]
+    assert set(range(rows)) <= set(hm["rows"]) and max(hm["rows"]) < rows + heatmap.WINDOW_MARGIN_ROWS, _brief(hm)
     before = hm["labels"]
 
     page.mouse.move(hm["x"] + hm["w"] / 2, hm["y"] + hm["h"] / 2)
@@ -245,7 +245,7 @@ def test_heatmap_scrolls_and_loads_the_rows_in_view(server, rpage, artifacts_dir
     hm = _wait_heatmap(page, scrolled_and_loaded, "the rows scrolled into view", 30_000)
     page.mouse.move(0, 0)  # (the tooltip off the screenshot)
     assert hm["end"] - hm["start"] == rows and hm["start"] >= -len(names), _brief(hm)
-    assert hm["labels"] == [plots.short_label(names[r]) for r in _visible_rows(hm)]
+    assert hm["labels"] == [heatmap.short_label(names[r]) for r in _visible_rows(hm)]
     page.screenshot(path=str(artifacts_dir / "screenshot-validity-scrolled.png"))
     # The server maps a tap to the row under the pointer, wherever the view has scrolled.
     row = _visible_rows(hm)[-1]
@@ -359,11 +359,11 @@ def _rgba(hex_colour: str) -> int:
 def test_cells_draw_their_status_colour_and_mark(server, rpage):
     """The data source carries only a status code per cell: the browser must turn it into the status's
     colour and mark (✕ refused, ○ KV replicated, + padded, – unknown; ◇ where frameworks disagree)."""
-    from dashboard import plots
+    from dashboard.plots import heatmap
 
     page = _open(rpage, server.url + "?search=qwen,llama&frameworks=vllm,sglang,transformers-cb-cache")
-    for colors, markers in ((plots.STATUS_COLORS, plots.STATUS_MARKERS), (plots.DISAGREE_COLORS, plots.DISAGREE_MARKERS)):
-        if colors is plots.DISAGREE_COLORS:
+    for colors, markers in ((heatmap.STATUS_COLORS, heatmap.STATUS_MARKERS), (heatmap.DISAGREE_COLORS, heatmap.DISAGREE_MARKERS)):
+        if colors is heatmap.DISAGREE_COLORS:
             page.locator(".tp-disagree label", has_text="Show only where frameworks disagree").click()  # (its text)
             _wait_title(page, "Where frameworks disagree")
         statuses = list(colors)
@@ -381,7 +381,7 @@ def test_cells_draw_their_status_colour_and_mark(server, rpage):
             assert drawn == bool(markers[status]), (status, drawn)
             if markers[status]:
                 assert marker == markers[status], (status, marker)
-        assert ({"valid", "valid_replicated", "invalid"} if colors is plots.STATUS_COLORS else {"disagree"}) <= seen, seen
+        assert ({"valid", "valid_replicated", "invalid"} if colors is heatmap.STATUS_COLORS else {"disagree"}) <= seen, seen
     _assert_clean(rpage, server.url)
 
 
@@ -672,14 +672,14 @@ def test_heatmap_readable_on_projector_and_laptop_widths(server, rpage, artifact
     """Meeting-room projectors (1280 x 720) and laptops (1536 x 864): every TP column keeps at least
     MIN_COL_PX pixels (two-digit TP labels stay apart), the heatmap area scrolls sideways when the
     heatmap is wider than the page, and the figure carries no legend of its own (one legend on the page)."""
-    from dashboard import plots
+    from dashboard.plots import heatmap
 
     page = rpage.page
     page.set_viewport_size({"width": width, "height": height})
     page = _open(rpage, server.url)
     hm = _heatmap(page)
     assert _groups(hm) == ["vLLM", "SGLang"]
-    assert hm["w"] / _units(hm) >= plots.MIN_COL_PX, _brief(hm)
+    assert hm["w"] / _units(hm) >= heatmap.MIN_COL_PX, _brief(hm)
     assert hm["legends"] == 0, _brief(hm)
     scroll = page.locator(".tp-heatmap-scroll").first
     box = scroll.bounding_box()

@@ -1,19 +1,15 @@
-"""DataFrames -> plots for the dashboard (no Panel, no widgets, no I/O).
+"""Validity heatmaps: DataFrames -> the Bokeh figure of the Validity tab, and the window machinery that
+loads only the rows in view (no Panel, no widgets, no I/O).
 
-Every function takes tidy frames from the pure modules (:func:`dashboard.rules.grid`,
-:func:`dashboard.layout.rank_layout`, :mod:`dashboard.memory`) and returns a plot styled for a
-meeting-room screen (large titles and tick labels, a colour-blind-safe palette; the layout and memory
-plots draw their legend in the figure; the validity heatmaps share one legend on the page and their PNG
-export draws it under the image). The validity heatmaps are plain Bokeh figures
-(:func:`heatmap_figure`: thousands of cells, built per session, so no per-cell Python work); the
-per-rank layout and memory plots are HoloViews elements.
+:func:`heatmap_figure` is a plain Bokeh figure (thousands of cells, built per session, so no per-cell
+Python work) with nested (framework, TP) columns and a numeric model axis; :func:`window_rows`,
+:func:`window_data`, :func:`concat_source_data` and :func:`set_window` give the browser only the rows in
+view. The heatmaps share one legend on the page (:func:`legend_html`) and their PNG export draws it
+under the image (:data:`HEATMAP_FIGURE_NAME`, ``fig.tags``).
 
-Untrusted strings (model ids, messages) reach the browser only as Bokeh data-source columns: Bokeh
-draws axis labels on the canvas and HTML-escapes ``@field`` values in tooltips (no ``{safe}`` format is
-used here), so nothing from a config is ever interpreted as HTML.
-
-HoloViews needs a plotting extension loaded (``hv.extension("bokeh")``) before these elements are
-rendered; the app and the tests do that.
+Untrusted strings (model ids, messages) reach the browser only as Bokeh data values: Bokeh draws axis
+labels on the canvas and HTML-escapes ``@field`` values in tooltips (no ``{safe}`` format is used here),
+so nothing from a config is ever interpreted as HTML.
 """
 
 from __future__ import annotations
@@ -21,11 +17,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-import holoviews as hv
 import numpy as np
 import pandas as pd
 
-from dashboard import schema
+from dashboard.plots.style import FONT, TITLE_SIZE, framework_label
 
 # Okabe-Ito palette (colour-blind safe).
 STATUS_COLORS: dict[str, str] = {
@@ -54,46 +49,6 @@ DISAGREE_LABELS: dict[str, str] = {
     "all_invalid": "every framework refuses",
     "unknown": "unknown",
 }
-COMPONENT_COLORS: dict[str, str] = {
-    "query": "#0072B2",
-    "query (dummy)": "#CFCFCF",
-    "kv": "#009E73",
-    "kv (replica)": "#9ED9C6",
-    "linear_key": "#E69F00",
-    "linear_value": "#F0C560",
-    "vision": "#CC79A7",
-    "vision (dummy)": "#E6E6E6",
-}
-COMPONENT_LABELS: dict[str, str] = {
-    "query": "query head",
-    "query (dummy)": "query head (dummy / padding)",
-    "kv": "KV head",
-    "kv (replica)": "KV head (replica of another rank's)",
-    "linear_key": "linear-attention key head",
-    "linear_value": "linear-attention value head",
-    "vision": "vision head",
-    "vision (dummy)": "vision head (dummy / padding)",
-}
-COMPONENT_PREFIX: dict[str, str] = {
-    "query": "Q",
-    "kv": "KV",
-    "linear_key": "LK",
-    "linear_value": "LV",
-    "vision": "V",
-}
-COMPONENT_ORDER = ("query", "kv", "linear_key", "linear_value", "vision")
-
-TITLE_SIZE = "20pt"
-LABEL_SIZE = "15pt"
-TICK_SIZE = "12pt"
-FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
-
-
-
-def framework_label(fw: str) -> str:
-    """Human label of a framework id."""
-    return schema.FRAMEWORK_LABELS.get(fw, fw)
-
 
 #: Column-group labels of the validity heatmap where the full label is longer than a group of narrow
 #: TP columns (the legend, summary, hover and details keep the full labels).
@@ -108,9 +63,8 @@ def short_framework_label(fw: str) -> str:
     return SHORT_FRAMEWORK_LABELS.get(fw, framework_label(fw))
 
 
-# ------------------------------------------------------------------------------------------------
-# Validity heatmaps
-# ------------------------------------------------------------------------------------------------
+#: Bokeh ``name`` of every validity / disagreement heatmap figure.
+HEATMAP_FIGURE_NAME = "tp-validity-heatmap"
 
 HEATMAP_COLUMNS = (
     "tp",
@@ -955,364 +909,3 @@ def disagreement_frame(grid: pd.DataFrame, frameworks: Sequence[str], models: Se
     for c in ("tp", "model_id", "status", "verdict", "mark", "messages"):
         out[c] = out[c].astype(object)
     return out[["tp", "model_id", "status", "verdict", "mark", "messages"]]
-
-
-# ------------------------------------------------------------------------------------------------
-# Per-rank layout
-# ------------------------------------------------------------------------------------------------
-
-
-def layout_frame(layout: pd.DataFrame) -> pd.DataFrame:
-    """Cells of the ranks x heads grid from :func:`dashboard.layout.rank_layout`.
-
-    Each (rank, component) gets its heads in slots ``Q0, Q1, ...`` / ``KV0 ...`` / ``LK0 ...`` /
-    ``LV0 ...`` / ``V0 ...``; ``kind`` says query / kv / kv (replica) / ... / dummy; ``text`` is the
-    global head index (``pad`` for a dummy head, ``h·r1`` for replica 1 of head h).
-    """
-    if layout is None or len(layout) == 0:
-        return pd.DataFrame(columns=["slot", "rank", "kind", "text", "head", "replica", "component", "detail"])
-    df = layout.copy()
-    df["component"] = df["component"].astype(str)
-    order = {c: i for i, c in enumerate(COMPONENT_ORDER)}
-    df["_c"] = df["component"].map(order).fillna(len(order)).astype(int)
-    df = df.sort_values(["rank", "_c", "head", "replica"], kind="stable")
-    df["j"] = df.groupby(["rank", "component"]).cumcount()
-    df["slot"] = df["component"].map(COMPONENT_PREFIX).fillna("?") + df["j"].astype(str)
-    dummy = df["dummy"].astype("boolean").fillna(False).astype(bool)
-    rep = pd.to_numeric(df["replica"], errors="coerce").fillna(0).astype(int)
-    kind = df["component"].copy()
-    kind = kind.where(~((df["component"] == "kv") & (rep > 0)), "kv (replica)")
-    kind = kind.where(~(dummy & (df["component"] == "vision")), "vision (dummy)")
-    kind = kind.where(~(dummy & (df["component"] == "query")), "query (dummy)")
-    df["kind"] = kind
-    head = pd.to_numeric(df["head"], errors="coerce").fillna(-1).astype(int)
-    text = head.astype(str)
-    text = text.where(rep == 0, text + "·r" + rep.astype(str))
-    text = text.where(~dummy, "pad")
-    df["text"] = text
-    df["rank"] = "rank " + df["rank"].astype(int).astype(str)
-    df["detail"] = [
-        f"{COMPONENT_LABELS.get(k, k)}" + ("" if d else f" {h}") + (f", replica {r}" if r else "")
-        for k, h, r, d in zip(df["kind"], head, rep, dummy, strict=True)
-    ]
-    df["head"] = head
-    df["replica"] = rep
-    # Slot order: components in COMPONENT_ORDER, slots numerically.
-    df = df.sort_values(["_c", "j"], kind="stable")
-    out = df[["slot", "rank", "kind", "text", "head", "replica", "component", "detail"]].copy()
-    for c in ("slot", "rank", "kind", "text", "component", "detail"):
-        out[c] = out[c].astype(object)
-    return out.reset_index(drop=True)
-
-
-#: Most head columns the per-rank layout draws (a model with 65,536 heads at TP=64 has 1,024 per rank);
-#: the rest are summarised in a note and stay in the tidy layout frame.
-MAX_LAYOUT_SLOTS = 64
-#: The same for the compact preview under a heatmap cell's details.
-MAX_COMPACT_SLOTS = 24
-
-
-def cap_layout_slots(frame: pd.DataFrame, max_slots: int = MAX_LAYOUT_SLOTS
-                     ) -> tuple[pd.DataFrame, dict[str, tuple[int, int]]]:
-    """Keep at most ``max_slots`` head columns of a :func:`layout_frame` for drawing.
-
-    Every component present keeps its first slots (an equal share of ``max_slots``, at least 4;
-    components with fewer slots leave their spare share to the others). Returns the frame to draw and,
-    for each component that lost columns, ``(slots drawn, slots per rank)``. The input is not changed.
-    """
-    if frame is None or len(frame) == 0:
-        return frame, {}
-    slots = list(dict.fromkeys(frame["slot"]))
-    comp_of_slot = dict(zip(frame["slot"], frame["component"], strict=True))
-    comps = list(dict.fromkeys(comp_of_slot[x] for x in slots))
-    counts = {c: sum(1 for x in slots if comp_of_slot[x] == c) for c in comps}
-    if len(slots) <= max_slots:
-        return frame, {}
-    quota, left = {}, max_slots
-    pending = sorted(comps, key=lambda c: counts[c])
-    while pending:
-        share = max(4, left // len(pending))
-        c = pending.pop(0)
-        quota[c] = min(counts[c], share)
-        left = max(0, left - quota[c])
-    keep: set[str] = set()
-    cut: dict[str, tuple[int, int]] = {}
-    for c in comps:
-        keep.update([x for x in slots if comp_of_slot[x] == c][: quota[c]])
-        if counts[c] > quota[c]:
-            cut[c] = (quota[c], counts[c])
-    return frame.loc[frame["slot"].isin(keep)].reset_index(drop=True), cut
-
-
-def hidden_slots_note(cut: dict[str, tuple[int, int]]) -> str:
-    """Plain-text note of the head columns :func:`cap_layout_slots` left out ("" if none)."""
-    if not cut:
-        return ""
-    parts = [f"the first {shown} of {total:,} {COMPONENT_LABELS.get(c, c)}s per rank ({total - shown:,} more not drawn)"
-             for c, (shown, total) in cut.items()]
-    return "Too many heads per rank to draw: showing " + "; ".join(parts) + "."
-
-
-#: Width of a head column and height of a rank row of the per-rank layout (pixels): 40 px per head up to
-#: 40 heads per rank, 26 px beyond (at most :data:`MAX_LAYOUT_SLOTS` columns are drawn).
-LAYOUT_CELL_PX = 40
-LAYOUT_ROW_PX = 34
-
-
-def layout_plot(frame: pd.DataFrame, title: str, max_width: int | None = None) -> hv.Overlay | hv.Text:
-    """Ranks x head slots coloured by head kind (replicas and dummy heads in their own shades).
-
-    ``max_width`` (pixels) makes a compact preview: cells shrink to fit and the legend is left out.
-    """
-    if frame is None or len(frame) == 0:
-        return hv.Text(0, 0, "no heads to show").opts(width=600, height=200, title=title, xaxis=None, yaxis=None)
-    slots = list(dict.fromkeys(frame["slot"]))
-    ranks = sorted(frame["rank"].unique(), key=lambda s: int(s.split()[-1]))
-    n_slots, n_ranks = len(slots), len(ranks)
-    cell = LAYOUT_CELL_PX if n_slots <= 40 else 26
-    if max_width:
-        cell = max(8, min(40, (max_width - 110) // max(n_slots, 1)))
-        # (the full width: a narrower plot clipped its title, "TP = 16" read as "TP = 1")
-        size = {"width": max_width, "height": max(150, 26 * n_ranks + 80)}
-    else:
-        # Fixed cells (never squeezed, never stretched): the figure is as wide as its heads need, plus the
-        # rank axis and the legend right of the plot; the view puts it in a container that scrolls
-        # sideways (tp-layout-scroll), so a wide layout never widens the page.
-        size = {"frame_width": max(cell * n_slots, 240), "frame_height": max(LAYOUT_ROW_PX * n_ranks, 90)}
-    from bokeh.models import HoverTool
-
-    hover = HoverTool(tooltips="<div style='font-size:14px'>@rank &middot; @slot: @detail</div>")
-    present = [k for k in COMPONENT_COLORS if k in set(frame["kind"])]
-    hooks = [_style_hook] if max_width else [
-        _status_legend_hook({k: COMPONENT_COLORS[k] for k in present}, COMPONENT_LABELS, place="right"), _style_hook]
-    kdims = [hv.Dimension("slot", label="heads held by the rank"), hv.Dimension("rank", label="TP rank")]
-    hm = hv.HeatMap(frame, kdims, ["kind", "text", "detail", "head", "replica"], group="Layout").opts(
-        cmap=dict(COMPONENT_COLORS),
-        tools=[hover],
-        default_tools=["save", "reset"],
-        toolbar=None if max_width else "above",
-        line_color="white",
-        line_width=1.5,
-        **size,
-        invert_yaxis=True,
-        xaxis="top",
-        title=title,
-        xlabel="" if max_width else "heads held by the rank",
-        ylabel="" if max_width else "TP rank",
-        fontsize={"title": "13pt" if max_width else "17pt", "labels": LABEL_SIZE,
-                  "xticks": "11pt" if cell >= 26 else "7pt", "yticks": "11pt" if max_width else TICK_SIZE},
-        xrotation=90 if cell < 40 else 0,
-        hooks=hooks,
-        colorbar=False,
-    )
-    if cell < 26:
-        return hm * hv.Labels([], kdims, ["text"])
-    labels = hv.Labels(frame, kdims, ["text"]).opts(text_color="black", text_font_size="10pt" if cell >= 40 else "7pt")
-    return hm * labels
-
-
-# ------------------------------------------------------------------------------------------------
-# Memory
-# ------------------------------------------------------------------------------------------------
-
-GIB = float(1 << 30)
-KIB = 1024.0
-
-
-def per_rank_curves(frame: pd.DataFrame, value: str, ylabel: str, title: str, scale: float = 1.0) -> hv.Overlay:
-    """One line per framework of ``frame[value] / scale`` against TP (string categories).
-
-    ``frame`` columns: framework, tp (int), ``value`` (float; NaN where unavailable). Frameworks whose
-    values coincide at every TP size share one line labelled "vLLM = SGLang" (otherwise the last-drawn
-    line would hide the others); the remaining lines differ in colour, marker and dash.
-    """
-    curves = []
-    tps = [str(t) for t in sorted(frame["tp"].unique())] if len(frame) else []
-    palette = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
-    markers = ["circle", "square", "triangle", "diamond", "inverted_triangle", "hex"]
-    dashes = ["solid", "dashed", "dotdash", "dotted", "dashdot", "solid"]
-    groups: list[tuple[list[str], pd.DataFrame]] = []
-    for fw, sub in frame.groupby("framework", sort=False):
-        d = pd.DataFrame({"tp": sub["tp"].astype(int).astype(str).astype(object),
-                          "y": sub[value].astype(float) / scale}).dropna().reset_index(drop=True)
-        for names, other in groups:
-            if len(other) == len(d) and (other["tp"] == d["tp"]).all() and np.allclose(other["y"], d["y"], rtol=1e-9):
-                names.append(fw)
-                break
-        else:
-            groups.append(([fw], d))
-    for i, (names, d) in enumerate(groups):
-        label = " = ".join(framework_label(f) for f in names)
-        kd = hv.Dimension("tp", label="tensor-parallel size (TP, GPUs)")
-        vd = hv.Dimension("y", label=ylabel)
-        color = palette[i % len(palette)]
-        c = hv.Curve(d, kd, vd, label=label).opts(color=color, line_width=3, line_dash=dashes[i % len(dashes)])
-        sc = hv.Scatter(d, kd, vd, label=label).opts(color=color, size=10, marker=markers[i % len(markers)],
-                                                    tools=["hover"])
-        curves.extend([c, sc])
-    if not curves:
-        return hv.Overlay([hv.Curve([])]).opts(title=title)
-    return hv.Overlay(curves).opts(
-        title=title,
-        width=680,
-        height=400,
-        legend_position="top_right",
-        fontsize={"title": "16pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
-        show_grid=True,
-        hooks=[_style_hook, _categorical_x_hook(tps)],
-    )
-
-
-MEMORY_PARTS = ("weights", "KV cache", "reserve")
-MEMORY_COLORS = {"weights": "#0072B2", "KV cache": "#009E73", "reserve": "#BBBBBB"}
-
-
-def memory_bars(frame: pd.DataFrame, gpu_gib: float, title: str) -> hv.Overlay:
-    """Stacked bars of per-GPU memory (GiB) for each TP size, with the GPU's capacity as a line.
-
-    ``frame`` columns: tp (int), weights_gib, kv_gib, reserve_gib, fits (bool). A TP size whose bar
-    rises above the line does not fit; its label says so (``✗``).
-    """
-    rows = []
-    setups = []
-    for _, r in frame.iterrows():
-        label = f"TP {int(r['tp'])}" + ("" if bool(r["fits"]) else " ✗")
-        setups.append(label)
-        for part, col in zip(MEMORY_PARTS, ("weights_gib", "kv_gib", "reserve_gib"), strict=True):
-            rows.append({"setup": label, "part": part, "GiB": float(max(r[col], 0.0)) if pd.notna(r[col]) else 0.0})
-    d = pd.DataFrame(rows, columns=["setup", "part", "GiB"])
-    d["setup"] = d["setup"].astype(object)
-    d["part"] = d["part"].astype(object)
-    bars = hv.Bars(d, [hv.Dimension("setup", label="layout (✗ = does not fit, or refused)"), "part"],
-                   hv.Dimension("GiB", label="memory per GPU (GiB)")).opts(
-        stacked=True,
-        cmap=MEMORY_COLORS,
-        width=960,
-        height=440,
-        title=title,
-        tools=["hover"],
-        legend_position="right",
-        fontsize={"title": "16pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
-        show_legend=True,
-        # ten or more layouts with "✗" marks do not fit side by side at this width: slant them
-        xrotation=30 if len(setups) > 8 else 0,
-        hooks=[_style_hook, _capacity_line_hook(gpu_gib, setups)],
-    )
-    return bars
-
-
-def _capacity_line_hook(gpu_gib: float, setups: Sequence[str]):
-    """Draw the GPU's memory as a dashed horizontal line with its own legend entry, keep the x axis
-    categorical (only the TP layouts as ticks) and the y range tall enough to show the line."""
-
-    def hook(plot, element) -> None:
-        from bokeh.models import FactorRange, LegendItem, Span
-
-        fig = plot.state
-        if not np.isfinite(gpu_gib) or any(getattr(r, "name", "") == "gpu-capacity" for r in fig.renderers):
-            return
-        fig.add_layout(Span(location=gpu_gib, dimension="width", line_color="#D55E00", line_width=3,
-                            line_dash="dashed"))
-        if isinstance(fig.x_range, FactorRange) and setups:
-            fig.x_range.factors = list(setups)
-        # An invisible line whose only job is the legend entry of the capacity line.
-        r = fig.line(x=[setups[0]] if setups else [], y=[gpu_gib] if setups else [], line_color="#D55E00",
-                     line_width=3, line_dash="dashed", name="gpu-capacity")
-        if fig.legend:
-            fig.legend[0].items.append(LegendItem(label=f"GPU memory ({gpu_gib:.0f} GiB)", renderers=[r]))
-            fig.legend[0].label_text_font_size = "13pt"
-        top = getattr(fig.y_range, "end", None)
-        if top is not None and top < gpu_gib * 1.08:
-            fig.y_range.end = gpu_gib * 1.08
-
-    return hook
-
-
-# ------------------------------------------------------------------------------------------------
-# Bokeh hooks
-# ------------------------------------------------------------------------------------------------
-
-
-def _style_hook(plot, element) -> None:
-    """Readable fonts and no outline on every Bokeh figure."""
-    fig = plot.state
-    fig.title.text_font = FONT
-    fig.outline_line_color = None
-    for ax in (*fig.xaxis, *fig.yaxis):
-        ax.major_label_text_font = FONT
-        ax.axis_label_text_font = FONT
-        ax.axis_label_text_font_style = "normal"
-        ax.major_tick_line_color = None
-        ax.axis_line_color = None
-    fig.toolbar.logo = None
-
-
-def _name_hook(name: str):
-    """Name the Bokeh figure (the in-browser PNG export finds the validity heatmaps by it)."""
-
-    def hook(plot, element) -> None:
-        plot.state.name = name
-
-    return hook
-
-
-#: Bokeh ``name`` of every validity / disagreement heatmap figure.
-HEATMAP_FIGURE_NAME = "tp-validity-heatmap"
-
-
-def _status_legend_hook(colors: dict[str, str], labels: dict[str, str], present: Sequence[str] = (), ncols: int = 1,
-                        place: str = "above"):
-    """A hook adding a legend of every key of ``colors`` outside the plot area (``place``: "above" -- between
-    the title and the plot -- or "right")."""
-
-    def hook(plot, element) -> None:
-        from bokeh.models import Legend, LegendItem
-
-        fig = plot.state
-        if any(getattr(x, "name", "") == "status-legend" for x in fig.above + fig.below + fig.right):
-            return
-        keys = list(colors)
-        items = []
-        # A zero-size rect at a real data point: invisible on the plot, a filled swatch in the legend
-        # (renderers with no data draw no legend glyph).
-        data = element.dframe() if hasattr(element, "dframe") else None
-        x0 = y0 = None
-        if data is not None and len(data):
-            x0, y0 = data.iloc[0, 0], data.iloc[0, 1]
-        for k in keys:
-            if x0 is None:
-                r = fig.scatter(x=[], y=[], marker="square", size=16, fill_color=colors[k], line_color=None)
-            else:
-                r = fig.rect(x=[x0], y=[y0], width=0, height=0, fill_color=colors[k], line_color=None)
-            items.append(LegendItem(label=labels.get(k, k), renderers=[r]))
-        legend = Legend(
-            items=items,
-            name="status-legend",
-            orientation="vertical",
-            ncols=ncols,
-            label_text_font_size="13pt",
-            label_text_font=FONT,
-            label_height=18,
-            glyph_height=18,
-            glyph_width=18,
-            spacing=4,
-            padding=4,
-            margin=4,
-            border_line_color=None,
-            location="top_left",
-        )
-        fig.add_layout(legend, place)
-
-    return hook
-
-
-def _categorical_x_hook(tps: Sequence[str]):
-    """Keep TP categories in numeric order on a curve plot's x axis."""
-
-    def hook(plot, element) -> None:
-        from bokeh.models import FactorRange
-
-        if tps and isinstance(plot.state.x_range, FactorRange):
-            plot.state.x_range.factors = list(tps)
-
-    return hook
