@@ -158,7 +158,7 @@ def _arch_names(ctx: Ctx) -> np.ndarray:
         return [[a.strip() for a in str(s).split(",") if a.strip()] if isinstance(s, str) else []
                 for s in ctx.models["architectures"].astype(object).where(ctx.models["architectures"].notna(), "")]
 
-    return ctx.memo(("arch_lists",), fn)  # type: ignore[return-value]
+    return ctx.model_level(("arch_lists",), fn)  # type: ignore[return-value]
 
 
 def _registry_state(release: str, kind: str):
@@ -362,6 +362,8 @@ def _only_awq(ctx: Ctx, pred):
 def moe_tp(ctx: Ctx) -> np.ndarray:
     """vLLM's MoE tensor-parallel size: ``tp x dp`` without EP (FusedMoEParallelConfig flattens TP
     across DP), 1 with ``--enable-expert-parallel``."""
+    if np.ndim(ctx.expert_parallel):  # per-layout flags
+        return ctx.memo(("vllm_moe_tp",), lambda: np.where(ctx.expert_parallel, 1, ctx.tp * ctx.dp))
     if ctx.expert_parallel:
         return np.ones(ctx.n, dtype=np.int64)
     return ctx.memo(("vllm_moe_tp",), lambda: ctx.tp * ctx.dp)
