@@ -1379,10 +1379,10 @@ def layout_capacity(catalog: Any, framework: str, gpu: Any, layouts: Any, *, kv_
     if "tp" not in lay.columns:
         raise ValueError("layouts needs a 'tp' column")
     _check(framework, 1)
-    sizes = {k: (sharding.parallel_sizes(lay[k].to_numpy(), f"{k} size") if k in lay.columns
+    sizes = {k: (sharding.parallel_sizes(lay[k].fillna(1).to_numpy(), f"{k} size") if k in lay.columns
                  else np.ones(len(lay), dtype=np.int64)) for k in ("tp", "pp", "dp", "ep")}
-    flags = {k: (lay[k].fillna(False).to_numpy(dtype=bool) if k in lay.columns else np.zeros(len(lay), dtype=bool))
-             for k in ("dp_attention", "expert_parallel")}
+    flags = {k: (lay[k].astype(object).where(lay[k].notna(), False).to_numpy(dtype=bool) if k in lay.columns
+                 else np.zeros(len(lay), dtype=bool)) for k in ("dp_attention", "expert_parallel")}
     if context_len is not None:
         context_len = _check_context_len(context_len)
     if mem_fraction is not None:

@@ -1027,6 +1027,7 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
     rg = rules.layout_grid(cat, uniq, fws, versions=vers)
     valid = rg["valid"].to_numpy(dtype=bool).reshape(len(fws), nm, nu)  # framework-major, model, layout
     cols = memory._cols(cat)
+    moe = memory._flag(cols["is_moe"]) | (memory._nz(cols["num_experts"]) > 0)
     wk_all = _weight_kinds(cat, weight_dtype)
     M = float(gpu.memory_bytes)
     frames = []
@@ -1045,6 +1046,9 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
         seqg = np.nan_to_num(cap["concurrent_sequences"], nan=0.0)
         mem_ok = (np.isfinite(w) & (w + cap["reserve_bytes_per_gpu"] < M) & (cap["kv_budget_bytes_per_gpu"] > 0)
                   & (seqg >= 1))
+        # EP variants are planned for MoE models only (as plan() does): a dense model's rows are masked
+        ep_layout = (lf["ep"].to_numpy() > 1)[None, :]
+        v = v & ~(ep_layout & ~moe[:, None])
         starts = v & node_ok[None, :] & dtype_ok[:, None] & mem_ok
         groups = lf["attn_dp"].to_numpy()[None, :]
         kv_rep = np.maximum(seqg, 0) * groups

@@ -554,9 +554,9 @@ def layout_grid(
     def col(name: str, default, kind: str):
         if name not in lay.columns:
             return np.full(n_lay, default, dtype=np.int64 if kind == "size" else bool)
-        if kind == "size":
-            return sharding.parallel_sizes(lay[name].to_numpy(), f"{name} size")
-        return lay[name].fillna(False).to_numpy(dtype=bool)
+        if kind == "size":  # a missing entry (NaN) is the default
+            return sharding.parallel_sizes(lay[name].fillna(default).to_numpy(), f"{name} size")
+        return lay[name].astype(object).where(lay[name].notna(), False).to_numpy(dtype=bool)
 
     tp = col("tp", 1, "size")
     pp, dp, ep = col("pp", 1, "size"), col("dp", 1, "size"), col("ep", 1, "size")
