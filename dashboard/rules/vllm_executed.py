@@ -186,8 +186,10 @@ def _registry_state(release: str, kind: str):
             elif kind == "unsupported" and not dropped and not moved:
                 fire_m[i], names[i] = True, repr(archs)
         rep = (lambda a: np.repeat(a, ctx.n_tp))
+        supported = np.empty(ctx.n, dtype=object)  # one shared str: np.full would copy a ~30 kB string per cell
+        supported.fill("dict_keys(" + repr(list(reg["architectures"])) + ")")
         fields = {"arch": rep(names), "prev": rep(vers), "url": rep(vers), "archs": rep(names),
-                  "supported": np.full(ctx.n, "dict_keys(" + repr(list(reg["architectures"])) + ")", dtype=object)}
+                  "supported": supported}
         return rep(fire_m) & ctx.has("num_attention_heads"), fields
 
     return pred
