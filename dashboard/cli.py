@@ -7,6 +7,8 @@ Subcommands (each forwards its arguments to the module's own CLI, so ``--help`` 
     tp-planner hub scrape [REPO ...] [--author ...] [--limit N] [--workers 16] ...
     tp-planner check MODEL --framework vllm --tp 8 [--gpu H100-80GB] [--json]   # one cell, exit 0/1/2
     tp-planner check [MODEL] [--gpu ...] -- vllm serve MODEL -tp 8 ...         # judge a launch command
+    tp-planner plan MODEL --gpus 16 --gpu H100-80GB [--gpus-per-node 8] [--context-len 32768]
+                    [--framework vllm ...] [--min-sequences K] [--cross-node-tp] [--json]
     tp-planner serve [panel serve options]      # = panel serve <package dir>, the dashboard
 
 Exit status is the subcommand's (0 success, 2 bad usage).
@@ -25,7 +27,7 @@ USAGE = __doc__.split("Exit status")[0]
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
-        print("usage: tp-planner {catalog,check,hub,serve} ...\n\n" + USAGE)
+        print("usage: tp-planner {catalog,check,hub,plan,serve} ...\n\n" + USAGE)
         return 0 if args else 2
     cmd, rest = args[0], args[1:]
     if cmd == "catalog":
@@ -40,6 +42,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from dashboard.hub import main as hub_main
 
         return hub_main(rest)
+    if cmd == "plan":
+        from dashboard.planner import main as plan_main
+
+        return plan_main(rest)
     if cmd == "serve":
         app_dir = Path(__file__).resolve().parent
         return subprocess.call([sys.executable, "-m", "panel", "serve", str(app_dir), *rest])

@@ -225,6 +225,13 @@ def attention_tp(framework: str, tp: Any, dp: Any = 1, dp_attention: bool = Fals
     all heads, ``tp_size = 1 if mapping.enable_attention_dp``); otherwise ``tp``.
     """
     t = np.asarray(tp, dtype=np.int64)
+    if np.ndim(dp) or np.ndim(dp_attention):  # one value per layout (arrays aligned with tp)
+        on = np.asarray(dp_attention, dtype=bool)
+        if framework == "sglang":
+            return np.where(on, np.maximum(t // np.maximum(np.asarray(dp, dtype=np.int64), 1), 1), t)
+        if framework == "tensorrt-llm":
+            return np.where(on, 1, t)
+        return t
     if dp_attention and framework == "sglang":
         return np.maximum(t // max(int(dp), 1), 1)
     if dp_attention and framework == "tensorrt-llm":
@@ -842,6 +849,14 @@ def _moe_layout(framework: str, t: np.ndarray, *, ep: int = 1, dp: int = 1,
     framework; otherwise an explicit ``ep`` keeps the generic layout (EP ``ep``, MoE-TP ``tp // ep``),
     and for vLLM ``ep == 1`` means MoE-TP ``tp * dp``.
     """
+    if np.ndim(dp) or np.ndim(ep) or np.ndim(expert_parallel):  # one value per layout (arrays aligned with t)
+        d = np.maximum(np.asarray(dp, dtype=np.float64), 1.0)
+        e = np.maximum(np.asarray(ep, dtype=np.float64), 1.0)
+        epf = np.asarray(expert_parallel, dtype=bool)
+        gen_e, gen_mt = e * np.ones_like(t), np.maximum(1.0, np.floor(t / e))
+        if framework == "vllm":
+            gen_e, gen_mt = np.where(e == 1, 1.0, gen_e), np.where(e == 1, t * d, gen_mt)
+        return np.where(epf, t * d, gen_e), np.where(epf, 1.0, gen_mt)
     d = float(max(int(dp), 1))
     if expert_parallel:
         return t * d, np.ones_like(t)
@@ -863,11 +878,11 @@ def _moe_intermediate_matrix(c: dict[str, np.ndarray], framework: str, t: np.nda
     128 per rank).
     """
     inter = np.broadcast_to(c["moe_intermediate_size"][:, None], (len(c["moe_intermediate_size"]), t.shape[-1]))
-    if framework != "vllm" or expert_parallel:
+    if framework != "vllm" or (np.ndim(expert_parallel) == 0 and expert_parallel):
         return inter
     mt = _text_model_type(c)
     lo = np.array([float(MOE_MIN_INTERMEDIATE_PER_PARTITION.get(str(m), (np.nan,))[0]) for m in mt])[:, None]
-    pad = ~np.isnan(lo) & (t > 1) & (np.floor(inter / t) < lo)
+    pad = ~np.isnan(lo) & (t > 1) & (np.floor(inter / t) < lo) & ~np.asarray(expert_parallel, dtype=bool)
     return np.where(pad, lo * t, inter)
 
 
@@ -995,14 +1010,15 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     v_rep = col("vision_replicated")
     vision_r = ((col("vision") - v_rep) / np.where(vdp, 1.0, t) + v_rep) * _mix(pq["vision"], base)[:, None]
     layer_part = kv_r + attn_r + experts_r + moe_rep_r + router_r + mlp_r + norms_r + rep_r
-    stages = float(max(int(pp), 1))
-    if stages == 1:
+    stages = np.maximum(np.asarray(pp, dtype=np.float64), 1.0)  # a scalar, or one per layout
+    if np.all(stages == 1):
         return layer_part + embed_r + lm_r + vision_r
     L = col("layers")
     frac = np.ceil(L / stages) / L
     # first stage: embedding + vision tower; last stage: LM head (its own copy when tied)
     last = np.where(col("lm_head") > 0, lm_r, embed_r)
-    return layer_part * frac + np.maximum(embed_r + vision_r, last)
+    staged = layer_part * frac + np.maximum(embed_r + vision_r, last)
+    return np.where(stages == 1, layer_part + embed_r + lm_r + vision_r, staged) if np.ndim(stages) else staged
 
 
 def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, ep: int = 1,
@@ -1086,8 +1102,12 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
 # --------------------------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def _gpus_cached(path: str) -> pd.DataFrame:
-    df = pd.read_csv(path, dtype={"gpu": "string", "name": "string", "vendor": "string", "memory_source": "string"})
+    df = pd.read_csv(path, dtype={"gpu": "string", "name": "string", "vendor": "string", "memory_source": "string",
+                                  "compute_capability": "string", "form_factor": "string",
+                                  "platform_source": "string"})
     df["memory_bytes"] = df["memory_bytes"].astype("int64")
+    if "gpus_per_node" in df.columns:
+        df["gpus_per_node"] = df["gpus_per_node"].astype("Int64")
     return df
 
 
@@ -1097,7 +1117,11 @@ def load_gpus(path: str | Path | None = None) -> pd.DataFrame:
     Columns: ``gpu`` (id used everywhere, e.g. ``H100-80GB``), ``name`` (as the driver names it),
     ``vendor``, ``memory_bytes`` (total device memory in bytes as the driver reports it: NVML /
     ``nvidia-smi memory.total`` / ``torch.cuda.get_device_properties().total_memory``; ``rocm-smi`` for
-    AMD), ``memory_mib``, ``memory_gib``, ``memory_source`` (where the figure comes from).
+    AMD), ``memory_mib``, ``memory_gib``, ``memory_source`` (where the figure comes from),
+    ``compute_capability`` (string: NVIDIA CUDA compute capability ``"major.minor"`` such as ``"9.0"``, or
+    the AMD LLVM target such as ``"gfx942"``), ``gpus_per_node`` (Int64: GPUs in one node of the usual
+    platform -- 8 on an HGX board, 72 in an NVL72 rack, 4 in a PCIe server), ``form_factor`` (that
+    platform in words), ``platform_source`` (where the capability and GPU count come from).
     Returns a copy (the cached table stays read-only).
     """
     return _gpus_cached(str(path or GPUS_CSV)).copy()
@@ -1155,7 +1179,7 @@ def _activation_bytes(c: dict[str, np.ndarray], framework: str, t: np.ndarray, e
     sampler = 4.0 * seqs * V * 4.0
     I = _nz(c["intermediate_size"])[:, None]
     moe = _flag(c["is_moe"])[:, None]
-    moe_tp = np.maximum(1.0, np.floor(t / max(int(ep), 1)))
+    moe_tp = np.maximum(1.0, np.floor(t / np.maximum(np.asarray(ep, dtype=np.float64), 1.0)))
     moe_term = _nz(c["num_experts_per_tok"])[:, None] * (3 * _nz(c["moe_intermediate_size"])[:, None] / moe_tp + H)
     forward = tokens * 2.0 * (4 * H + np.where(moe, moe_term, 2 * I / t))
     return np.maximum(sampler, forward)
@@ -1180,9 +1204,9 @@ def _capacity_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, m
     kvb = _dtype_bytes(kv_dtype, KV_DTYPE_BYTES, "kv_dtype")
     # per-token bytes averaged over a sequence of ctx tokens (sliding windows capped), one ctx per model
     kv_tok = _kv_bytes_matrix(c, framework, tp, kv_bytes=kvb, context_len=ctx, dp=dp, dp_attention=dp_attention)
-    if pp > 1:  # a stage caches only its own layers: the heaviest holds ceil(L / pp) of L
-        L = c["num_hidden_layers"]
-        kv_tok = kv_tok * (np.ceil(L / pp) / L)[:, None]
+    if np.any(np.asarray(pp) > 1):  # a stage caches only its own layers: the heaviest holds ceil(L / pp) of L
+        L = c["num_hidden_layers"][:, None]
+        kv_tok = kv_tok * (np.ceil(L / np.asarray(pp, dtype=np.float64)) / L)
     state = _state_bytes_matrix(c, tp, state_bytes=kvb if kvb >= 2 else 2.0)
     weights = _weight_bytes_matrix(c, framework, tp, pp=pp, ep=ep, weight_dtype=weight_dtype, dp=dp, dp_attention=dp_attention,
                                    expert_parallel=expert_parallel, vision_dp=vision_dp)
@@ -1195,7 +1219,9 @@ def _capacity_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, m
         reserve = act + nt
     elif framework == "sglang":
         if frac is None:
-            fr = np.array([[sglang_default_mem_fraction_static(memory_bytes, int(x), pp, dp=dp, dp_attention=dp_attention) for x in tp]])
+            lay = np.broadcast_arrays(tp, np.asarray(pp), np.asarray(dp), np.asarray(dp_attention, dtype=bool))
+            fr = np.array([[sglang_default_mem_fraction_static(memory_bytes, int(x), int(p_), dp=int(d_), dp_attention=bool(a_))
+                            for x, p_, d_, a_ in zip(*lay)]])
         else:
             fr = np.full((1, len(tp)), float(frac))
         budget = M * fr - weights
@@ -1318,6 +1344,57 @@ def memory_grid(catalog: pd.DataFrame, tp_sizes: Sequence[int] = schema.DEFAULT_
         out["framework"] = out["framework"].astype("string")
         out["model_id"] = out["model_id"].astype("string")
     return out
+
+
+def layout_capacity(catalog: Any, framework: str, gpu: Any, layouts: Any, *, kv_dtype: str = "bf16",
+                    weight_dtype: str | None = None, context_len: int | None = None,
+                    mem_fraction: float | None = None, vision_dp: bool = False,
+                    cols: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """:func:`capacity` for many models under many parallel layouts at once (numpy, no per-cell Python).
+
+    Parameters
+    ----------
+    catalog : catalog records (DataFrame, or one record as a dict / Series).
+    framework : one of :data:`dashboard.schema.FRAMEWORKS`.
+    gpu : GPU id, a row of :func:`load_gpus`, or total bytes per GPU.
+    layouts : DataFrame or mapping of equal-length columns ``tp`` (required), ``pp``, ``dp``, ``ep``
+        (default 1), ``dp_attention``, ``expert_parallel`` (default False); meanings as in :func:`capacity`.
+    kv_dtype, weight_dtype, context_len, mem_fraction, vision_dp : as in :func:`capacity`, for every cell.
+    cols : the model columns already extracted by ``_cols(catalog)`` (reuse across calls); None: extracted.
+
+    Returns
+    -------
+    dict of arrays of shape ``(models, layouts)``, the keys of :func:`capacity`'s numeric fields:
+    ``weight_bytes_per_gpu``, ``activation_bytes_per_gpu``, ``non_torch_bytes_per_gpu``,
+    ``reserve_bytes_per_gpu``, ``kv_budget_bytes_per_gpu`` (bytes per GPU), ``kv_bytes_per_token_per_rank``
+    (bytes), ``linear_state_bytes_per_sequence_per_rank`` (bytes), ``tokens_per_gpu`` (KV-cache tokens a
+    GPU holds, rounded down to the framework's block), ``concurrent_sequences`` (whole ``context_len``
+    sequences per attention group: one TP/PP replica, or one attention-DP group), ``fits`` (bool),
+    ``fraction``, ``context_len``. Cell ``[i, j]`` equals :func:`capacity` of model ``i`` at layout ``j``.
+
+    Raises ``ValueError`` as :func:`capacity` does (unknown framework / GPU / dtype, a size that is not
+    a whole number in ``1 .. MAX_PARALLEL``, a bad ``context_len`` or ``mem_fraction``).
+    """
+    lay = layouts if isinstance(layouts, pd.DataFrame) else pd.DataFrame(layouts)
+    if "tp" not in lay.columns:
+        raise ValueError("layouts needs a 'tp' column")
+    _check(framework, 1)
+    sizes = {k: (sharding.parallel_sizes(lay[k].fillna(1).to_numpy(), f"{k} size") if k in lay.columns
+                 else np.ones(len(lay), dtype=np.int64)) for k in ("tp", "pp", "dp", "ep")}
+    flags = {k: (lay[k].astype(object).where(lay[k].notna(), False).to_numpy(dtype=bool) if k in lay.columns
+                 else np.zeros(len(lay), dtype=bool)) for k in ("dp_attention", "expert_parallel")}
+    if context_len is not None:
+        context_len = _check_context_len(context_len)
+    if mem_fraction is not None:
+        mem_fraction = _check_fraction(mem_fraction)
+    _, mem = _gpu_memory(gpu)
+    c = _cols(catalog) if cols is None else cols
+    if len(lay) == 0:
+        return {}
+    return _capacity_matrix(c, framework, sizes["tp"], mem, pp=sizes["pp"], ep=sizes["ep"], kv_dtype=kv_dtype,
+                            weight_dtype=weight_dtype, context_len=context_len, mem_fraction=mem_fraction,
+                            dp=sizes["dp"], dp_attention=flags["dp_attention"],
+                            expert_parallel=flags["expert_parallel"], vision_dp=vision_dp)
 
 
 def _check(framework: str, tp: Any, **sizes: Any) -> list[int]:

@@ -42,6 +42,8 @@ __all__ = [
     "Verdict",
     "check",
     "grid",
+    "layout_grid",
+    "rules_for",
     "rules_frame",
     "rules_markdown",
 ]
@@ -371,7 +373,7 @@ def _join_codes(code_arrays: list[np.ndarray], interned: _Strings) -> np.ndarray
 
 
 def _grid_arrays(ctx: Ctx, framework: str, version: str | None, interned: _Strings,
-                 rule_ids: _Strings) -> dict[str, np.ndarray]:
+                 rule_ids: _Strings, detail: bool = False) -> dict[str, np.ndarray]:
     ev = _evaluate(ctx, framework, version)
     n = ctx.n
     errors = [(r, f, fl) for r, f, fl in zip(ev.rules, ev.fire, ev.fields) if r.severity == "error"]
@@ -388,7 +390,15 @@ def _grid_arrays(ctx: Ctx, framework: str, version: str | None, interned: _Strin
         n_fail += f
     any_error = n_fail > 0
     all_msgs = _join_codes(code_arrays, interned) if errors else np.zeros(n, dtype=np.int64)
-    return {
+    extra: dict[str, np.ndarray] = {}
+    if detail:  # per cell: every failing rule as (rule id, message), in evaluation order
+        hits: list[list[tuple[str, str]]] = [[] for _ in range(n)]
+        for (r, _f, _fl), codes in zip(errors, code_arrays):
+            for i in np.flatnonzero(codes):
+                hits[i].append((r.id, interned.strings[codes[i]]))
+        extra["failures"] = np.array([tuple(h) for h in hits] + [None], dtype=object)[:-1]
+        extra["attn_tp"] = np.asarray(ev.attn_tp, dtype=np.int64)
+    return {**extra,
         "framework": np.full(n, schema.FRAMEWORKS.index(framework), dtype=np.int64),
         "tp": ctx.tp,
         "valid": ~any_error,
@@ -491,6 +501,130 @@ def grid(
         },
         copy=False,  # every column above is freshly built: no defensive copy
     )
+
+
+def layout_grid(
+    catalog_df: pd.DataFrame | Mapping | pd.Series,
+    layouts: pd.DataFrame | Mapping[str, Sequence],
+    frameworks: Iterable[str] = schema.FRAMEWORKS,
+    *,
+    versions: Mapping[str, str | None] | None = None,
+    vision_dp: bool = False,
+    detail: bool = False,
+    model_memo: dict | None = None,
+) -> pd.DataFrame:
+    """Validity of every catalog model under many parallel layouts at once (one evaluation per framework).
+
+    :func:`grid` varies only the TP size; here every entry of ``layouts`` is a whole layout -- its own
+    ``tp``, ``pp``, ``dp``, ``ep``, ``dp_attention`` and ``expert_parallel`` -- and the rules run once per
+    framework over all (model, layout) cells, vectorized (:class:`~dashboard.rules.common.Ctx` with
+    per-layout arrays). Each cell's verdict equals :func:`check` at that layout (``valid``, ``status``,
+    first failing rule and its message, every failing message); suggestions are not computed.
+
+    Parameters
+    ----------
+    catalog_df : catalog records (a DataFrame, or one record as a mapping / Series).
+    layouts : DataFrame or mapping of equal-length columns: ``tp`` (required), ``pp``, ``dp``, ``ep``
+        (default 1), ``dp_attention``, ``expert_parallel`` (default False). Sizes are whole numbers in
+        ``1 .. dashboard.sharding.MAX_PARALLEL``; meanings as in :func:`check`.
+    frameworks : framework ids from :data:`dashboard.schema.FRAMEWORKS`.
+    versions : framework -> release / date / None (see :func:`check`); a framework not named uses None
+        (the newest executed release, or the current rules).
+    vision_dp : the vision encoder runs data-parallel, for every cell.
+    detail : also return ``failures`` (per cell a tuple of ``(rule_id, message)`` for every failing rule,
+        in the order the framework reaches them) and ``attn_tp`` (the attention-TP degree). Python objects
+        per cell: meant for one model, not a whole catalog.
+    model_memo : a dict the per-model derived columns are kept in across calls over the *same*
+        ``catalog_df`` frame (see :class:`~dashboard.rules.common.Ctx`); None: recomputed per call.
+
+    Returns
+    -------
+    DataFrame, one row per (framework, model, layout), framework-major then model then layout:
+    ``model_id, framework, layout`` (row position in ``layouts``), ``tp, pp, dp, ep, dp_attention,
+    expert_parallel``, then the :func:`grid` columns ``valid, status, rule_id, message, n_failures,
+    messages, q_heads_per_rank, kv_heads_per_rank, kv_replicas`` (+ ``failures``, ``attn_tp`` with
+    ``detail``).
+
+    Raises
+    ------
+    ValueError for an unknown framework, no frameworks, no ``tp`` column, columns of unequal length, or a
+    size that is not a whole number in ``1 .. MAX_PARALLEL``; TypeError for a record of another type.
+    """
+    lay = pd.DataFrame(layouts) if not isinstance(layouts, pd.DataFrame) else layouts
+    if "tp" not in lay.columns:
+        raise ValueError("layouts needs a 'tp' column")
+    n_lay = len(lay)
+
+    def col(name: str, default, kind: str):
+        if name not in lay.columns:
+            return np.full(n_lay, default, dtype=np.int64 if kind == "size" else bool)
+        if kind == "size":  # a missing entry (NaN) is the default
+            return sharding.parallel_sizes(lay[name].fillna(default).to_numpy(), f"{name} size")
+        return lay[name].astype(object).where(lay[name].notna(), False).to_numpy(dtype=bool)
+
+    tp = col("tp", 1, "size")
+    pp, dp, ep = col("pp", 1, "size"), col("dp", 1, "size"), col("ep", 1, "size")
+    dpa, epf = col("dp_attention", False, "flag"), col("expert_parallel", False, "flag")
+    if isinstance(catalog_df, pd.DataFrame):
+        models = catalog_df.reset_index(drop=True)
+    else:
+        models = _to_ctx(catalog_df, [1]).models
+    fws = list(frameworks)
+    if not fws:
+        raise ValueError("no frameworks given")
+    for fw in fws:
+        if fw not in RULES_BY_FRAMEWORK:
+            raise ValueError(f"unknown framework {fw!r}; expected one of {schema.FRAMEWORKS}")
+    versions = dict(versions or {})
+    ids = (models["model_id"].astype("string").fillna("").to_numpy(dtype=object) if "model_id" in models.columns
+           else np.array([f"row{i}" for i in range(len(models))], dtype=object))
+    empty = n_lay == 0 or len(models) == 0
+    ctx = None if empty else Ctx(models, tp, pp=pp, dp=dp, ep=ep, dp_attention=dpa, vision_dp=vision_dp,
+                                 expert_parallel=epf, model_memo=model_memo)
+    interned, rule_ids = _Strings(), _Strings()
+    n_cells = len(models) * n_lay
+    parts = [] if empty else [_grid_arrays(ctx, fw, versions.get(fw), interned, rule_ids, detail) for fw in fws]
+
+    def cat_col(key: str, dtype=np.int64) -> np.ndarray:
+        if not parts:
+            return np.zeros(0, dtype=dtype)
+        return np.concatenate([np.asarray(p[key]) for p in parts]).astype(dtype, copy=False)
+
+    id_codes, id_cats = pd.factorize(pd.Series(ids, dtype=object), sort=False)
+    k = len(fws) if parts else 0
+    rep_lay = lambda a: np.tile(a, len(models) * k)  # noqa: E731
+    msg_cats = pd.Index(interned.strings, dtype=object)
+    q_na, kv_na = cat_col("q_na", bool), cat_col("kv_na", bool)
+    out = {
+        "model_id": pd.Categorical.from_codes(np.tile(np.repeat(id_codes, n_lay), k),
+                                              categories=pd.Index(id_cats, dtype=object)),
+        "framework": pd.Categorical.from_codes(np.repeat([schema.FRAMEWORKS.index(f) for f in fws[:k]], n_cells)
+                                               .astype(np.int8), categories=list(schema.FRAMEWORKS)),
+        "layout": rep_lay(np.arange(n_lay, dtype=np.int64)),
+        "tp": rep_lay(tp), "pp": rep_lay(pp), "dp": rep_lay(dp), "ep": rep_lay(ep),
+        "dp_attention": rep_lay(dpa), "expert_parallel": rep_lay(epf),
+        "valid": cat_col("valid", bool),
+        "status": pd.Categorical.from_codes(cat_col("status", np.int8), categories=_STATUS_CATS),
+        "rule_id": pd.Categorical.from_codes(cat_col("rule_id", np.int32),
+                                             categories=pd.Index(rule_ids.strings, dtype=object)),
+        "message": pd.Categorical.from_codes(cat_col("message", np.int32), categories=msg_cats),
+        "n_failures": cat_col("n_failures", np.int16),
+        "messages": pd.Categorical.from_codes(cat_col("messages", np.int32), categories=msg_cats),
+        "q_heads_per_rank": pd.arrays.IntegerArray(np.where(q_na, 0, cat_col("q")), q_na),
+        "kv_heads_per_rank": pd.arrays.IntegerArray(np.where(kv_na, 0, cat_col("kv")), kv_na),
+        "kv_replicas": pd.arrays.IntegerArray(np.where(kv_na, 0, cat_col("rep")), kv_na.copy()),
+    }
+    if detail:
+        out["failures"] = cat_col("failures", object) if parts else np.zeros(0, dtype=object)
+        out["attn_tp"] = cat_col("attn_tp")
+    return pd.DataFrame(out)
+
+
+def rules_for(framework: str, version: str | None = None) -> list[Rule]:
+    """The rules of ``framework`` that hold at ``version``, each as it reads in the resolved release
+    (message ``{site}`` filled, ``location``, ``source_url`` and ``evidence`` for that release), in the
+    order the framework reaches them. ValueError for an unknown framework."""
+    return list(_rules_for(framework, version))
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -109,7 +109,7 @@ def moe_intermediate(fw: str):
         mt = ctx.moe_tp(fw)
         m = ctx.i("moe_intermediate_size")
         fire = ctx.is_moe() & ctx.has("moe_intermediate_size") & not_multiple(m, mt)
-        return fire, {"m": m, "moe_tp": mt, "tp": ctx.tp, "ep": np.full_like(ctx.tp, ctx.ep)}
+        return fire, {"m": m, "moe_tp": mt, "tp": ctx.tp, "ep": np.broadcast_to(ctx.ep, ctx.tp.shape)}
 
     return pred
 
@@ -119,15 +119,15 @@ def moe_experts_divisible(*, model_types: tuple[str, ...] | None = None, name: s
     prefixes. Fields ``{n}``, ``{ep}``."""
 
     def pred(ctx: Ctx):
-        if ctx.ep <= 1:
+        if not np.any(ctx.ep > 1):
             return np.zeros(ctx.n, dtype=bool), {}
         n = ctx.i("num_experts")
-        fire = ctx.has("num_experts") & ((n % ctx.ep) != 0)
+        fire = ctx.has("num_experts") & ((n % ctx.ep) != 0) & (ctx.ep > 1)
         if model_types is not None:
             fire = fire & (
                 ctx.str_startswith("model_type", model_types) | ctx.str_startswith("text_model_type", model_types)
             )
-        return fire, {name: n, "ep": np.full_like(n, ctx.ep)}
+        return fire, {name: n, "ep": np.broadcast_to(ctx.ep, n.shape)}
 
     return pred
 
@@ -137,17 +137,17 @@ def moe_experts_uneven(*, exclude_model_types: tuple[str, ...] = ()):
     ``n % ep`` ranks one extra expert). Fields ``{n}``, ``{ep}``, ``{lo}``, ``{hi}``."""
 
     def pred(ctx: Ctx):
-        if ctx.ep <= 1:
+        if not np.any(ctx.ep > 1):
             return np.zeros(ctx.n, dtype=bool), {}
         n = ctx.i("num_experts")
-        fire = ctx.has("num_experts") & ((n % ctx.ep) != 0)
+        fire = ctx.has("num_experts") & ((n % ctx.ep) != 0) & (ctx.ep > 1)
         if exclude_model_types:
             fire = fire & ~(
                 ctx.str_startswith("model_type", exclude_model_types)
                 | ctx.str_startswith("text_model_type", exclude_model_types)
             )
         lo = n // ctx.ep
-        return fire, {"n": n, "ep": np.full_like(n, ctx.ep), "lo": lo, "hi": lo + 1}
+        return fire, {"n": n, "ep": np.broadcast_to(ctx.ep, n.shape), "lo": lo, "hi": lo + 1}
 
     return pred
 
@@ -156,9 +156,9 @@ def ep_without_moe():
     """EP requested on a model without experts."""
 
     def pred(ctx: Ctx):
-        if ctx.ep <= 1:
+        if not np.any(ctx.ep > 1):
             return np.zeros(ctx.n, dtype=bool), {}
-        return ~ctx.is_moe() & ctx.has("num_attention_heads"), {}
+        return ~ctx.is_moe() & ctx.has("num_attention_heads") & (ctx.ep > 1), {}
 
     return pred
 
@@ -354,12 +354,12 @@ def pipeline_even(*, warning: bool = False):
     """``num_hidden_layers % pp != 0`` (pp > 1). Fields ``{layers}``, ``{pp}``, ``{lo}``, ``{hi}``."""
 
     def pred(ctx: Ctx):
-        if ctx.pp <= 1:
+        if not np.any(ctx.pp > 1):
             return np.zeros(ctx.n, dtype=bool), {}
         L = ctx.i("num_hidden_layers")
-        fire = ctx.has("num_hidden_layers") & ((L % ctx.pp) != 0)
+        fire = ctx.has("num_hidden_layers") & ((L % ctx.pp) != 0) & (ctx.pp > 1)
         lo = L // ctx.pp
-        return fire, {"layers": L, "pp": np.full_like(L, ctx.pp), "lo": lo, "hi": lo + 1}
+        return fire, {"layers": L, "pp": np.broadcast_to(ctx.pp, L.shape), "lo": lo, "hi": lo + 1}
 
     return pred
 
@@ -368,10 +368,11 @@ def pipeline_too_deep():
     """More pipeline stages than layers (some stage would hold no layer)."""
 
     def pred(ctx: Ctx):
-        if ctx.pp <= 1:
+        if not np.any(ctx.pp > 1):
             return np.zeros(ctx.n, dtype=bool), {}
         L = ctx.i("num_hidden_layers")
-        return ctx.has("num_hidden_layers") & (L < ctx.pp), {"layers": L, "pp": np.full_like(L, ctx.pp)}
+        return (ctx.has("num_hidden_layers") & (L < ctx.pp) & (ctx.pp > 1),
+                {"layers": L, "pp": np.broadcast_to(ctx.pp, L.shape)})
 
     return pred
 
@@ -380,9 +381,10 @@ def dp_attention_split(fw: str):
     """SGLang DP-attention needs ``tp % dp == 0`` (attention-TP = tp / dp). Fields ``{tp}``, ``{dp}``."""
 
     def pred(ctx: Ctx):
-        if not ctx.dp_attention or ctx.dp <= 1:
+        on = np.asarray(ctx.dp_attention) & (ctx.dp > 1)
+        if not np.any(on):
             return np.zeros(ctx.n, dtype=bool), {}
-        return (ctx.tp % ctx.dp) != 0, {"tp": ctx.tp, "dp": np.full_like(ctx.tp, ctx.dp)}
+        return ((ctx.tp % ctx.dp) != 0) & on, {"tp": ctx.tp, "dp": np.broadcast_to(ctx.dp, ctx.tp.shape)}
 
     return pred
 
@@ -407,9 +409,12 @@ def unknown_model_type(known_types):
         known = set(known_types())
         if not known or "model_type" not in ctx.models.columns:
             return np.zeros(ctx.n, dtype=bool), {}
-        mt = ctx.models["model_type"].astype("string").fillna("")
-        fire_m = (mt != "") & ~mt.isin(known)
-        fire = np.repeat(fire_m.to_numpy(dtype=bool), ctx.n_tp)
-        return fire, {"model_type": np.repeat(mt.to_numpy(dtype=object), ctx.n_tp)}
+        mt = ctx.model_level(("model_type_str",), lambda: ctx.models["model_type"].astype("string").fillna("")
+                             .to_numpy(dtype=object))
+        # set membership per model (a pandas isin over a pyarrow string column converts the whole
+        # registry on every call: ~15 ms even for one model)
+        fire_m = np.fromiter((m != "" and m not in known for m in mt), dtype=bool, count=len(mt))
+        fire = np.repeat(fire_m, ctx.n_tp)
+        return fire, {"model_type": np.repeat(mt, ctx.n_tp)}
 
     return pred

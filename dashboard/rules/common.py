@@ -213,11 +213,21 @@ class Ctx:
     ----------
     models : DataFrame of catalog records (schema columns; missing columns count as NA).
     tp_sizes : 1-D int array of TP sizes; cell ``i`` is model ``i // n_tp`` at ``tp_sizes[i % n_tp]``.
-    pp, dp, ep : pipeline, data and expert parallel sizes (scalars, >= 1).
-    dp_attention : SGLang DP-attention / TensorRT-LLM attention-DP flag.
-    vision_dp : the vision encoder runs data-parallel (vLLM ``mm_encoder_tp_mode="data"``).
+    pp, dp, ep : pipeline, data and expert parallel sizes (>= 1): scalars (the same for every cell), or
+        1-D arrays aligned with ``tp_sizes`` (one parallel layout per entry, repeated for every model;
+        :func:`dashboard.rules.layout_grid`). Per-cell values are then int64 arrays of length N.
+    dp_attention : SGLang DP-attention / TensorRT-LLM attention-DP flag (scalar, or a bool array aligned
+        with ``tp_sizes``).
+    vision_dp : the vision encoder runs data-parallel (vLLM ``mm_encoder_tp_mode="data"``; scalar).
     expert_parallel : vLLM ``--enable-expert-parallel`` (the EP size is then ``tp x dp``, per cell);
-        implied by ``ep > 1``.
+        implied by ``ep > 1``. Scalar, or a bool array aligned with ``tp_sizes``.
+    model_memo : a dict to keep the per-model derived columns in (:meth:`model_level`), shared by every
+        Ctx built over the very same ``models`` frame -- e.g. one model planned at many GPU counts. Only
+        values that depend on the models alone go there; None: this Ctx's own memo.
+
+    With scalar sizes the attributes ``pp``, ``dp``, ``ep``, ``dp_attention``, ``expert_parallel`` are
+    Python scalars (the common case, unchanged); with per-layout arrays they are per-cell numpy arrays,
+    and predicates combine them elementwise (``np.any`` guards, ``& (ctx.ep > 1)`` masks).
     """
 
     def __init__(
@@ -231,6 +241,7 @@ class Ctx:
         dp_attention: bool = False,
         vision_dp: bool = False,
         expert_parallel: bool = False,
+        model_memo: dict | None = None,
     ) -> None:
         self.models = models
         self.n_models = len(models)
@@ -239,18 +250,59 @@ class Ctx:
         self.n_tp = len(self.tp_sizes)
         self.n = self.n_models * self.n_tp
         self.tp = np.tile(self.tp_sizes, self.n_models)
-        self.pp = sharding.parallel_size(pp, "pp")
-        self.dp = sharding.parallel_size(dp, "dp")
-        self.ep = sharding.parallel_size(ep, "ep")
-        self.dp_attention = bool(dp_attention)
+        self.pp = self._layout_sizes(pp, "pp")
+        self.dp = self._layout_sizes(dp, "dp")
+        self.ep = self._layout_sizes(ep, "ep")
+        self.dp_attention = self._layout_flags(dp_attention, "dp_attention")
         self.vision_dp = bool(vision_dp)
-        self.expert_parallel = bool(expert_parallel) or self.ep > 1
+        ep_on = self.ep > 1
+        if isinstance(expert_parallel, (np.ndarray, list, tuple)) or np.ndim(ep_on):
+            flags = self._layout_flags(expert_parallel, "expert_parallel")
+            self.expert_parallel = np.broadcast_to(np.asarray(flags) | ep_on, (self.n,)).copy()
+        else:
+            self.expert_parallel = bool(expert_parallel) or bool(ep_on)
         self._memo: dict[object, object] = {}
+        self._model_memo: dict[object, object] = self._memo if model_memo is None else model_memo
+
+    @property
+    def per_layout(self) -> bool:
+        """Whether any of pp / dp / ep / dp_attention / expert_parallel varies per cell (arrays)."""
+        return any(np.ndim(v) for v in (self.pp, self.dp, self.ep, self.dp_attention, self.expert_parallel))
+
+    def _layout_sizes(self, value: object, name: str):
+        """A scalar size (int) or a per-layout array aligned with ``tp_sizes`` -> per-cell int64 array."""
+        if isinstance(value, (np.ndarray, list, tuple)):
+            arr = sharding.parallel_sizes(np.asarray(value, dtype=np.int64) if not isinstance(value, np.ndarray)
+                                          else value, name)
+            if arr.shape != (self.n_tp,):
+                raise ValueError(f"{name} per layout must have one entry per TP size ({self.n_tp}), got {arr.shape}")
+            return np.tile(arr, self.n_models)
+        return sharding.parallel_size(value, name)
+
+    def _layout_flags(self, value: object, name: str):
+        """A scalar flag (bool) or a per-layout bool array aligned with ``tp_sizes`` -> per-cell array."""
+        if isinstance(value, (np.ndarray, list, tuple)):
+            arr = np.asarray(value, dtype=bool).ravel()
+            if arr.shape != (self.n_tp,):
+                raise ValueError(f"{name} per layout must have one entry per TP size ({self.n_tp}), got {arr.shape}")
+            return np.tile(arr, self.n_models)
+        return bool(value)
+
+    def cells(self, value: object) -> np.ndarray:
+        """``value`` (a scalar or a per-cell array) as a length-N array (read-only broadcast)."""
+        return np.broadcast_to(np.asarray(value), (self.n,))
 
     # -- raw columns --------------------------------------------------------------------------------
+    def model_level(self, key: object, fn: Callable[[], object]):
+        """Memoize a value that depends on the models only (not on the TP sizes or the layout) under
+        ``key``, in the shared ``model_memo`` when one was given."""
+        if key not in self._model_memo:
+            self._model_memo[key] = fn()
+        return self._model_memo[key]
+
     def _model_int(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         key = ("mint", name)
-        if key not in self._memo:
+        if key not in self._model_memo:
             if name not in self.models.columns:
                 vals = np.zeros(self.n_models, dtype=np.int64)
                 has = np.zeros(self.n_models, dtype=bool)
@@ -261,8 +313,8 @@ class Ctx:
                     s = s.where(np.isfinite(s.astype("float64")) & (s.astype("float64") % 1 == 0))
                 has = s.notna().to_numpy(dtype=bool)
                 vals = s.fillna(0).to_numpy(dtype=np.int64)
-            self._memo[key] = (vals, has)
-        return self._memo[key]  # type: ignore[return-value]
+            self._model_memo[key] = (vals, has)
+        return self._model_memo[key]  # type: ignore[return-value]
 
     def _rep(self, key: object, model_level: np.ndarray) -> np.ndarray:
         k = ("rep", key)
@@ -282,9 +334,9 @@ class Ctx:
     def flag(self, key: str, fn: Callable[[pd.DataFrame], np.ndarray]) -> np.ndarray:
         """A boolean derived once per model by ``fn(models) -> bool[n_models]``, repeated per cell."""
         k = ("mflag", key)
-        if k not in self._memo:
-            self._memo[k] = np.asarray(fn(self.models), dtype=bool)
-        return self._rep(("f", key), self._memo[k])  # type: ignore[arg-type]
+        if k not in self._model_memo:
+            self._model_memo[k] = np.asarray(fn(self.models), dtype=bool)
+        return self._rep(("f", key), self._model_memo[k])  # type: ignore[arg-type]
 
     def bool_col(self, name: str) -> np.ndarray:
         """Boolean column per cell (NA -> False)."""
@@ -333,7 +385,7 @@ class Ctx:
             s = self.models["architectures"].astype("string").fillna("")
             return s.str.split(",").str[0].str.strip().to_numpy(dtype=object)
 
-        return self.memo(("arch_models",), fn)  # type: ignore[return-value]
+        return self.model_level(("arch_models",), fn)  # type: ignore[return-value]
 
     def arch_in(self, names: tuple[str, ...], exclude: tuple[str, ...] = ()) -> np.ndarray:
         """Per cell: ``architectures[0]`` is in ``names`` (every architecture when empty) and not in
@@ -351,6 +403,10 @@ class Ctx:
     def ep_size(self) -> np.ndarray:
         """Expert-parallel size per cell: ``tp x dp`` under vLLM's ``--enable-expert-parallel`` (the EP
         group spans every TP and DP rank), the given ``ep`` otherwise; 1 without EP."""
+        if np.ndim(self.ep) or np.ndim(self.expert_parallel):  # per-layout arrays
+            return self.memo(("ep_size",), lambda: np.where(
+                self.cells(self.ep) > 1, self.cells(self.ep),
+                np.where(self.cells(self.expert_parallel), self.tp * self.dp, 1)).astype(np.int64))
         if self.ep > 1:
             return np.full(self.n, self.ep, dtype=np.int64)
         if self.expert_parallel:
@@ -371,6 +427,13 @@ class Ctx:
         * TensorRT-LLM with attention-DP: 1 (every rank runs all heads of its own requests).
         * Otherwise: ``tp``.
         """
+        if np.ndim(self.dp_attention):  # per-layout flags
+            if framework == "sglang":
+                return self.memo(("attn_tp", "sglang"), lambda: np.where(
+                    self.dp_attention, np.maximum(self.tp // self.dp, 1), self.tp))
+            if framework == "tensorrt-llm":
+                return self.memo(("attn_tp", "trt"), lambda: np.where(self.dp_attention, 1, self.tp))
+            return self.tp
         if framework == "sglang" and self.dp_attention:
             return self.memo(("attn_tp", "sglang"), lambda: np.maximum(self.tp // self.dp, 1))
         if framework == "tensorrt-llm" and self.dp_attention:
@@ -393,6 +456,11 @@ class Ctx:
         """TP degree inside one expert's MLP: 1 under expert parallelism (ep > 1) for vLLM (EP spans
         all TP x DP ranks), ``tp // ep`` for SGLang/TensorRT-LLM (``moe_tp_size = tp_size // ep_size``),
         1 for Megatron under EP (expert-tensor-parallel 1 is the documented EP setup), else ``tp``."""
+        if np.ndim(self.expert_parallel):  # per-layout flags
+            if framework in ("sglang", "tensorrt-llm"):
+                return self.memo(("moe_tp", "div"), lambda: np.where(
+                    self.expert_parallel, np.maximum(self.tp // self.ep, 1), self.tp))
+            return self.memo(("moe_tp", "one"), lambda: np.where(self.expert_parallel, 1, self.tp))
         if not self.expert_parallel:
             return self.tp
         if framework in ("sglang", "tensorrt-llm"):

@@ -213,6 +213,11 @@ def _none(ctx: Ctx):
 
 def attn_tp(ctx: Ctx) -> np.ndarray:
     """``tp / attn_dp`` (``--attn-dp-size``; ``dp`` of the layout under DP attention)."""
+    if np.ndim(ctx.dp_attention) or np.ndim(ctx.dp):  # per-layout arrays
+        on = np.asarray(ctx.dp_attention) & (ctx.dp > 1)
+        if not np.any(on):
+            return ctx.tp
+        return ctx.memo(("sgl_attn_tp",), lambda: np.where(on, np.maximum(ctx.tp // ctx.dp, 1), ctx.tp))
     if ctx.dp_attention and ctx.dp > 1:
         return ctx.memo(("sgl_attn_tp",), lambda: np.maximum(ctx.tp // ctx.dp, 1))
     return ctx.tp
@@ -228,6 +233,8 @@ def moe_tp(ctx: Ctx) -> np.ndarray:
 
 
 def moe_ep(ctx: Ctx) -> np.ndarray:
+    if np.ndim(ctx.ep):  # per-layout arrays
+        return np.where(ctx.ep > 1, ctx.ep_size(), 1)
     return ctx.ep_size() if ctx.ep > 1 else np.ones(ctx.n, dtype=np.int64)
 
 
@@ -351,7 +358,7 @@ def vision_tp_reduce(ctx: Ctx):
     """``reject_attn_tp_shard_with_tp_reduce``: 1 < attn_tp < tp."""
     t = attn_tp(ctx)
     fire = ctx.has("vision_num_heads") & (t > 1) & (t < ctx.tp)
-    return fire, {"a": t, "tp": ctx.tp, "dp": np.full(ctx.n, ctx.dp)}
+    return fire, {"a": t, "tp": ctx.tp, "dp": np.broadcast_to(ctx.dp, (ctx.n,))}
 
 
 def vision_padded(ctx: Ctx):

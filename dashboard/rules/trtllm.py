@@ -43,10 +43,11 @@ def _mapping_ep_tp():
     ``{tp}``, ``{moe_tp}``, ``{ep}``."""
 
     def pred(ctx: Ctx):
-        if ctx.ep <= 1:
+        if not np.any(ctx.ep > 1):
             return np.zeros(ctx.n, dtype=bool), {}
         moe_tp = ctx.tp // ctx.ep
-        return (moe_tp * ctx.ep) != ctx.tp, {"tp": ctx.tp, "moe_tp": moe_tp, "ep": np.full_like(ctx.tp, ctx.ep)}
+        return (((moe_tp * ctx.ep) != ctx.tp) & (ctx.ep > 1),
+                {"tp": ctx.tp, "moe_tp": moe_tp, "ep": np.broadcast_to(ctx.ep, ctx.tp.shape)})
 
     return pred
 

@@ -158,7 +158,7 @@ def _arch_names(ctx: Ctx) -> np.ndarray:
         return [[a.strip() for a in str(s).split(",") if a.strip()] if isinstance(s, str) else []
                 for s in ctx.models["architectures"].astype(object).where(ctx.models["architectures"].notna(), "")]
 
-    return ctx.memo(("arch_lists",), fn)  # type: ignore[return-value]
+    return ctx.model_level(("arch_lists",), fn)  # type: ignore[return-value]
 
 
 def _registry_state(release: str, kind: str):
@@ -186,8 +186,10 @@ def _registry_state(release: str, kind: str):
             elif kind == "unsupported" and not dropped and not moved:
                 fire_m[i], names[i] = True, repr(archs)
         rep = (lambda a: np.repeat(a, ctx.n_tp))
+        supported = np.empty(ctx.n, dtype=object)  # one shared str: np.full would copy a ~30 kB string per cell
+        supported.fill("dict_keys(" + repr(list(reg["architectures"])) + ")")
         fields = {"arch": rep(names), "prev": rep(vers), "url": rep(vers), "archs": rep(names),
-                  "supported": np.full(ctx.n, "dict_keys(" + repr(list(reg["architectures"])) + ")", dtype=object)}
+                  "supported": supported}
         return rep(fire_m) & ctx.has("num_attention_heads"), fields
 
     return pred
@@ -362,6 +364,8 @@ def _only_awq(ctx: Ctx, pred):
 def moe_tp(ctx: Ctx) -> np.ndarray:
     """vLLM's MoE tensor-parallel size: ``tp x dp`` without EP (FusedMoEParallelConfig flattens TP
     across DP), 1 with ``--enable-expert-parallel``."""
+    if np.ndim(ctx.expert_parallel):  # per-layout flags
+        return ctx.memo(("vllm_moe_tp",), lambda: np.where(ctx.expert_parallel, 1, ctx.tp * ctx.dp))
     if ctx.expert_parallel:
         return np.ones(ctx.n, dtype=np.int64)
     return ctx.memo(("vllm_moe_tp",), lambda: ctx.tp * ctx.dp)
