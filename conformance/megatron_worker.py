@@ -48,7 +48,9 @@ Stand-ins (what is simulated, and nothing else):
   allocated, no weight is read.
 * **Config**: the verbatim ``config.json`` mapped to Megatron-Core's config the way Megatron-Bridge's model
   providers map it (:func:`hf_to_megatron`; no remote code runs, the config is read as data). Quantization
-  (``quantization_config``) is ignored: Megatron-Core builds the architecture in BF16.
+  (``quantization_config``, and the sidecar files the driver names, which the table lists but the worker does
+  not read) is ignored: Megatron-Core builds the architecture in BF16. Models whose mapped config is the same
+  (quantized copies of one checkpoint) reuse one another's records (:func:`cached_cell`).
 
 A cell whose exception comes from a stand-in (a CUDA call, a meta tensor read) is ``harness_error`` with the
 reason (:func:`harness_reason`), never a refusal.
@@ -569,7 +571,9 @@ def run_model(job_model: dict, platform_kind: str, version: str, use_cache: bool
                 r.update(exc_record(e))
                 r.update(outcome="harness_error", reason="worker exception outside the cell")
         r.pop("params_detail", None)
-        r["sidecars"] = []
+        # the quantization sidecars the driver passes (driver.sidecars_for) are named, as in the other
+        # tables, but not read: the harness builds the architecture, not the checkpoint's quantization
+        r["sidecars"] = sorted(job_model.get("sidecars") or {})
         r["version"] = version
         r["platform"] = platform_kind
         r["model_id"] = job_model["model_id"]

@@ -25,7 +25,8 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 #: Releases run through the conformance harness, newest last (the tables in data/conformance/).
 #: Kept as data here so the rules engine does not depend on the tables being present at run time;
 #: ``tests/test_conformance.py`` checks that every release listed has its table and vice versa.
-EXECUTED: dict[str, tuple[str, ...]] = {"vllm": ("0.22.0", "0.33.0"), "sglang": ("0.5.23",)}
+EXECUTED: dict[str, tuple[str, ...]] = {"vllm": ("0.22.0", "0.33.0"), "sglang": ("0.5.23",),
+                                        "megatron-core": ("0.16.1",)}
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def resolve(framework: str, version: str | None) -> Resolved:
     """Map a user's ``version`` (None, a release such as "0.22.0", or a date such as "2025-05") to the
     release whose rules apply."""
     executed = EXECUTED.get(framework, ())
-    label = {"vllm": "vLLM", "sglang": "SGLang"}.get(framework, framework)
+    label = {"vllm": "vLLM", "sglang": "SGLang", "megatron-core": "Megatron-Core"}.get(framework, framework)
     if version is None or str(version).strip() == "":
         rel = newest_executed(framework)
         return Resolved(rel, rel is not None, "")
