@@ -4,6 +4,7 @@ Commands (see data/conformance/README.md for the venv set-up):
 
     python -m conformance run --framework vllm --venv /work/venvs/vllm-0.33.0 [--models ID ...] [--depth tp]
     python -m conformance run --framework sglang --venv /work/venvs/sglang-0.5.23 --workers 1 [--no-assemble]
+    python -m conformance run --framework megatron-core --venv /work/venvs/megatron-core-0.16.1 --workers 1
     python -m conformance assemble --framework vllm --version 0.33.0
     python -m conformance verify --framework vllm --venv /work/venvs/vllm-0.33.0 --sample 40 --seed 0
     python -m conformance report --version 0.33.0      # results + remaining mismatches in the README
@@ -43,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--models", nargs="*", help="only these model ids")
     r.add_argument("--depth", choices=("full", "tp"), default="full",
                    help="full: vLLM: TP sizes x EP off/on, DP 2/3 for MoE, vision DP; SGLang: TP sizes x EP "
-                   "off/on x attention-DP 1/2/4; tp: TP sizes only (default: full)")
+                   "off/on x attention-DP 1/2/4; Megatron-Core: TP x PP 1-4, EP 2/4/8 at PP 1/2 for MoE; "
+                   "tp: TP sizes only (default: full)")
     r.add_argument("--workers", type=int, default=2, help="worker processes at once (default: 2)")
     r.add_argument("--batch", type=int, default=12, help="models per worker process (default: 12)")
     r.add_argument("--limit", type=int, help="run at most this many models (the rest stay for the next run)")

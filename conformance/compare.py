@@ -51,6 +51,11 @@ def predictions(table: pd.DataFrame, catalog: pd.DataFrame, framework: str, vers
                                for t in tps])
             else:
                 g = rules.grid(cat.loc[models], tp_sizes=tps, ep=1, **kw)
+        elif framework == "megatron-core":
+            # Megatron-Core cells: ``dp`` is the data-parallel size and, with ``ep`` on, the expert-parallel
+            # size too (expert_model_parallel_size = dp; driver.plan_cells_megatron)
+            g = rules.grid(cat.loc[models], tp_sizes=tps, frameworks=[framework], pp=int(pp), dp=int(dp),
+                           ep=int(dp) if ep else 1, version=version)
         else:
             g = rules.grid(cat.loc[models], tp_sizes=tps, frameworks=[framework], pp=int(pp), dp=int(dp),
                            ep=1, expert_parallel=bool(ep), vision_dp=bool(vdp), version=version)

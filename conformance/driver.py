@@ -34,7 +34,8 @@ from dashboard.catalog import model_id_from_filename
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data" / "conformance"
 WORKER = {"vllm": Path(__file__).resolve().parent / "vllm_worker.py",
-          "sglang": Path(__file__).resolve().parent / "sglang_worker.py"}
+          "sglang": Path(__file__).resolve().parent / "sglang_worker.py",
+          "megatron-core": Path(__file__).resolve().parent / "megatron_worker.py"}
 
 #: TP sizes of the tables (the dashboard's defaults).
 TP_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
@@ -42,6 +43,11 @@ TP_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
 MOE_DP_SIZES = (2, 3)
 #: SGLang: attention-DP sizes (``--attn-dp-size``; recorded in the ``dp`` column).
 SGLANG_ATTN_DP_SIZES = (1, 2, 4)
+#: Megatron-Core: pipeline sizes, and expert-parallel sizes run for MoE models (``dp`` = EP, ``ep`` on) at
+#: the pipeline sizes in MEGATRON_EP_PP_SIZES (the pipeline split check does not depend on EP).
+MEGATRON_PP_SIZES = (1, 2, 3, 4)
+MEGATRON_EP_SIZES = (2, 4, 8)
+MEGATRON_EP_PP_SIZES = (1, 2)
 OUTCOMES = ("built", "refused_engine", "refused_build", "harness_error", "not_run")
 
 #: Columns of a conformance table, in order.
@@ -122,6 +128,8 @@ def plan_cells(raw: dict, depth: str = "full", framework: str = "vllm") -> list[
     ``dp`` field), for every model (see :func:`plan_cells_sglang`)."""
     if framework == "sglang":
         return plan_cells_sglang(depth)
+    if framework == "megatron-core":
+        return plan_cells_megatron(raw, depth)
     cells = [Cell(tp) for tp in TP_SIZES]
     if depth == "tp":
         return cells
@@ -140,6 +148,19 @@ def plan_cells_sglang(depth: str = "full") -> list[Cell]:
     if depth == "tp":
         return [Cell(tp) for tp in TP_SIZES]
     return [Cell(tp, dp=dp, ep=ep) for ep in (False, True) for dp in SGLANG_ATTN_DP_SIZES for tp in TP_SIZES]
+
+
+def plan_cells_megatron(raw: dict, depth: str = "full") -> list[Cell]:
+    """Megatron-Core's cells: TP x PP 1/2/3/4 without expert parallelism; for MoE models also EP 2/4/8 at
+    PP 1/2 (``ep`` on, ``dp`` = the EP size: Megatron takes the EP ranks from the DP ranks and expert-TP
+    defaults to the TP size, so DP = EP is the smallest world that holds the layout). ``depth="tp"``: PP 1
+    only."""
+    pps = (1,) if depth == "tp" else MEGATRON_PP_SIZES
+    cells = [Cell(tp, pp=pp) for pp in pps for tp in TP_SIZES]
+    if depth != "tp" and _is_moe(raw):
+        cells += [Cell(tp, pp=pp, dp=e, ep=True) for e in MEGATRON_EP_SIZES for pp in MEGATRON_EP_PP_SIZES
+                  for tp in TP_SIZES]
+    return cells
 
 
 def work_dir(framework: str, version: str) -> Path:
@@ -174,7 +195,7 @@ def _missing(cells: list[Cell], recs: list[dict], reason: str) -> list[dict]:
 
 
 def run_batch(python: str, framework: str, jobs: list[tuple[Path, list[Cell]]], *, platform: str,
-              model_timeout: float, on_model) -> None:
+              model_timeout: float, on_model, extra: dict | None = None) -> None:
     """Run several models in one worker process (vLLM's import costs ~15 s; a model's cells ~0.1 s
     each). ``on_model(model_id, records)`` is called as each model completes. A worker that dies or
     stalls on a model is killed; that model's unfinished cells become ``harness_error`` and the
@@ -184,7 +205,8 @@ def run_batch(python: str, framework: str, jobs: list[tuple[Path, list[Cell]]], 
         job = {"platform": platform,
                "models": [{"config_path": str(f), "model_id": model_id_from_filename(f),
                            "cells": [c.as_dict() for c in cells],
-                           "sidecars": sidecars_for(model_id_from_filename(f))} for f, cells in pending]}
+                           "sidecars": sidecars_for(model_id_from_filename(f))} for f, cells in pending],
+               **(extra or {})}
         by_id = {model_id_from_filename(f): (f, cells) for f, cells in pending}
         proc = subprocess.Popen([python, str(WORKER[framework])], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=_env(python), cwd="/tmp")
@@ -306,10 +328,11 @@ def run(python: str, framework: str, version: str, configs_dir: Path, *, models:
 
 def run_model(python: str, framework: str, config_path: Path, cells: list[Cell], *, platform: str,
               timeout: float) -> list[dict]:
-    """One model's cells in a fresh worker (used by :func:`verify`)."""
+    """One model's cells in a fresh worker (used by :func:`verify`; ``no_cache``: the Megatron-Core worker
+    builds every cell again instead of reusing records of identical configs)."""
     out: list[dict] = []
     run_batch(python, framework, [(config_path, cells)], platform=platform, model_timeout=timeout,
-              on_model=lambda mid, recs: out.extend(recs))
+              on_model=lambda mid, recs: out.extend(recs), extra={"no_cache": True})
     return out
 
 

@@ -35,7 +35,7 @@ REASONS = (
 #: SGLang: why a known kind of cell still differs.
 SGLANG_REASONS: tuple[tuple[str, str], ...] = ()
 
-LABEL = {"vllm": "vLLM", "sglang": "SGLang"}
+LABEL = {"vllm": "vLLM", "sglang": "SGLang", "megatron-core": "Megatron-Core"}
 
 
 def stale_cells(table: pd.DataFrame) -> pd.Series:
@@ -111,6 +111,11 @@ def section(release: str, table: pd.DataFrame, catalog: pd.DataFrame, framework:
                   f"<!-- mismatches {key} -->",
                   "| model | tp | dp | EP | vision DP | vLLM raised | engine says | reason |",
                   "|---|---|---|---|---|---|---|---|"]
+    elif framework == "megatron-core":
+        lines += ["Cells whose first error still differs (model, tp, pp, EP size, reason):", "",
+                  f"<!-- mismatches {key} -->",
+                  f"| model | tp | pp | EP | {label} raised | engine says | reason |",
+                  "|---|---|---|---|---|---|---|"]
     else:
         lines += ["Cells whose first error still differs (model, tp, attention-DP, EP, reason):", "",
                   f"<!-- mismatches {key} -->",
@@ -119,9 +124,12 @@ def section(release: str, table: pd.DataFrame, catalog: pd.DataFrame, framework:
     refused = cmp[~cmp["table_valid"] & cmp["verdict_ok"]]
     miss = refused[~(refused["message_ok"] & refused["location_ok"])]
     reasons = REASONS if framework == "vllm" else SGLANG_REASONS
-    for r in miss.sort_values(["model_id", "ep", "dp", "tp"]).itertuples():
+    for r in miss.sort_values(["model_id", "ep", "dp", "pp", "tp"]).itertuples():
         raised = esc(r.table_message) + ("" if r.table_location in r.table_message else f" at {r.table_location}")
-        cells = [f"`{r.model_id}`", str(r.tp), str(r.dp), "on" if r.ep else "off"]
+        if framework == "megatron-core":
+            cells = [f"`{r.model_id}`", str(r.tp), str(r.pp), str(r.dp if r.ep else 1)]
+        else:
+            cells = [f"`{r.model_id}`", str(r.tp), str(r.dp), "on" if r.ep else "off"]
         if framework == "vllm":
             cells.append("on" if r.vision_dp else "off")
         lines.append("| " + " | ".join(cells + [raised, esc(r.engine_message),

@@ -210,9 +210,15 @@ def test_transformers_native_tp_fails_at_run_time_with_warning():
 
 
 def test_megatron_no_replication_and_even_pipeline():
-    v = check(rec(32, 4), "megatron-core", 8)
+    # before core_v0.16.0 (read from source): no KV replication
+    v = check(rec(32, 4), "megatron-core", 8, version="0.15.0")
     assert [f.message for f in kinds(v, "kv_heads")] == [
         "num_query_groups (4) must be a multiple of tensor_model_parallel_size (8)."
+    ]
+    # since (executed in 0.16.1): query groups may be a divisor of TP
+    assert not kinds(check(rec(32, 4), "megatron-core", 8), "kv_heads")
+    assert [f.message for f in kinds(check(rec(32, 3), "megatron-core", 8), "kv_heads")] == [
+        "num_query_groups (3) must be a multiple or divisor of tensor_model_parallel_size (8)."
     ]
     m = rec(32, 8, num_hidden_layers=30)
     assert [f.message for f in kinds(check(m, "megatron-core", 4, pp=4), "pipeline_layers")] == [
@@ -364,7 +370,8 @@ def test_rule_data_complete():
         assert r.framework in schema.FRAMEWORKS and r.kind in KINDS
         # pinned: a 40-hex commit, or a release tag (the transformers rules cite the v5.24.0 source that the
         # torchrun matrix ran against, with line anchors that are only right at that tag)
-        assert re.match(r"https://github\.com/[^/]+/[^/]+/blob/([0-9a-f]{40}|v\d+\.\d+\.\d+)/", r.source_url), r.id
+        assert re.match(r"https://github\.com/[^/]+/[^/]+/blob/([0-9a-f]{40}|(core_)?v\d+\.\d+\.\d+)/",
+                        r.source_url), r.id
         assert r.condition and r.message
     assert {r.framework for r in RULES} == set(schema.FRAMEWORKS)
     assert set(rules_frame().columns) >= {"id", "framework", "kind", "versions", "condition", "message",

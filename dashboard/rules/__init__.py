@@ -24,6 +24,7 @@ import pandas as pd
 
 from dashboard import schema, sharding
 from dashboard.rules import megatron as _megatron
+from dashboard.rules import megatron_executed as _megatron_executed
 from dashboard.rules import sglang as _sglang
 from dashboard.rules import sglang_executed as _sglang_executed
 from dashboard.rules import transformers as _transformers
@@ -57,6 +58,7 @@ RULES: list[Rule] = [
     *_transformers_executed.RULES,
     *_trtllm.RULES,
     *_megatron.RULES,
+    *_megatron_executed.RULES,
 ]
 
 RULES_BY_FRAMEWORK: dict[str, list[Rule]] = {fw: [r for r in RULES if r.framework == fw] for fw in schema.FRAMEWORKS}
@@ -166,7 +168,8 @@ def _rule_applies_to_version(rule: Rule, version: str | None) -> bool:
 _REPO_URL = {"vllm": "https://github.com/vllm-project/vllm/blob",
              "sglang": "https://github.com/sgl-project/sglang/blob/v{release}/python",
              "transformers-native-tp": _transformers_executed.REPO,
-             "transformers-cb-cache": _transformers_executed.REPO}
+             "transformers-cb-cache": _transformers_executed.REPO,
+             "megatron-core": "https://github.com/NVIDIA/Megatron-LM/blob/core_v{release}"}
 
 
 def resolve_version(framework: str, version: str | None) -> _versions.Resolved:

@@ -75,6 +75,9 @@ MEGATRON_TCONFIG = (
 MEGATRON_TBLOCK = (
     f"{MEGATRON}/767a8a81dce870c23d284f1571fca1d5898d624d/megatron/core/transformer/transformer_block.py"
 )
+MEGATRON_TBLOCK_HEAD = (
+    f"{MEGATRON}/d98e8a64ddf34856e74b24714e3bedb2f5a39553/megatron/core/transformer/transformer_block.py#L156-L158"
+)
 MEGATRON_TOKENIZER = (
     f"{MEGATRON}/def3b9c0cbf1920176504a3dff3eef774d90cd36/megatron/training/tokenizer/tokenizer.py"
 )

@@ -1,6 +1,8 @@
-"""Megatron-Core tensor/pipeline-parallel checks, as rule data (TransformerConfig.__post_init__ and
-the transformer block's layer split). Megatron pads the vocabulary itself to a multiple of
-``make_vocab_size_divisible_by (128) * tp``, so the vocabulary never blocks a TP size."""
+"""Megatron-Core tensor/pipeline-parallel checks before core_v0.16.0, read from source, as rule data
+(TransformerConfig.__post_init__ and the transformer block's layer split). Megatron-LM's training front end
+pads the vocabulary to a multiple of ``make_vocab_size_divisible_by (128) * tp``, so the vocabulary never
+blocks a TP size there. From 0.16.0 on the rules are :mod:`dashboard.rules.megatron_executed` (held to the
+executed release 0.16.1)."""
 
 from __future__ import annotations
 
@@ -9,13 +11,15 @@ from dashboard.rules import _src as S
 from dashboard.rules.common import Rule
 
 FW = "megatron-core"
+#: Releases these source-read rules hold for (the query-group check changed in core_v0.16.0).
+OLD = "<0.16.0"
 
 RULES: list[Rule] = [
     Rule(
         id="megatron.attention_heads",
         framework=FW,
         kind="attention_heads",
-        versions="",
+        versions=OLD,
         condition="TransformerConfig: num_attention_heads % tensor_model_parallel_size != 0",
         message="num_attention_heads ({h}) must be a multiple of tensor_model_parallel_size ({tp}).",
         source_url=S.MEGATRON_TCONFIG,
@@ -26,7 +30,7 @@ RULES: list[Rule] = [
         id="megatron.kv_heads",
         framework=FW,
         kind="kv_heads",
-        versions="",
+        versions=OLD,
         condition="TransformerConfig: num_query_groups % tensor_model_parallel_size != 0 (no KV replication)",
         message="num_query_groups ({kv}) must be a multiple of tensor_model_parallel_size ({tp}).",
         source_url=S.MEGATRON_TCONFIG,
@@ -37,7 +41,7 @@ RULES: list[Rule] = [
         id="megatron.mlp_intermediate",
         framework=FW,
         kind="mlp_intermediate",
-        versions="",
+        versions=OLD,
         condition="ColumnParallelLinear: divide(ffn_hidden_size, tp)",
         message="{a} is not divisible by {b}",
         source_url=S.MEGATRON_TCONFIG.replace("transformer/transformer_config.py", "utils.py"),
@@ -47,7 +51,7 @@ RULES: list[Rule] = [
         id="megatron.moe_experts",
         framework=FW,
         kind="moe_experts",
-        versions="",
+        versions=OLD,
         condition="num_moe_experts % expert_model_parallel_size != 0",
         message="num_moe_experts ({n}) must be divisible by expert_model_parallel_size ({ep}).",
         source_url=S.MEGATRON_TCONFIG,
@@ -58,7 +62,7 @@ RULES: list[Rule] = [
         id="megatron.pipeline_layers",
         framework=FW,
         kind="pipeline_layers",
-        versions="",
+        versions=OLD,
         condition="get_num_layers_to_build without an explicit first/last-stage layout: "
         "num_layers % pipeline_model_parallel_size != 0",
         message="num_layers should be divisible by pipeline_model_parallel_size",

@@ -26,7 +26,8 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 #: Kept as data here so the rules engine does not depend on the tables being present at run time;
 #: ``tests/test_conformance.py`` checks that every release listed has its table and vice versa.
 EXECUTED: dict[str, tuple[str, ...]] = {"vllm": ("0.22.0", "0.33.0"), "sglang": ("0.5.23",),
-                                         "transformers-native-tp": ("5.24.0",), "transformers-cb-cache": ("5.24.0",)}
+                                         "transformers-native-tp": ("5.24.0",), "transformers-cb-cache": ("5.24.0",),
+                                         "megatron-core": ("0.16.1",)}
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def resolve(framework: str, version: str | None) -> Resolved:
     release whose rules apply."""
     executed = EXECUTED.get(framework, ())
     label = {"vllm": "vLLM", "sglang": "SGLang", "transformers-native-tp": "transformers",
-             "transformers-cb-cache": "transformers"}.get(framework, framework)
+             "transformers-cb-cache": "transformers", "megatron-core": "Megatron-Core"}.get(framework, framework)
     if version is None or str(version).strip() == "":
         rel = newest_executed(framework)
         return Resolved(rel, rel is not None, "")
