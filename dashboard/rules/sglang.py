@@ -15,7 +15,7 @@ from dashboard.rules import _src as S
 from dashboard.rules.common import Rule
 
 FW = "sglang"
-V_OLD = "<0.5.23"  # from 0.5.23: dashboard.rules.sglang_executed
+V_OLD = "<0.5.21"  # from 0.5.21: dashboard.rules.sglang_executed
 DIVIDE = "{a} is not divisible by {b}"  # sglang divide() / ensure_divisibility
 
 RULES: list[Rule] = [
