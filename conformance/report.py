@@ -36,7 +36,7 @@ REASONS = (
 SGLANG_REASONS: tuple[tuple[str, str], ...] = (
     ("THUDM/chatglm-6b", "SGLang's ChatGLMConfig ignores vocab_size and reads padded_vocab_size (default 65024), "
                          "which chatglm-6b's config lacks; the catalog keeps vocab_size (130528), padded to "
-                         "130560, which 3 divides, so the engine's first rule is the attention assert"),
+                         "130560, which 3, 6 and 12 divide, so the engine's first rule is the attention assert"),
 )
 
 LABEL = {"vllm": "vLLM", "sglang": "SGLang", "megatron-core": "Megatron-Core"}

@@ -1,6 +1,6 @@
-"""SGLang's tensor-parallel checks for releases before 0.5.23, read from source (evidence ``source``).
+"""SGLang's tensor-parallel checks for releases before 0.5.21, read from source (evidence ``source``).
 
-From 0.5.23 on the rules are :mod:`dashboard.rules.sglang_executed` (checked against SGLang's own code run
+From 0.5.21 on the rules are :mod:`dashboard.rules.sglang_executed` (checked against SGLang's own code run
 over the catalog); these stay for older releases and dates before it.
 
 Attention layers shard over the attention-TP group: ``attn_tp = tp / dp`` under DP-attention

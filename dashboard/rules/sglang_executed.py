@@ -1,4 +1,5 @@
-"""SGLang rules for the releases run through the conformance harness (``versions=">=0.5.23"``).
+"""SGLang rules for the releases run through the conformance harness (``versions=">=0.5.21"``: 0.5.21 and
+0.5.23 were run; 0.5.22 reads as 0.5.21 from source; rules that differ carry their own version range).
 
 Each rule was checked by building every catalog model with SGLang's own code under simulated layouts
 (``python -m conformance run --framework sglang``; tables in ``data/conformance/``): the rule fires
@@ -21,7 +22,7 @@ Attention-TP is per model file: ``attn_tp = tp / attn_dp`` for files that shard 
 attention-TP group (Qwen3, Qwen3-MoE, DeepSeek, GLM-4-MoE, MiniMax-M2, gpt-oss, ...), the full TP for
 the others (Llama, Qwen2, Gemma, Mixtral, EXAONE-4, ...). MLPs and experts shard over the full TP group
 (experts: ``moe_tp = tp / ep``). Since 0.5.22 the vocabulary is padded to a multiple of the TP size, so
-the embedding never refuses.
+the embedding never refuses; 0.5.21 pads it to 64 only and divides it over the embedding's group.
 
 Bare ``assert`` statements print no message: SGLang's log shows ``AssertionError`` and the traceback's
 last line, so the message is written ``AssertionError (no message) at <file>:<line>``. ``divide()``
@@ -361,6 +362,9 @@ def dp_attention(ctx: Ctx):
 #: Expert counts the model class reads from its config class's default when the checkpoint has no
 #: experts (NemotronHConfig's n_routed_experts = 8: dense Nemotron-H checkpoints too).
 EXPERT_LOCATION_DEFAULT = {"NemotronHForCausalLM": 8}
+#: Model classes that declare expert locations only from a later release (0.5.21's and 0.5.22's
+#: nemotron_h.py have no get_model_config_for_expert_location).
+EXPERT_LOCATION_FROM = {"NemotronHForCausalLM": "0.5.23"}
 
 
 def expert_location(ctx: Ctx):
@@ -853,6 +857,39 @@ NOT_SEEN_FIRST: dict[str, frozenset[str]] = {"0.5.23": frozenset({
     "sglang.moe_intermediate.quantized_compat_block", "sglang.vision_heads.after_language_model",
     "sglang.attention_heads.interns2_mobius", "sglang.kv_heads.split.interns2_mobius",
     "sglang.kv_heads.replicate.interns2_mobius",
+}), "0.5.21": frozenset({
+    "sglang.attention_heads.baichuan", "sglang.attention_heads.exaone4", "sglang.attention_heads.gemma3",
+    "sglang.attention_heads.gemma4", "sglang.attention_heads.gpt_oss", "sglang.attention_heads.hunyuan",
+    "sglang.attention_heads.interns2_mobius", "sglang.attention_heads.mimo_v2",
+    "sglang.attention_heads.mla.hybrid", "sglang.attention_heads.nemotron_h",
+    "sglang.block_fp8.dense_k.compressed_tensors", "sglang.block_fp8.dense_k.compressed_tensors.hybrid_layer0",
+    "sglang.block_fp8.shared_k.compressed_tensors",
+    "sglang.block_fp8.shared_k.compressed_tensors.hybrid_layer0", "sglang.kv_heads.qkv",
+    "sglang.kv_heads.qkv.hybrid", "sglang.kv_heads.replicate.baichuan", "sglang.kv_heads.replicate.chatglm",
+    "sglang.kv_heads.replicate.exaone4", "sglang.kv_heads.replicate.gemma", "sglang.kv_heads.replicate.gemma2",
+    "sglang.kv_heads.replicate.gemma3", "sglang.kv_heads.replicate.gemma4",
+    "sglang.kv_heads.replicate.glm4_moe", "sglang.kv_heads.replicate.gpt_oss",
+    "sglang.kv_heads.replicate.granite", "sglang.kv_heads.replicate.granitemoe",
+    "sglang.kv_heads.replicate.hunyuan", "sglang.kv_heads.replicate.interns2_mobius",
+    "sglang.kv_heads.replicate.laguna", "sglang.kv_heads.replicate.llama4", "sglang.kv_heads.replicate.mimo_v2",
+    "sglang.kv_heads.replicate.mixtral", "sglang.kv_heads.replicate.nemotron_h",
+    "sglang.kv_heads.replicate.olmo2", "sglang.kv_heads.replicate.qwen2", "sglang.kv_heads.replicate.qwen3",
+    "sglang.kv_heads.replicate.qwen3_5", "sglang.kv_heads.replicate.qwen3_moe",
+    "sglang.kv_heads.replicate.qwen3_next", "sglang.kv_heads.split.baichuan", "sglang.kv_heads.split.chatglm",
+    "sglang.kv_heads.split.exaone4", "sglang.kv_heads.split.gemma", "sglang.kv_heads.split.gemma2",
+    "sglang.kv_heads.split.gemma3", "sglang.kv_heads.split.gemma4", "sglang.kv_heads.split.glm4_moe",
+    "sglang.kv_heads.split.gpt_oss", "sglang.kv_heads.split.granite", "sglang.kv_heads.split.granitemoe",
+    "sglang.kv_heads.split.hunyuan", "sglang.kv_heads.split.laguna", "sglang.kv_heads.split.llama4",
+    "sglang.kv_heads.split.mimo_v2", "sglang.kv_heads.split.mixtral", "sglang.kv_heads.split.nemotron_h",
+    "sglang.kv_heads.split.olmo2", "sglang.kv_heads.split.qwen2", "sglang.kv_heads.split.qwen3",
+    "sglang.kv_heads.split.qwen3_5", "sglang.kv_heads.split.qwen3_moe", "sglang.kv_heads.split.qwen3_next",
+    "sglang.linear_attention_heads.gdn_conv", "sglang.linear_attention_heads.lfm2_conv",
+    "sglang.linear_attention_heads.mamba_cache_conv", "sglang.linear_attention_heads.mamba_cache_heads",
+    "sglang.mamba_groups.quantized", "sglang.mimo_v2.rope_parameters", "sglang.mlp_intermediate",
+    "sglang.mlp_intermediate.hybrid_layer0", "sglang.mlp_intermediate.non_gated",
+    "sglang.mlp_intermediate.shared_experts", "sglang.mlp_intermediate.shared_experts.hybrid_layer0",
+    "sglang.moe_experts.hybrid_layer0", "sglang.moe_intermediate", "sglang.moe_intermediate.hybrid_layer0",
+    "sglang.vision_heads.after_language_model",
 })}
 
 #: Raise sites in the other executed releases, by rule id (``python -m conformance sites --framework
@@ -860,7 +897,7 @@ NOT_SEEN_FIRST: dict[str, frozenset[str]] = {"0.5.23": frozenset({
 #: found in that release's file).
 SITES: dict[str, dict[str, str]] = {
     "0.5.21": {
-        "sglang.architecture.transformers_incompatible": "sglang/srt/model_loader/utils.py:185",  # table, 48 cells
+        "sglang.architecture.transformers_incompatible": "sglang/srt/model_loader/utils.py:185",  # table, 144 cells
         "sglang.attention_heads.baichuan": "sglang/srt/models/baichuan.py:139",  # source line
         "sglang.attention_heads.chatglm": "sglang/srt/models/chatglm.py:61",  # table, 24 cells
         "sglang.attention_heads.deepseek_v4": "sglang/srt/distributed/utils.py:65",  # table, 18 cells
@@ -869,21 +906,21 @@ SITES: dict[str, dict[str, str]] = {
         "sglang.attention_heads.gemma2": "sglang/srt/models/gemma2.py:116",  # table, 12 cells
         "sglang.attention_heads.gemma3": "sglang/srt/models/gemma3_causal.py:133",  # source line
         "sglang.attention_heads.gemma4": "sglang/srt/models/gemma4_causal.py:326",  # source line
-        "sglang.attention_heads.glm4_moe": "sglang/srt/models/glm4_moe.py:242",  # source line
-        "sglang.attention_heads.gpt2": "sglang/srt/models/gpt2.py:55",  # source line
+        "sglang.attention_heads.glm4_moe": "sglang/srt/models/glm4_moe.py:242",  # table, 3 cells
+        "sglang.attention_heads.gpt2": "sglang/srt/models/gpt2.py:55",  # table, 24 cells
         "sglang.attention_heads.gpt_oss": "sglang/srt/models/gpt_oss.py:393",  # source line
         "sglang.attention_heads.granite": "sglang/srt/models/granite.py:141",  # table, 6 cells
         "sglang.attention_heads.granitemoe": "sglang/srt/models/granitemoe.py:218",  # table, 12 cells
         "sglang.attention_heads.hunyuan": "sglang/srt/models/hunyuan.py:263",  # source line
         "sglang.attention_heads.interns2_mobius": "sglang/srt/models/interns2_mobius.py:551",  # source line
-        "sglang.attention_heads.laguna": "sglang/srt/models/laguna.py:267",  # source line
-        "sglang.attention_heads.laguna_sliding": "sglang/srt/models/laguna.py:267",  # source line
-        "sglang.attention_heads.llama": "sglang/srt/models/llama.py:158",  # table, 492 cells
+        "sglang.attention_heads.laguna": "sglang/srt/models/laguna.py:267",  # table, 12 cells
+        "sglang.attention_heads.laguna_sliding": "sglang/srt/models/laguna.py:267",  # table, 6 cells
+        "sglang.attention_heads.llama": "sglang/srt/models/llama.py:158",  # table, 546 cells
         "sglang.attention_heads.llama4": "sglang/srt/models/llama4.py:222",  # table, 24 cells
         "sglang.attention_heads.mimo_v2": "sglang/srt/models/mimo_v2.py:622",  # source line
-        "sglang.attention_heads.minimax_m2": "sglang/srt/models/minimax_m2.py:752",  # table, 12 cells
+        "sglang.attention_heads.minimax_m2": "sglang/srt/models/minimax_m2.py:752",  # table, 24 cells
         "sglang.attention_heads.mixtral": "sglang/srt/models/mixtral.py:136",  # table, 48 cells
-        "sglang.attention_heads.mla": "sglang/srt/models/deepseek_v2.py:2005",  # table, 6 cells
+        "sglang.attention_heads.mla": "sglang/srt/models/deepseek_v2.py:2005",  # table, 24 cells
         "sglang.attention_heads.mla.hybrid": "sglang/srt/models/deepseek_v2.py:2005",  # source line
         "sglang.attention_heads.nemotron_h": "sglang/srt/models/nemotron_h.py:558",  # source line
         "sglang.attention_heads.olmo2": "sglang/srt/models/olmo2.py:85",  # table, 24 cells
@@ -891,20 +928,24 @@ SITES: dict[str, dict[str, str]] = {
         "sglang.attention_heads.qkv.hybrid": "sglang/srt/distributed/utils.py:65",  # table, 6 cells
         "sglang.attention_heads.qwen2": "sglang/srt/models/qwen2.py:148",  # table, 540 cells
         "sglang.attention_heads.qwen3": "sglang/srt/models/qwen3.py:93",  # table, 26 cells
-        "sglang.attention_heads.qwen3_5": "sglang/srt/models/qwen3_5.py:1185",  # table, 6 cells
+        "sglang.attention_heads.qwen3_5": "sglang/srt/models/qwen3_5.py:1185",  # table, 12 cells
         "sglang.attention_heads.qwen3_moe": "sglang/srt/models/qwen3_moe.py:520",  # table, 9 cells
         "sglang.attention_heads.qwen3_next": "sglang/srt/models/qwen3_next.py:597",  # table, 8 cells
         "sglang.block_fp8.dense_k.compressed_tensors": "sglang/srt/layers/quantization/fp8_utils.py:2419",  # source line
         "sglang.block_fp8.dense_k.compressed_tensors.hybrid_layer0": "sglang/srt/layers/quantization/fp8_utils.py:2419",  # source line
-        "sglang.block_fp8.dense_n": "sglang/srt/layers/quantization/fp8.py:588",  # table, 76 cells
-        "sglang.block_fp8.mla_n": "sglang/srt/layers/quantization/fp8.py:588",  # table, 2 cells
-        "sglang.block_fp8.moe_n": "sglang/srt/layers/quantization/fp8.py:1403",  # table, 44 cells
+        "sglang.block_fp8.dense_n": "sglang/srt/layers/quantization/fp8.py:588",  # table, 88 cells
+        "sglang.block_fp8.mla_n": "sglang/srt/layers/quantization/fp8.py:588",  # table, 8 cells
+        "sglang.block_fp8.moe_n": "sglang/srt/layers/quantization/fp8.py:1403",  # table, 53 cells
+        "sglang.block_fp8.moe_n.compressed_tensors": "sglang/srt/layers/quantization/compressed_tensors/schemes/compressed_tensors_w8a8_fp8_moe.py:111",  # table, 12 cells
+        "sglang.block_fp8.shared_k": "sglang/srt/layers/quantization/fp8.py:577",  # table, 2 cells
         "sglang.block_fp8.shared_k.compressed_tensors": "sglang/srt/layers/quantization/fp8_utils.py:2419",  # source line
         "sglang.block_fp8.shared_k.compressed_tensors.hybrid_layer0": "sglang/srt/layers/quantization/fp8_utils.py:2419",  # source line
-        "sglang.block_fp8.shared_n": "sglang/srt/layers/quantization/fp8.py:588",  # table, 15 cells
+        "sglang.block_fp8.shared_n": "sglang/srt/layers/quantization/fp8.py:588",  # table, 24 cells
+        "sglang.block_fp8.shared_n.compressed_tensors": "sglang/srt/layers/quantization/fp8_utils.py:2430",  # table, 9 cells
         "sglang.config.deepseek_v4_kv_lora_rank": "sglang/srt/utils/hf_transformers/config.py:200",  # table, 60 cells
-        "sglang.config.unknown_model_type": "sglang/srt/utils/hf_transformers/config.py:135",  # table, 180 cells
-        "sglang.dp_attention": "sglang/srt/arg_groups/parallel_hook.py:261",  # table, 1596 cells
+        "sglang.config.unknown_model_type": "sglang/srt/utils/hf_transformers/config.py:135",  # table, 300 cells
+        "sglang.dp_attention": "sglang/srt/arg_groups/parallel_hook.py:261",  # table, 2064 cells
+        "sglang.group_size.nvfp4_shared.hybrid_layer0": "sglang/srt/layers/quantization/modelopt_quant.py:1795",  # table, 6 cells
         "sglang.kv_heads.qkv": "sglang/srt/distributed/utils.py:65",  # source line
         "sglang.kv_heads.qkv.hybrid": "sglang/srt/distributed/utils.py:65",  # source line
         "sglang.kv_heads.replicate.baichuan": "sglang/srt/models/baichuan.py:151",  # source line
@@ -924,7 +965,7 @@ SITES: dict[str, dict[str, str]] = {
         "sglang.kv_heads.replicate.llama": "sglang/srt/models/llama.py:168",  # table, 12 cells
         "sglang.kv_heads.replicate.llama4": "sglang/srt/models/llama4.py:232",  # source line
         "sglang.kv_heads.replicate.mimo_v2": "sglang/srt/models/mimo_v2.py:632",  # source line
-        "sglang.kv_heads.replicate.minimax_m2": "sglang/srt/models/minimax_m2.py:763",  # table, 2 cells
+        "sglang.kv_heads.replicate.minimax_m2": "sglang/srt/models/minimax_m2.py:763",  # table, 4 cells
         "sglang.kv_heads.replicate.mixtral": "sglang/srt/models/mixtral.py:146",  # source line
         "sglang.kv_heads.replicate.nemotron_h": "sglang/srt/models/nemotron_h.py:568",  # source line
         "sglang.kv_heads.replicate.olmo2": "sglang/srt/models/olmo2.py:97",  # source line
@@ -949,7 +990,7 @@ SITES: dict[str, dict[str, str]] = {
         "sglang.kv_heads.split.llama": "sglang/srt/models/llama.py:164",  # table, 24 cells
         "sglang.kv_heads.split.llama4": "sglang/srt/models/llama4.py:228",  # source line
         "sglang.kv_heads.split.mimo_v2": "sglang/srt/models/mimo_v2.py:628",  # source line
-        "sglang.kv_heads.split.minimax_m2": "sglang/srt/models/minimax_m2.py:759",  # table, 10 cells
+        "sglang.kv_heads.split.minimax_m2": "sglang/srt/models/minimax_m2.py:759",  # table, 20 cells
         "sglang.kv_heads.split.mixtral": "sglang/srt/models/mixtral.py:142",  # source line
         "sglang.kv_heads.split.nemotron_h": "sglang/srt/models/nemotron_h.py:564",  # source line
         "sglang.kv_heads.split.olmo2": "sglang/srt/models/olmo2.py:93",  # source line
@@ -965,7 +1006,7 @@ SITES: dict[str, dict[str, str]] = {
         "sglang.linear_attention_heads.lfm2_conv": "sglang/srt/layers/linear.py:566",  # source line
         "sglang.linear_attention_heads.mamba_cache_conv": "sglang/srt/distributed/utils.py:65",  # source line
         "sglang.linear_attention_heads.mamba_cache_heads": "sglang/srt/distributed/utils.py:65",  # source line
-        "sglang.mamba_groups": "sglang/srt/layers/attention/mamba/mamba.py:247",  # source line
+        "sglang.mamba_groups": "sglang/srt/layers/attention/mamba/mamba.py:247",  # table, 48 cells
         "sglang.mamba_groups.quantized": "sglang/srt/layers/attention/mamba/mamba.py:252",  # source line
         "sglang.mimo_v2.rope_parameters": "sglang/srt/layers/rotary_embedding/factory.py:107",  # source line
         "sglang.mlp_intermediate": "sglang/srt/layers/linear.py:566",  # source line
@@ -975,16 +1016,16 @@ SITES: dict[str, dict[str, str]] = {
         "sglang.mlp_intermediate.shared_experts.hybrid_layer0": "sglang/srt/layers/linear.py:566",  # source line
         "sglang.moe_experts": "sglang/srt/layers/moe/fused_moe_triton/layer.py:397",  # table, 23 cells
         "sglang.moe_experts.dsv4_nvfp4_platform": "sglang/srt/layers/quantization/modelopt_quant.py:2350",  # table, 72 cells
-        "sglang.moe_experts.expert_location": "sglang/srt/eplb/expert_location.py:256",  # table, 171 cells
+        "sglang.moe_experts.expert_location": "sglang/srt/eplb/expert_location.py:256",  # table, 291 cells
         "sglang.moe_experts.hybrid_layer0": "sglang/srt/layers/moe/fused_moe_triton/layer.py:397",  # source line
         "sglang.moe_intermediate": "sglang/srt/layers/moe/fused_moe_triton/layer.py:407",  # source line
         "sglang.moe_intermediate.hybrid_layer0": "sglang/srt/layers/moe/fused_moe_triton/layer.py:407",  # source line
         "sglang.moe_intermediate.mxfp4_cutlass": "sglang/srt/layers/quantization/mxfp4_flashinfer_cutlass_moe.py:68",  # table, 15 cells
-        "sglang.transformers_backend.divide": "sglang/srt/distributed/utils.py:65",  # table, 36 cells
+        "sglang.transformers_backend.divide": "sglang/srt/distributed/utils.py:65",  # table, 54 cells
         "sglang.transformers_backend.no_tp_plan": "sglang/srt/models/transformers.py:765",  # table, 46 cells
-        "sglang.vision_heads": "sglang/srt/distributed/utils.py:65",  # table, 174 cells
+        "sglang.vision_heads": "sglang/srt/distributed/utils.py:65",  # table, 282 cells
         "sglang.vision_heads.after_language_model": "sglang/srt/distributed/utils.py:65",  # source line
-        "sglang.vision_heads.first_tp": "sglang/srt/distributed/utils.py:65",  # table, 48 cells
+        "sglang.vision_heads.first_tp": "sglang/srt/distributed/utils.py:65",  # table, 96 cells
         "sglang.vision_heads.tp_reduce": "sglang/srt/layers/dp_attention.py:89",  # source line
         "sglang.vision_heads.tp_reduce.after_language_model": "sglang/srt/layers/dp_attention.py:89",  # source line
         "sglang.vision_hidden.mllama_patch": "sglang/srt/distributed/utils.py:65",  # table, 12 cells
@@ -1236,10 +1277,13 @@ RULES: list[Rule] = [
           "{arch} has no SGlang implementation and the Transformers implementation is not compatible with "
           "SGLang.", {"0.5.23": "model_loader/utils.py:185"}, tf_backend_incompatible, exc_type="ValueError",
           archs=TF_BACKEND_INCOMPATIBLE),
-    _rule("sglang.moe_experts.expert_location", "moe_experts",
-          "--ep-size E > 1 and num_experts % E != 0, for model classes with expert-location metadata (the "
-          "runner's initial ExpertLocationMetadata: assert num_physical_experts % ep_size == 0)",
-          BARE, {"0.5.23": "eplb/expert_location.py:256"}, expert_location, archs=EXPERT_LOCATION),
+    *(_rule("sglang.moe_experts.expert_location", "moe_experts",
+            "--ep-size E > 1 and num_experts % E != 0, for model classes with expert-location metadata (the "
+            "runner's initial ExpertLocationMetadata: assert num_physical_experts % ep_size == 0)" + extra,
+            BARE, {"0.5.23": "eplb/expert_location.py:256"}, expert_location, archs=archs, versions=vers)
+      for archs, vers, extra in (
+          (tuple(a for a in EXPERT_LOCATION if a not in EXPERT_LOCATION_FROM), V, ""),
+          (tuple(EXPERT_LOCATION_FROM), ">=0.5.23", "; NemotronH declares expert locations from 0.5.23 on"))),
     # -- 3. the model: vision towers built first -------------------------------------------------------
     _rule("sglang.vision_hidden.mllama_patch", "vision_heads",
           "Mllama vision patch embedding: ColumnParallelLinear(out = vision hidden_size) over the full TP: "
