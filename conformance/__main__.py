@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     rp.add_argument("--framework", default="vllm", choices=sorted(driver.WORKER), help="(default: vllm)")
     st = sub.add_parser("sites", help="print the rules' raise sites in another executed release")
     st.add_argument("--version", required=True)
+    st.add_argument("--framework", default="vllm", choices=["sglang", "vllm"], help="(default: vllm)")
+    st.add_argument("--work", action="store_true", help="read the release's checkpoint folder, not its table")
     st.add_argument("--src-new", type=Path, required=True, help="unpacked wheel of the newest executed release")
     st.add_argument("--src-old", type=Path, required=True, help="unpacked wheel of --version")
     pa = sub.add_parser("params", help="build one cell and print rank 0's parameter bytes by module group "
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "sites":
         from conformance import sites
 
-        print(sites.render(args.version, sites.derive(args.version, args.src_new, args.src_old)))
+        print(sites.render(args.version, sites.derive(args.version, args.src_new, args.src_old, args.framework, args.work)))
         return 0
     if args.cmd == "assemble":
         print(driver.assemble(args.framework, args.version))

@@ -1,10 +1,11 @@
-"""Raise sites of the rules in another executed release (``python -m conformance sites --version V``).
+"""Raise sites of the rules in another executed release (``python -m conformance sites [--framework F] --version V``).
 
 For each rule with a site in the newest executed release: the raise site the release's table shows
 where the engine's first rule is that rule and the messages agree (sites in bare-assert messages
 ignored), else the same source line found in the release's file (unique match). Prints a Python dict
-for :data:`dashboard.rules.vllm_executed.SITES`. ``--src-new``/``--src-old`` are unpacked wheels
-(``pip download --no-deps vllm==X`` and unzip).
+for :data:`dashboard.rules.vllm_executed.SITES` (or ``sglang_executed.SITES``). ``--src-new``/``--src-old``
+are unpacked wheels (``pip download --no-deps vllm==X`` and unzip). With ``work=True`` the release's
+checkpoint folder is read instead of its assembled table (a run still going).
 """
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ from pathlib import Path
 
 from conformance import compare, driver
 from dashboard.catalog import load_catalog
-from dashboard.rules import vllm_executed as X
+from dashboard.rules import sglang_executed, vllm_executed
+
+MODULES = {"vllm": vllm_executed, "sglang": sglang_executed}
 
 
-def derive(release: str, src_new: Path, src_old: Path) -> dict[str, tuple[str, str]]:
-    table = driver.load_table("vllm", release)
-    cmp = compare.compare(table, load_catalog(), "vllm", release)
+def derive(release: str, src_new: Path, src_old: Path, framework: str = "vllm",
+           work: bool = False) -> dict[str, tuple[str, str]]:
+    X = MODULES[framework]
+    table = driver.load_work(framework, release) if work else driver.load_table(framework, release)
+    cmp = compare.compare(table, load_catalog(), framework, release)
     ok = cmp[cmp["verdict_ok"] & ~cmp["table_valid"]]
     seen: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for r in ok.itertuples():
@@ -31,6 +36,8 @@ def derive(release: str, src_new: Path, src_old: Path) -> dict[str, tuple[str, s
     out: dict[str, tuple[str, str]] = {}
     for rule in X.RULES:
         site = rule.sites.get(newest)
+        if site and framework == "sglang" and not site.startswith("sglang/"):
+            site = "sglang/srt/" + site
         if not site or rule.id in out:
             continue
         if rule.id in seen:

@@ -839,11 +839,11 @@ def test_version_change_recomputes_only_vllm_and_lazily(small_catalog, monkeypat
     app.state.vllm_version = "0.22.0"
     assert calls == []  # both cached
     # The same for SGLang: its release recomputes SGLang's part only, once.
-    app.state.sglang_version = "0.5.21"
-    assert calls == [(("sglang",), "0.5.21", False)]
+    app.state.sglang_version = "0.5.20"
+    assert calls == [(("sglang",), "0.5.20", False)]
     calls.clear()
     app.state.sglang_version = "0.5.23"
-    app.state.sglang_version = "0.5.21"
+    app.state.sglang_version = "0.5.20"
     assert calls == []
 
 
@@ -967,12 +967,12 @@ def test_exports_carry_the_vllm_version(app):
     assert "0.27.1 (rules read from source)" in rep and "<h2>vLLM 0.27.1</h2>" in rep
     assert "0.5.23 (run through SGLang&#x27;s own code)" in rep and "<h2>SGLang 0.5.23</h2>" in rep
     assert "--enable-expert-parallel" in rep
-    app.state.param.update(frameworks=["sglang", "transformers-native-tp"], sglang_version="0.5.21")
+    app.state.param.update(frameworks=["sglang", "transformers-native-tp"], sglang_version="0.5.20")
     df = pd.read_csv(grid_csv(app.state, app.data), keep_default_na=False)
-    assert set(df.loc[df["framework"] == "sglang", "version"]) == {"0.5.21"}
+    assert set(df.loc[df["framework"] == "sglang", "version"]) == {"0.5.20"}
     assert set(df.loc[df["framework"] == "transformers-native-tp", "version"]) == {""}
     rep = report_html(app.state, app.data)
-    assert "0.5.21 (rules read from source)" in rep and "<h2>SGLang 0.5.21</h2>" in rep
+    assert "0.5.20 (rules read from source)" in rep and "<h2>SGLang 0.5.20</h2>" in rep
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1019,12 +1019,12 @@ def test_sglang_version_round_trips_through_the_url_and_the_widget(small_catalog
     from dashboard.state import DEFAULT_SGLANG_VERSION
 
     app = DashboardApp(catalog=small_catalog,
-                       query="?sglang_version=0.5.21&frameworks=sglang&model=acme/h30&framework=sglang&tp=4")
-    assert app.notices == [] and app.state.sglang_version == "0.5.21"
-    assert app.controls.sglang_version.value == "0.5.21"
-    assert "sglang_version=0.5.21" in app.state.query_string()
-    assert "SGLang 0.5.21 accepts" in app.validity._summary.object
-    assert "SGLang 0.5.21" in app.validity._details._html.object
+                       query="?sglang_version=0.5.20&frameworks=sglang&model=acme/h30&framework=sglang&tp=4")
+    assert app.notices == [] and app.state.sglang_version == "0.5.20"
+    assert app.controls.sglang_version.value == "0.5.20"
+    assert "sglang_version=0.5.20" in app.state.query_string()
+    assert "SGLang 0.5.20 accepts" in app.validity._summary.object
+    assert "SGLang 0.5.20" in app.validity._details._html.object
     app.controls.sglang_version.value = "0.5.22"
     assert app.state.sglang_version == "0.5.22" and "sglang_version=0.5.22" in app.state.query_string()
     assert "SGLang 0.5.22 accepts" in app.validity._summary.object
@@ -1037,8 +1037,8 @@ def test_sglang_version_round_trips_through_the_url_and_the_widget(small_catalog
     assert s.apply_query("?sglang_version=") == [] and s.sglang_version == DEFAULT_SGLANG_VERSION
     # The vLLM selector is untouched by the SGLang one, and vice versa.
     s = PlannerState()
-    assert s.apply_query("?sglang_version=0.5.21&vllm_version=0.22.0") == []
-    assert (s.vllm_version, s.sglang_version) == ("0.22.0", "0.5.21")
+    assert s.apply_query("?sglang_version=0.5.20&vllm_version=0.22.0") == []
+    assert (s.vllm_version, s.sglang_version) == ("0.22.0", "0.5.20")
 
 
 def test_a_date_is_not_an_sglang_release():
@@ -1073,39 +1073,39 @@ def test_rule_args_and_grid_keys_carry_the_sglang_version(small_catalog):
     from dashboard import rules
     from dashboard.state import _part_key, rule_args, state_grid_args, state_rule_args
 
-    assert rule_args("sglang", dp=2, dp_attention=True, sglang_version="0.5.21") == {
-        "pp": 1, "dp": 2, "ep": 1, "dp_attention": True, "version": "0.5.21"}
+    assert rule_args("sglang", dp=2, dp_attention=True, sglang_version="0.5.20") == {
+        "pp": 1, "dp": 2, "ep": 1, "dp_attention": True, "version": "0.5.20"}
     assert rule_args("sglang", sglang_version="")["version"] is None
-    assert "version" not in rule_args("transformers-native-tp", sglang_version="0.5.21", vllm_version="0.22.0")
-    assert rule_args("vllm", sglang_version="0.5.21", vllm_version="0.22.0")["version"] == "0.22.0"
+    assert "version" not in rule_args("transformers-native-tp", sglang_version="0.5.20", vllm_version="0.22.0")
+    assert rule_args("vllm", sglang_version="0.5.20", vllm_version="0.22.0")["version"] == "0.22.0"
     # "", None and the newest executed release are one cache entry; another release is another.
     keys = {_part_key("sglang", 1, 1, 1, False, None, v) for v in ("", None, "0.5.23")}
-    assert len(keys) == 1 and _part_key("sglang", 1, 1, 1, False, None, "0.5.21") not in keys
-    assert _part_key("vllm", 1, 1, 1, False, "0.22.0", "0.5.21") == _part_key("vllm", 1, 1, 1, False, "0.22.0", None)
-    s = PlannerState(sglang_version="0.5.21", vllm_version="0.22.0")
-    assert state_rule_args(s, "sglang")["version"] == "0.5.21" and state_rule_args(s, "vllm")["version"] == "0.22.0"
-    assert state_grid_args(s)["sglang_version"] == "0.5.21"
+    assert len(keys) == 1 and _part_key("sglang", 1, 1, 1, False, None, "0.5.20") not in keys
+    assert _part_key("vllm", 1, 1, 1, False, "0.22.0", "0.5.20") == _part_key("vllm", 1, 1, 1, False, "0.22.0", None)
+    s = PlannerState(sglang_version="0.5.20", vllm_version="0.22.0")
+    assert state_rule_args(s, "sglang")["version"] == "0.5.20" and state_rule_args(s, "vllm")["version"] == "0.22.0"
+    assert state_grid_args(s)["sglang_version"] == "0.5.20"
     data = app_data_from_catalog(small_catalog)
-    got = data.grid(sglang_version="0.5.21", frameworks=("sglang",))
+    got = data.grid(sglang_version="0.5.20", frameworks=("sglang",))
     want = rules.grid(small_catalog, tp_sizes=list(got["tp"].drop_duplicates()), frameworks=("sglang",),
-                      version="0.5.21")
+                      version="0.5.20")
     assert list(got["valid"]) == list(want["valid"]) and list(got["message"]) == list(want["message"])
 
 
 def test_details_say_where_the_sglang_verdict_comes_from(small_catalog):
-    """SGLang at 0.5.21: 'Read from SGLang 0.5.21 source (not executed)' with the version notice, escaped;
+    """SGLang at 0.5.20: 'Read from SGLang 0.5.20 source (not executed)' with the version notice, escaped;
     at 0.5.23 'Reproduced by running SGLang 0.5.23's own code'."""
     from dashboard import rules
     from dashboard.app import DashboardApp
     from dashboard.views.common import esc
     from dashboard.views.details import fw_label
 
-    app = DashboardApp(catalog=small_catalog, query="?model=acme/h24-kv3&framework=sglang&tp=8&sglang_version=0.5.21")
-    assert fw_label(app.state) == "SGLang 0.5.21" and fw_label(app.state, "transformers-native-tp") == "transformers (native TP)"
+    app = DashboardApp(catalog=small_catalog, query="?model=acme/h24-kv3&framework=sglang&tp=8&sglang_version=0.5.20")
+    assert fw_label(app.state) == "SGLang 0.5.20" and fw_label(app.state, "transformers-native-tp") == "transformers (native TP)"
     html = app.validity._details._html.object
-    v = rules.check(app.data.record("acme/h24-kv3"), "sglang", 8, version="0.5.21")
-    assert v.evidence == "source" and v.release == "0.5.21" and v.notice
-    assert "Read from SGLang 0.5.21 source (not executed)." in html and "SGLang 0.5.21 &middot; TP = 8" in html
+    v = rules.check(app.data.record("acme/h24-kv3"), "sglang", 8, version="0.5.20")
+    assert v.evidence == "source" and v.release == "0.5.20" and v.notice
+    assert "Read from SGLang 0.5.20 source (not executed)." in html and "SGLang 0.5.20 &middot; TP = 8" in html
     assert '<div class="tp-version-notice"' in html and esc(v.notice) in html and html.count(esc(v.notice)) == 1
     app.state.sglang_version = "0.5.23"
     html = app.validity._details._html.object
@@ -1120,7 +1120,7 @@ def test_sglang_suggestions_spell_dp_attention_as_the_selected_release(small_cat
     cat = pd.concat([small_catalog, pd.DataFrame([{**small_catalog.iloc[0].to_dict(), "model_id": "acme/h12",
                                                    "num_attention_heads": 12, "num_key_value_heads": 12,
                                                    "hidden_size": 1536}])], ignore_index=True)
-    app = DashboardApp(catalog=cat, query="?model=acme/h12&framework=sglang&tp=8&sglang_version=0.5.21")
+    app = DashboardApp(catalog=cat, query="?model=acme/h12&framework=sglang&tp=8&sglang_version=0.5.20")
     html = app.validity._details._html.object
     assert "with --enable-dp-attention --dp-size 2 (attention-TP 4)" in html and "--attn-dp-size" not in html
     app.state.sglang_version = "0.5.22"

@@ -153,7 +153,9 @@ def test_default_sglang_version_is_the_newest_executed_release(catalog) -> None:
     f = v.failures[0]
     assert f.exc_type == "AssertionError" and f.location == "sglang/srt/models/qwen2.py:167"
     assert f.message == "AssertionError (no message) at sglang/srt/models/qwen2.py:167"
-    old = rules.check(rec, "sglang", 8, dp=2, dp_attention=True, version="0.5.22")
+    v21 = rules.check(rec, "sglang", 8, dp=2, dp_attention=True, version="0.5.21")
+    assert v21.executed and v21.failures[0].message == "AssertionError (no message) at sglang/srt/models/qwen2.py:148"
+    old = rules.check(rec, "sglang", 8, dp=2, dp_attention=True, version="0.5.20")
     assert not old.executed and old.evidence == "source" and old.valid  # the source-read rules used tp / dp
 
 

@@ -57,8 +57,14 @@ def test_sglang_24_heads_3_kv():
     # Llama's attention asserts before it builds QKVParallelLinear: a bare assert, no message
     v8 = check(dict(m, architectures="LlamaForCausalLM"), "sglang", 8)
     assert [f.message for f in v8.failures] == ["AssertionError (no message) at sglang/srt/models/llama.py:193"]
-    # before 0.5.23 (read from source): the divide message for every model
-    old = check(m, "sglang", 8, version="0.5.22")
+    # 0.5.21 (executed): the same divide, raised at 0.5.21's line; 0.5.22 (not run) reads as 0.5.21 from source
+    v21 = check(m, "sglang", 8, version="0.5.21")
+    assert [f.location for f in v21.failures] == ["sglang/srt/distributed/utils.py:65"] and v21.executed
+    v22 = check(m, "sglang", 8, version="0.5.22")
+    assert [f.rule_id for f in v22.failures] == ["sglang.kv_heads.qkv"] and not v22.executed
+    assert v22.evidence == "source"
+    # before 0.5.21 (read from source): the divide message for every model
+    old = check(m, "sglang", 8, version="0.5.20")
     assert [f.rule_id for f in old.failures] == ["sglang.kv_heads"] and not old.executed
 
 
@@ -82,11 +88,12 @@ def test_sglang_kda_32_heads():
 
 
 def test_sglang_cross_attention_message():
-    # read from source before 0.5.23 only (the text is MOVA's, not an LLM's; audit section 1)
+    # read from source before 0.5.21 only (the text is MOVA's, not an LLM's; audit section 1)
     m = rec(30, 30, num_cross_attention_layers=8)
-    v = check(m, "sglang", 4, version="0.5.22")
+    v = check(m, "sglang", 4, version="0.5.20")
     assert "num_heads (30) must be divisible by tp_size (4)." in [f.message for f in v.failures]
-    assert not kinds(check(m, "sglang", 2, version="0.5.22"), "cross_attention_heads")
+    assert not kinds(check(m, "sglang", 2, version="0.5.20"), "cross_attention_heads")
+    assert not kinds(check(m, "sglang", 4, version="0.5.21"), "cross_attention_heads")
     assert not kinds(check(m, "sglang", 4), "cross_attention_heads")
 
 
@@ -277,7 +284,7 @@ def test_sglang_moe_experts_rejects_uneven_ep():
     ]
     qwen = check(dict(moe, architectures="Qwen3MoeForCausalLM"), "sglang", 3, ep=3)
     assert qwen.failures[0].message == "AssertionError (no message) at sglang/srt/eplb/expert_location.py:256"
-    assert [f.message for f in kinds(check(moe, "sglang", 3, ep=3, version="0.5.22"), "moe_experts")] == [
+    assert [f.message for f in kinds(check(moe, "sglang", 3, ep=3, version="0.5.20"), "moe_experts")] == [
         "num_experts (128) must be divisible by ep_size (3)."
     ]
 
@@ -344,10 +351,10 @@ def test_sglang_dp_attention_suggestion_spells_the_flags_of_the_release(version,
             architectures=["LlamaForCausalLM"], model_type="llama")
     v = check(m, "sglang", 8, version=version)
     dp_sugg = [x for x in v.suggestions if "attention-TP" in x]
-    if dp_sugg:  # (0.5.23's executed rules refuse this model at 8 either way)
+    if dp_sugg:  # (the executed rules, from 0.5.21, refuse this model at 8 either way)
         assert dp_sugg == [f"Valid at tp=8 with {flags} (attention-TP 4)."]
     else:
-        assert version in (None, "0.5.23")
+        assert version in (None, "0.5.21", "0.5.22", "0.5.23")  # llama.py shards attention on the full TP
     other = "--attn-dp-size" if "enable" in flags else "--enable-dp-attention"
     assert not any(other in x for x in v.suggestions)
 

@@ -1,4 +1,5 @@
-"""SGLang rules for the releases run through the conformance harness (``versions=">=0.5.23"``).
+"""SGLang rules for the releases run through the conformance harness (``versions=">=0.5.21"``: 0.5.21 and
+0.5.23 were run; 0.5.22 reads as 0.5.21 from source; rules that differ carry their own version range).
 
 Each rule was checked by building every catalog model with SGLang's own code under simulated layouts
 (``python -m conformance run --framework sglang``; tables in ``data/conformance/``): the rule fires
@@ -21,7 +22,7 @@ Attention-TP is per model file: ``attn_tp = tp / attn_dp`` for files that shard 
 attention-TP group (Qwen3, Qwen3-MoE, DeepSeek, GLM-4-MoE, MiniMax-M2, gpt-oss, ...), the full TP for
 the others (Llama, Qwen2, Gemma, Mixtral, EXAONE-4, ...). MLPs and experts shard over the full TP group
 (experts: ``moe_tp = tp / ep``). Since 0.5.22 the vocabulary is padded to a multiple of the TP size, so
-the embedding never refuses.
+the embedding never refuses; 0.5.21 pads it to 64 only and divides it over the embedding's group.
 
 Bare ``assert`` statements print no message: SGLang's log shows ``AssertionError`` and the traceback's
 last line, so the message is written ``AssertionError (no message) at <file>:<line>``. ``divide()``
@@ -37,12 +38,22 @@ from pathlib import Path
 
 import numpy as np
 
+from dashboard import sharding
 from dashboard.rules import _preds as P
 from dashboard.rules.common import Ctx, Rule, not_multiple
 
 FW = "sglang"
-V = ">=0.5.23"
-EXECUTED = ("0.5.23",)
+V = ">=0.5.21"
+EXECUTED = ("0.5.21", "0.5.23")
+
+
+def release_range(release: str) -> str:
+    """The releases whose behaviour the executed ``release`` stands for: from it up to the next
+    executed release (releases in between were not run: evidence ``source``)."""
+    i = EXECUTED.index(release)
+    return f">={release}" + (f",<{EXECUTED[i + 1]}" if i + 1 < len(EXECUTED) else "")
+
+
 DIVIDE = "{a} is not divisible by {b}"
 BARE = "AssertionError (no message) at {site}"
 DIVIDE_SITE = "sglang/srt/distributed/utils.py:70"
@@ -152,6 +163,8 @@ EXPERT_LOCATION = ("Qwen3MoeForCausalLM", "Qwen3VLMoeForConditionalGeneration", 
 
 #: Vision towers built before the language model whose ``VisionAttention`` divides the vision heads by
 #: the attention-TP size (no dummy heads).
+#: Vision towers built from ``models/siglip.py`` (position embeddings a VocabParallelEmbedding).
+SIGLIP_TOWER = ("Gemma3ForConditionalGeneration",)
 VISION_FIRST = ("Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
                 "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
                 "Gemma3ForConditionalGeneration", "MllamaForConditionalGeneration", "KimiK25ForConditionalGeneration",
@@ -251,6 +264,57 @@ def attention_tp_of(ctx: Ctx) -> np.ndarray:
     return ctx.memo(("sgl_attention_tp_of",), fn)  # type: ignore[return-value]
 
 
+#: SGLang 0.5.21's ``embed_tokens`` group by model file: on the attention-TP group (``use_attn_tp_group=
+#: is_dp_attention_enabled()`` or ``get_embedding_tp_kwargs()``), replicated under DP attention
+#: (``enable_tp=not is_dp_attention_enabled()``), else the full TP (Llama, Mixtral, Gemma, ChatGLM, ...).
+EMBED_ON_ATTN_TP = ("Qwen2ForCausalLM", "Qwen2_5_VLForConditionalGeneration", "MiMoForCausalLM", "Qwen3ForCausalLM",
+                    "Qwen3VLForConditionalGeneration", "Qwen3MoeForCausalLM", "Qwen3VLMoeForConditionalGeneration",
+                    "Qwen3NextForCausalLM", "MiniMaxM2ForCausalLM", "Glm4MoeForCausalLM", "Glm4vMoeForConditionalGeneration",
+                    "Llama4ForConditionalGeneration", "Llama4ForCausalLM", "NemotronHForCausalLM", "GptOssForCausalLM",
+                    "LagunaForCausalLM", "MiMoV2FlashForCausalLM", "KimiK3ForConditionalGeneration",
+                    *(a for a in MLA_DEEPSEEK if a != "KimiLinearForCausalLM"))
+EMBED_REPLICATED_UNDER_DP = ("DeepseekV4ForCausalLM", "Qwen3_5ForConditionalGeneration",
+                             "Qwen3_5MoeForConditionalGeneration")
+
+
+#: Catalog architectures served by SGLang's Transformers backend (no SGLang model class, and no config
+#: class that renames them to one, as SGLang's Olmo3Config does): it replaces the input embedding after
+#: the linear layers.
+TRANSFORMERS_BACKEND = tuple(sorted({*TF_BACKEND_NO_PLAN, *TF_BACKEND_INCOMPATIBLE, *TF_BACKEND_LLAMA_PLAN,
+                                     *TF_BACKEND_NEOX_PLAN, "Idefics3ForConditionalGeneration"}))
+
+
+def vocab_unpadded(ctx: Ctx, backend: bool = False):
+    """Before 0.5.22 (GPU): ``divide(pad64(vocab_size), T)``, T the embedding's group
+    (:data:`EMBED_ON_ATTN_TP`, :data:`EMBED_REPLICATED_UNDER_DP`). ``backend``: only the architectures the
+    Transformers backend serves (their embedding is replaced last), else only the others."""
+    tf = ctx.arch_in(TRANSFORMERS_BACKEND)
+    padded = ctx.memo(("vpad", P.VOCAB_PAD), lambda: sharding.pad_to_multiple(ctx.i("vocab_size"), P.VOCAB_PAD))
+    t = np.where(ctx.arch_in(EMBED_ON_ATTN_TP), attn_tp(ctx), ctx.tp)
+    if ctx.dp_attention and ctx.dp > 1:
+        t = np.where(ctx.arch_in(EMBED_REPLICATED_UNDER_DP), 1, t)
+    return ctx.has("vocab_size") & not_multiple(padded, t) & (tf if backend else ~tf), {"a": padded, "b": t}
+
+
+def vision_positions(ctx: Ctx):
+    """SigLIP ``position_embedding = VocabParallelEmbedding(num_patches)`` over the full TP, before 0.5.22:
+    ``divide(pad64(num_patches), tp)``."""
+    padded = sharding.pad_to_multiple(ctx.i("vision_position_embeddings"), P.VOCAB_PAD)
+    return ctx.has("vision_position_embeddings") & not_multiple(padded, ctx.tp), {"a": padded, "b": ctx.tp}
+
+
+def vision_mlp(ctx: Ctx):
+    """SigLIP ``fc1 = ColumnParallelLinear(vision intermediate)`` over the full TP: ``divide(I_v, tp)``."""
+    iv = ctx.i("vision_intermediate_size")
+    return ctx.has("vision_intermediate_size") & not_multiple(iv, ctx.tp), {"a": iv, "b": ctx.tp}
+
+
+def exaone_swa_backend(ctx: Ctx):
+    """EXAONE-4 with a sliding-window pattern: the server-argument hook asserts the attention backend."""
+    sw = ctx.has("num_sliding_window_layers") & (ctx.i("num_sliding_window_layers") > 0)
+    return sw, tf_backend_incompatible(ctx)[1]
+
+
 def unknown_model_type(release: str):
     """The config's ``model_type`` is neither one of SGLang's own config classes nor known to the
     transformers the release installs (:func:`dashboard.rules._preds.unknown_model_type` over the
@@ -298,6 +362,9 @@ def dp_attention(ctx: Ctx):
 #: Expert counts the model class reads from its config class's default when the checkpoint has no
 #: experts (NemotronHConfig's n_routed_experts = 8: dense Nemotron-H checkpoints too).
 EXPERT_LOCATION_DEFAULT = {"NemotronHForCausalLM": 8}
+#: Model classes that declare expert locations only from a later release (0.5.21's and 0.5.22's
+#: nemotron_h.py have no get_model_config_for_expert_location).
+EXPERT_LOCATION_FROM = {"NemotronHForCausalLM": "0.5.23"}
 
 
 def expert_location(ctx: Ctx):
@@ -755,6 +822,9 @@ _GPTQ_UNKNOWN = (
     "'petit_nvfp4', 'quark', 'quark_mxfp4', 'auto-round', 'auto-round-int8', 'modelslim', 'quark_int4fp8_moe', "
     "'humming', 'mxfp_w4a8', 'mxfp4'].")
 
+#: 0.5.21 and 0.5.22 list no 'minimax_m3_nvfp4' (layers/quantization/__init__.py)
+_GPTQ_UNKNOWN_0521 = _GPTQ_UNKNOWN.replace("'minimax_m3_nvfp4', ", "")
+
 _NVFP4_IN = "Unsupported model when in features size is not multiple of 16"
 
 #: Rules whose raise site was read from 0.5.23's source but that no judged cell of the 0.5.23 table
@@ -787,7 +857,180 @@ NOT_SEEN_FIRST: dict[str, frozenset[str]] = {"0.5.23": frozenset({
     "sglang.moe_intermediate.quantized_compat_block", "sglang.vision_heads.after_language_model",
     "sglang.attention_heads.interns2_mobius", "sglang.kv_heads.split.interns2_mobius",
     "sglang.kv_heads.replicate.interns2_mobius",
+}), "0.5.21": frozenset({
+    "sglang.attention_heads.baichuan", "sglang.attention_heads.exaone4", "sglang.attention_heads.gemma3",
+    "sglang.attention_heads.gemma4", "sglang.attention_heads.gpt_oss", "sglang.attention_heads.hunyuan",
+    "sglang.attention_heads.interns2_mobius", "sglang.attention_heads.mimo_v2",
+    "sglang.attention_heads.mla.hybrid", "sglang.attention_heads.nemotron_h",
+    "sglang.block_fp8.dense_k.compressed_tensors", "sglang.block_fp8.dense_k.compressed_tensors.hybrid_layer0",
+    "sglang.block_fp8.shared_k.compressed_tensors",
+    "sglang.block_fp8.shared_k.compressed_tensors.hybrid_layer0", "sglang.kv_heads.qkv",
+    "sglang.kv_heads.qkv.hybrid", "sglang.kv_heads.replicate.baichuan", "sglang.kv_heads.replicate.chatglm",
+    "sglang.kv_heads.replicate.exaone4", "sglang.kv_heads.replicate.gemma", "sglang.kv_heads.replicate.gemma2",
+    "sglang.kv_heads.replicate.gemma3", "sglang.kv_heads.replicate.gemma4",
+    "sglang.kv_heads.replicate.glm4_moe", "sglang.kv_heads.replicate.gpt_oss",
+    "sglang.kv_heads.replicate.granite", "sglang.kv_heads.replicate.granitemoe",
+    "sglang.kv_heads.replicate.hunyuan", "sglang.kv_heads.replicate.interns2_mobius",
+    "sglang.kv_heads.replicate.laguna", "sglang.kv_heads.replicate.llama4", "sglang.kv_heads.replicate.mimo_v2",
+    "sglang.kv_heads.replicate.mixtral", "sglang.kv_heads.replicate.nemotron_h",
+    "sglang.kv_heads.replicate.olmo2", "sglang.kv_heads.replicate.qwen2", "sglang.kv_heads.replicate.qwen3",
+    "sglang.kv_heads.replicate.qwen3_5", "sglang.kv_heads.replicate.qwen3_moe",
+    "sglang.kv_heads.replicate.qwen3_next", "sglang.kv_heads.split.baichuan", "sglang.kv_heads.split.chatglm",
+    "sglang.kv_heads.split.exaone4", "sglang.kv_heads.split.gemma", "sglang.kv_heads.split.gemma2",
+    "sglang.kv_heads.split.gemma3", "sglang.kv_heads.split.gemma4", "sglang.kv_heads.split.glm4_moe",
+    "sglang.kv_heads.split.gpt_oss", "sglang.kv_heads.split.granite", "sglang.kv_heads.split.granitemoe",
+    "sglang.kv_heads.split.hunyuan", "sglang.kv_heads.split.laguna", "sglang.kv_heads.split.llama4",
+    "sglang.kv_heads.split.mimo_v2", "sglang.kv_heads.split.mixtral", "sglang.kv_heads.split.nemotron_h",
+    "sglang.kv_heads.split.olmo2", "sglang.kv_heads.split.qwen2", "sglang.kv_heads.split.qwen3",
+    "sglang.kv_heads.split.qwen3_5", "sglang.kv_heads.split.qwen3_moe", "sglang.kv_heads.split.qwen3_next",
+    "sglang.linear_attention_heads.gdn_conv", "sglang.linear_attention_heads.lfm2_conv",
+    "sglang.linear_attention_heads.mamba_cache_conv", "sglang.linear_attention_heads.mamba_cache_heads",
+    "sglang.mamba_groups.quantized", "sglang.mimo_v2.rope_parameters", "sglang.mlp_intermediate",
+    "sglang.mlp_intermediate.hybrid_layer0", "sglang.mlp_intermediate.non_gated",
+    "sglang.mlp_intermediate.shared_experts", "sglang.mlp_intermediate.shared_experts.hybrid_layer0",
+    "sglang.moe_experts.hybrid_layer0", "sglang.moe_intermediate", "sglang.moe_intermediate.hybrid_layer0",
+    "sglang.vision_heads.after_language_model",
 })}
+
+#: Raise sites in the other executed releases, by rule id (``python -m conformance sites --framework
+#: sglang --version V``: from the release's table where it shows the rule first, else the same source line
+#: found in that release's file).
+SITES: dict[str, dict[str, str]] = {
+    "0.5.21": {
+        "sglang.architecture.transformers_incompatible": "sglang/srt/model_loader/utils.py:185",  # table, 144 cells
+        "sglang.attention_heads.baichuan": "sglang/srt/models/baichuan.py:139",  # source line
+        "sglang.attention_heads.chatglm": "sglang/srt/models/chatglm.py:61",  # table, 24 cells
+        "sglang.attention_heads.deepseek_v4": "sglang/srt/distributed/utils.py:65",  # table, 18 cells
+        "sglang.attention_heads.exaone4": "sglang/srt/models/exaone4.py:108",  # source line
+        "sglang.attention_heads.gemma": "sglang/srt/models/gemma.py:95",  # table, 18 cells
+        "sglang.attention_heads.gemma2": "sglang/srt/models/gemma2.py:116",  # table, 12 cells
+        "sglang.attention_heads.gemma3": "sglang/srt/models/gemma3_causal.py:133",  # source line
+        "sglang.attention_heads.gemma4": "sglang/srt/models/gemma4_causal.py:326",  # source line
+        "sglang.attention_heads.glm4_moe": "sglang/srt/models/glm4_moe.py:242",  # table, 3 cells
+        "sglang.attention_heads.gpt2": "sglang/srt/models/gpt2.py:55",  # table, 24 cells
+        "sglang.attention_heads.gpt_oss": "sglang/srt/models/gpt_oss.py:393",  # source line
+        "sglang.attention_heads.granite": "sglang/srt/models/granite.py:141",  # table, 6 cells
+        "sglang.attention_heads.granitemoe": "sglang/srt/models/granitemoe.py:218",  # table, 12 cells
+        "sglang.attention_heads.hunyuan": "sglang/srt/models/hunyuan.py:263",  # source line
+        "sglang.attention_heads.interns2_mobius": "sglang/srt/models/interns2_mobius.py:551",  # source line
+        "sglang.attention_heads.laguna": "sglang/srt/models/laguna.py:267",  # table, 12 cells
+        "sglang.attention_heads.laguna_sliding": "sglang/srt/models/laguna.py:267",  # table, 6 cells
+        "sglang.attention_heads.llama": "sglang/srt/models/llama.py:158",  # table, 546 cells
+        "sglang.attention_heads.llama4": "sglang/srt/models/llama4.py:222",  # table, 24 cells
+        "sglang.attention_heads.mimo_v2": "sglang/srt/models/mimo_v2.py:622",  # source line
+        "sglang.attention_heads.minimax_m2": "sglang/srt/models/minimax_m2.py:752",  # table, 24 cells
+        "sglang.attention_heads.mixtral": "sglang/srt/models/mixtral.py:136",  # table, 48 cells
+        "sglang.attention_heads.mla": "sglang/srt/models/deepseek_v2.py:2005",  # table, 24 cells
+        "sglang.attention_heads.mla.hybrid": "sglang/srt/models/deepseek_v2.py:2005",  # source line
+        "sglang.attention_heads.nemotron_h": "sglang/srt/models/nemotron_h.py:558",  # source line
+        "sglang.attention_heads.olmo2": "sglang/srt/models/olmo2.py:85",  # table, 24 cells
+        "sglang.attention_heads.qkv": "sglang/srt/distributed/utils.py:65",  # table, 68 cells
+        "sglang.attention_heads.qkv.hybrid": "sglang/srt/distributed/utils.py:65",  # table, 6 cells
+        "sglang.attention_heads.qwen2": "sglang/srt/models/qwen2.py:148",  # table, 540 cells
+        "sglang.attention_heads.qwen3": "sglang/srt/models/qwen3.py:93",  # table, 26 cells
+        "sglang.attention_heads.qwen3_5": "sglang/srt/models/qwen3_5.py:1185",  # table, 12 cells
+        "sglang.attention_heads.qwen3_moe": "sglang/srt/models/qwen3_moe.py:520",  # table, 9 cells
+        "sglang.attention_heads.qwen3_next": "sglang/srt/models/qwen3_next.py:597",  # table, 8 cells
+        "sglang.block_fp8.dense_k.compressed_tensors": "sglang/srt/layers/quantization/fp8_utils.py:2419",  # source line
+        "sglang.block_fp8.dense_k.compressed_tensors.hybrid_layer0": "sglang/srt/layers/quantization/fp8_utils.py:2419",  # source line
+        "sglang.block_fp8.dense_n": "sglang/srt/layers/quantization/fp8.py:588",  # table, 88 cells
+        "sglang.block_fp8.mla_n": "sglang/srt/layers/quantization/fp8.py:588",  # table, 8 cells
+        "sglang.block_fp8.moe_n": "sglang/srt/layers/quantization/fp8.py:1403",  # table, 53 cells
+        "sglang.block_fp8.moe_n.compressed_tensors": "sglang/srt/layers/quantization/compressed_tensors/schemes/compressed_tensors_w8a8_fp8_moe.py:111",  # table, 12 cells
+        "sglang.block_fp8.shared_k": "sglang/srt/layers/quantization/fp8.py:577",  # table, 2 cells
+        "sglang.block_fp8.shared_k.compressed_tensors": "sglang/srt/layers/quantization/fp8_utils.py:2419",  # source line
+        "sglang.block_fp8.shared_k.compressed_tensors.hybrid_layer0": "sglang/srt/layers/quantization/fp8_utils.py:2419",  # source line
+        "sglang.block_fp8.shared_n": "sglang/srt/layers/quantization/fp8.py:588",  # table, 24 cells
+        "sglang.block_fp8.shared_n.compressed_tensors": "sglang/srt/layers/quantization/fp8_utils.py:2430",  # table, 9 cells
+        "sglang.config.deepseek_v4_kv_lora_rank": "sglang/srt/utils/hf_transformers/config.py:200",  # table, 60 cells
+        "sglang.config.unknown_model_type": "sglang/srt/utils/hf_transformers/config.py:135",  # table, 300 cells
+        "sglang.dp_attention": "sglang/srt/arg_groups/parallel_hook.py:261",  # table, 2064 cells
+        "sglang.group_size.nvfp4_shared.hybrid_layer0": "sglang/srt/layers/quantization/modelopt_quant.py:1795",  # table, 6 cells
+        "sglang.kv_heads.qkv": "sglang/srt/distributed/utils.py:65",  # source line
+        "sglang.kv_heads.qkv.hybrid": "sglang/srt/distributed/utils.py:65",  # source line
+        "sglang.kv_heads.replicate.baichuan": "sglang/srt/models/baichuan.py:151",  # source line
+        "sglang.kv_heads.replicate.chatglm": "sglang/srt/models/chatglm.py:76",  # source line
+        "sglang.kv_heads.replicate.exaone4": "sglang/srt/models/exaone4.py:118",  # source line
+        "sglang.kv_heads.replicate.gemma": "sglang/srt/models/gemma.py:105",  # source line
+        "sglang.kv_heads.replicate.gemma2": "sglang/srt/models/gemma2.py:126",  # source line
+        "sglang.kv_heads.replicate.gemma3": "sglang/srt/models/gemma3_causal.py:146",  # source line
+        "sglang.kv_heads.replicate.gemma4": "sglang/srt/models/gemma4_causal.py:334",  # source line
+        "sglang.kv_heads.replicate.glm4_moe": "sglang/srt/models/glm4_moe.py:252",  # source line
+        "sglang.kv_heads.replicate.gpt_oss": "sglang/srt/models/gpt_oss.py:403",  # source line
+        "sglang.kv_heads.replicate.granite": "sglang/srt/models/granite.py:151",  # source line
+        "sglang.kv_heads.replicate.granitemoe": "sglang/srt/models/granitemoe.py:228",  # source line
+        "sglang.kv_heads.replicate.hunyuan": "sglang/srt/models/hunyuan.py:273",  # source line
+        "sglang.kv_heads.replicate.interns2_mobius": "sglang/srt/models/interns2_mobius.py:560",  # source line
+        "sglang.kv_heads.replicate.laguna": "sglang/srt/models/laguna.py:273",  # source line
+        "sglang.kv_heads.replicate.llama": "sglang/srt/models/llama.py:168",  # table, 12 cells
+        "sglang.kv_heads.replicate.llama4": "sglang/srt/models/llama4.py:232",  # source line
+        "sglang.kv_heads.replicate.mimo_v2": "sglang/srt/models/mimo_v2.py:632",  # source line
+        "sglang.kv_heads.replicate.minimax_m2": "sglang/srt/models/minimax_m2.py:763",  # table, 4 cells
+        "sglang.kv_heads.replicate.mixtral": "sglang/srt/models/mixtral.py:146",  # source line
+        "sglang.kv_heads.replicate.nemotron_h": "sglang/srt/models/nemotron_h.py:568",  # source line
+        "sglang.kv_heads.replicate.olmo2": "sglang/srt/models/olmo2.py:97",  # source line
+        "sglang.kv_heads.replicate.qwen2": "sglang/srt/models/qwen2.py:158",  # source line
+        "sglang.kv_heads.replicate.qwen3": "sglang/srt/models/qwen3.py:103",  # source line
+        "sglang.kv_heads.replicate.qwen3_5": "sglang/srt/models/qwen3_5.py:1191",  # source line
+        "sglang.kv_heads.replicate.qwen3_moe": "sglang/srt/models/qwen3_moe.py:530",  # source line
+        "sglang.kv_heads.replicate.qwen3_next": "sglang/srt/models/qwen3_next.py:607",  # source line
+        "sglang.kv_heads.split.baichuan": "sglang/srt/models/baichuan.py:147",  # source line
+        "sglang.kv_heads.split.chatglm": "sglang/srt/models/chatglm.py:72",  # source line
+        "sglang.kv_heads.split.exaone4": "sglang/srt/models/exaone4.py:114",  # source line
+        "sglang.kv_heads.split.gemma": "sglang/srt/models/gemma.py:101",  # source line
+        "sglang.kv_heads.split.gemma2": "sglang/srt/models/gemma2.py:122",  # source line
+        "sglang.kv_heads.split.gemma3": "sglang/srt/models/gemma3_causal.py:142",  # source line
+        "sglang.kv_heads.split.gemma4": "sglang/srt/models/gemma4_causal.py:332",  # source line
+        "sglang.kv_heads.split.glm4_moe": "sglang/srt/models/glm4_moe.py:248",  # source line
+        "sglang.kv_heads.split.gpt_oss": "sglang/srt/models/gpt_oss.py:399",  # source line
+        "sglang.kv_heads.split.granite": "sglang/srt/models/granite.py:147",  # source line
+        "sglang.kv_heads.split.granitemoe": "sglang/srt/models/granitemoe.py:224",  # source line
+        "sglang.kv_heads.split.hunyuan": "sglang/srt/models/hunyuan.py:269",  # source line
+        "sglang.kv_heads.split.laguna": "sglang/srt/models/laguna.py:271",  # source line
+        "sglang.kv_heads.split.llama": "sglang/srt/models/llama.py:164",  # table, 24 cells
+        "sglang.kv_heads.split.llama4": "sglang/srt/models/llama4.py:228",  # source line
+        "sglang.kv_heads.split.mimo_v2": "sglang/srt/models/mimo_v2.py:628",  # source line
+        "sglang.kv_heads.split.minimax_m2": "sglang/srt/models/minimax_m2.py:759",  # table, 20 cells
+        "sglang.kv_heads.split.mixtral": "sglang/srt/models/mixtral.py:142",  # source line
+        "sglang.kv_heads.split.nemotron_h": "sglang/srt/models/nemotron_h.py:564",  # source line
+        "sglang.kv_heads.split.olmo2": "sglang/srt/models/olmo2.py:93",  # source line
+        "sglang.kv_heads.split.qwen2": "sglang/srt/models/qwen2.py:154",  # source line
+        "sglang.kv_heads.split.qwen3": "sglang/srt/models/qwen3.py:99",  # source line
+        "sglang.kv_heads.split.qwen3_5": "sglang/srt/models/qwen3_5.py:1189",  # source line
+        "sglang.kv_heads.split.qwen3_moe": "sglang/srt/models/qwen3_moe.py:526",  # source line
+        "sglang.kv_heads.split.qwen3_next": "sglang/srt/models/qwen3_next.py:603",  # source line
+        "sglang.linear_attention_heads.gdn_conv": "sglang/srt/distributed/utils.py:65",  # source line
+        "sglang.linear_attention_heads.gdn_proj": "sglang/srt/layers/linear.py:566",  # table, 4 cells
+        "sglang.linear_attention_heads.kda": "sglang/srt/models/kimi_linear.py:57",  # table, 6 cells
+        "sglang.linear_attention_heads.kda.kimi_k3": "sglang/srt/models/kimi_k3.py:1530",  # table, 2 cells
+        "sglang.linear_attention_heads.lfm2_conv": "sglang/srt/layers/linear.py:566",  # source line
+        "sglang.linear_attention_heads.mamba_cache_conv": "sglang/srt/distributed/utils.py:65",  # source line
+        "sglang.linear_attention_heads.mamba_cache_heads": "sglang/srt/distributed/utils.py:65",  # source line
+        "sglang.mamba_groups": "sglang/srt/layers/attention/mamba/mamba.py:247",  # table, 48 cells
+        "sglang.mamba_groups.quantized": "sglang/srt/layers/attention/mamba/mamba.py:252",  # source line
+        "sglang.mimo_v2.rope_parameters": "sglang/srt/layers/rotary_embedding/factory.py:107",  # source line
+        "sglang.mlp_intermediate": "sglang/srt/layers/linear.py:566",  # source line
+        "sglang.mlp_intermediate.hybrid_layer0": "sglang/srt/layers/linear.py:566",  # source line
+        "sglang.mlp_intermediate.non_gated": "sglang/srt/distributed/utils.py:65",  # source line
+        "sglang.mlp_intermediate.shared_experts": "sglang/srt/layers/linear.py:566",  # source line
+        "sglang.mlp_intermediate.shared_experts.hybrid_layer0": "sglang/srt/layers/linear.py:566",  # source line
+        "sglang.moe_experts": "sglang/srt/layers/moe/fused_moe_triton/layer.py:397",  # table, 23 cells
+        "sglang.moe_experts.dsv4_nvfp4_platform": "sglang/srt/layers/quantization/modelopt_quant.py:2350",  # table, 72 cells
+        "sglang.moe_experts.expert_location": "sglang/srt/eplb/expert_location.py:256",  # table, 291 cells
+        "sglang.moe_experts.hybrid_layer0": "sglang/srt/layers/moe/fused_moe_triton/layer.py:397",  # source line
+        "sglang.moe_intermediate": "sglang/srt/layers/moe/fused_moe_triton/layer.py:407",  # source line
+        "sglang.moe_intermediate.hybrid_layer0": "sglang/srt/layers/moe/fused_moe_triton/layer.py:407",  # source line
+        "sglang.moe_intermediate.mxfp4_cutlass": "sglang/srt/layers/quantization/mxfp4_flashinfer_cutlass_moe.py:68",  # table, 15 cells
+        "sglang.transformers_backend.divide": "sglang/srt/distributed/utils.py:65",  # table, 54 cells
+        "sglang.transformers_backend.no_tp_plan": "sglang/srt/models/transformers.py:765",  # table, 46 cells
+        "sglang.vision_heads": "sglang/srt/distributed/utils.py:65",  # table, 282 cells
+        "sglang.vision_heads.after_language_model": "sglang/srt/distributed/utils.py:65",  # source line
+        "sglang.vision_heads.first_tp": "sglang/srt/distributed/utils.py:65",  # table, 96 cells
+        "sglang.vision_heads.tp_reduce": "sglang/srt/layers/dp_attention.py:89",  # source line
+        "sglang.vision_heads.tp_reduce.after_language_model": "sglang/srt/layers/dp_attention.py:89",  # source line
+        "sglang.vision_hidden.mllama_patch": "sglang/srt/distributed/utils.py:65",  # table, 12 cells
+    },
+}
 
 _PKG = "sglang/srt/"
 
@@ -1008,11 +1251,21 @@ RULES: list[Rule] = [
           "NoneType (value: None)", {"0.5.23": "utils/hf_transformers/config.py:293"}, dsv4_null_kv_lora_rank,
           exc_type="StrictDataclassFieldValidationError", archs=("DeepseekV4ForCausalLM",),
           note="the catalog keeps no explicit nulls: compressed-tensors stands for the llm-compressor export"),
-    _rule("sglang.quantization.gptq_not_marlin", "group_size",
-          "GPTQ checkpoint that is not Marlin-compatible (bits other than 4 or 8, group_size other than "
-          "-1/32/64/128, or an AutoGPTQ quantize_config.json without quant_method; sym=True assumed: the "
-          "catalog does not keep the sym flag): plain gptq is not a quantization method of this release", _GPTQ_UNKNOWN, {"0.5.23": "configs/model_config.py:2152"},
-          gptq_not_marlin, exc_type="ValueError"),
+    *(_rule("sglang.quantization.gptq_not_marlin", "group_size",
+            "GPTQ checkpoint that is not Marlin-compatible (bits other than 4 or 8, group_size other than "
+            "-1/32/64/128, or an AutoGPTQ quantize_config.json without quant_method; sym=True assumed: the "
+            "catalog does not keep the sym flag): plain gptq is not a quantization method of this release",
+            msg, sites, gptq_not_marlin, exc_type="ValueError", versions=vers)
+      for msg, sites, vers in ((_GPTQ_UNKNOWN, {"0.5.23": "configs/model_config.py:2152"}, ">=0.5.23"),
+                               (_GPTQ_UNKNOWN_0521, {"0.5.21": "configs/model_config.py:1961"}, ">=0.5.21,<0.5.23"))),
+    _rule("sglang.exaone4.attention_backend", "architecture",
+          "EXAONE-4 with a sliding-window pattern, before 0.5.22's override registry: the model hook asserts the "
+          "resolved attention backend is fa3, triton or trtllm_mha, and it is still None without an explicit "
+          "--attention-backend (any layout)",
+          "One of the attention backends in ['fa3', 'triton', 'trtllm_mha'] is required for {arch}, but got None",
+          {"0.5.21": "arg_groups/model_hook.py:634"}, exaone_swa_backend, versions=">=0.5.21,<0.5.22",
+          archs=("Exaone4ForCausalLM", "ExaoneMoEForCausalLM"),
+          note="the harness passes no --attention-backend; with --attention-backend fa3 (or triton) the hook passes"),
     _rule("sglang.dp_attention", "attention_heads",
           "--attn-dp-size D (or --enable-dp-attention --dp-size D) with tp % D != 0 (assert tp_size % "
           "attn_dp_size == 0 at server-argument resolution, any model)",
@@ -1024,30 +1277,51 @@ RULES: list[Rule] = [
           "{arch} has no SGlang implementation and the Transformers implementation is not compatible with "
           "SGLang.", {"0.5.23": "model_loader/utils.py:185"}, tf_backend_incompatible, exc_type="ValueError",
           archs=TF_BACKEND_INCOMPATIBLE),
-    _rule("sglang.moe_experts.expert_location", "moe_experts",
-          "--ep-size E > 1 and num_experts % E != 0, for model classes with expert-location metadata (the "
-          "runner's initial ExpertLocationMetadata: assert num_physical_experts % ep_size == 0)",
-          BARE, {"0.5.23": "eplb/expert_location.py:256"}, expert_location, archs=EXPERT_LOCATION),
+    *(_rule("sglang.moe_experts.expert_location", "moe_experts",
+            "--ep-size E > 1 and num_experts % E != 0, for model classes with expert-location metadata (the "
+            "runner's initial ExpertLocationMetadata: assert num_physical_experts % ep_size == 0)" + extra,
+            BARE, {"0.5.23": "eplb/expert_location.py:256"}, expert_location, archs=archs, versions=vers)
+      for archs, vers, extra in (
+          (tuple(a for a in EXPERT_LOCATION if a not in EXPERT_LOCATION_FROM), V, ""),
+          (tuple(EXPERT_LOCATION_FROM), ">=0.5.23", "; NemotronH declares expert locations from 0.5.23 on"))),
     # -- 3. the model: vision towers built first -------------------------------------------------------
     _rule("sglang.vision_hidden.mllama_patch", "vision_heads",
           "Mllama vision patch embedding: ColumnParallelLinear(out = vision hidden_size) over the full TP: "
           "divide(vision hidden_size, tp)", DIVIDE, {"0.5.23": DIVIDE_SITE}, mllama_patch, archs=MLLAMA),
+    _rule("sglang.vision_positions.siglip", "vision_heads",
+          "SigLIP vision embeddings (Gemma-3), before 0.5.22: position_embedding = VocabParallelEmbedding(num_patches) "
+          "over the full TP, padded to a multiple of 64 only: divide(padded, tp)", DIVIDE,
+          {"0.5.21": "distributed/utils.py:65"}, vision_positions, archs=SIGLIP_TOWER, versions=">=0.5.21,<0.5.22"),
     _rule("sglang.vision_heads", "vision_heads",
           "VisionAttention (no dummy heads): divide(vision num_heads, attn_tp)",
           DIVIDE, {"0.5.23": DIVIDE_SITE}, vision_heads, archs=VISION_FIRST),
+    _rule("sglang.vision_mlp.siglip", "vision_heads",
+          "SigLIP encoder MLP (Gemma-3): fc1 = ColumnParallelLinear(vision intermediate_size) over the full TP "
+          "(reached under DP attention, where the heads shard over tp / attn_dp): divide(intermediate, tp)",
+          DIVIDE, {"0.5.21": "distributed/utils.py:65"}, vision_mlp, archs=SIGLIP_TOWER, versions=">=0.5.21,<0.5.22"),
     _rule("sglang.vision_heads.first_tp", "vision_heads",
           "vision encoder attention = QKVParallelLinear over the full TP (Gemma-4): divide(vision num_heads, tp)",
           DIVIDE, {"0.5.23": DIVIDE_SITE}, lambda ctx: vision_heads(ctx, "tp"), archs=VISION_FIRST_TP),
     _rule("sglang.vision_heads.tp_reduce", "vision_heads",
           "VisionAttention that all-reduces over the full TP group under DP attention: 1 < attn_tp < tp "
           "(reject_attn_tp_shard_with_tp_reduce)", _VISION_REDUCE, {"0.5.23": "layers/dp_attention.py:567"},
-          vision_tp_reduce, exc_type="ValueError", archs=tuple(a for a in VISION_TP_REDUCE if a in VISION_FIRST)),
+          vision_tp_reduce, exc_type="ValueError", archs=tuple(a for a in VISION_TP_REDUCE if a in VISION_FIRST),
+          versions=">=0.5.22", note="reject_attn_tp_shard_with_tp_reduce is new in 0.5.22: 0.5.21 builds these layouts"),
     _rule("sglang.vision_heads.padded", "vision_heads",
           "GLM-4.xV / InternVL / InternS1 / GLM-OCR pad the vision heads with dummy heads to a multiple of "
           "attn_tp (update_vit_attn_dummy_heads_config); runs (status valid_padded)",
           "{a} vision heads padded with {dummy} dummy heads to {padded} (a multiple of tp={b}).", {},
           vision_padded, archs=VISION_PADDED, severity="warning", effect="padded", ours=True,
           src=SRC + "sglang/srt/layers/attention/vision_utils.py#L8-L23"),
+    # -- the language model's embedding (before 0.5.22 only SGLang's CPU build pads the vocabulary by TP)
+    _rule("sglang.vocab", "vocab",
+          "VocabParallelEmbedding on a GPU, before 0.5.22: vocab_size padded to a multiple of 64 (not of 64 x tp), "
+          "then divide(padded, T) (vocab_range_from_global_vocab_size); T = attention-TP for the model files that "
+          "put the embedding on that group (Qwen2/3, DeepSeek, GLM-4-MoE, gpt-oss, ...), 1 under DP attention "
+          "for DeepSeek-V4 and Qwen3.5 (replicated), else the full TP", DIVIDE,
+          {"0.5.21": "distributed/utils.py:65"}, vocab_unpadded, versions=">=0.5.21,<0.5.22",
+          needs=("vocab_size",), note="raised from sglang/srt/layers/vocab_parallel_embedding.py:72; from 0.5.22 "
+          "the padding is a multiple of 64 x tp on every platform, so the vocabulary never refuses a TP size"),
     # -- layer 0 of hybrids: the linear-attention mixer and its MLP/MoE --------------------------------
     _rule("sglang.linear_attention_heads.gdn_conv", "linear_attention_heads",
           "Gated DeltaNet conv1d = ColumnParallelLinear(conv_dim) on attention-TP: divide(2 * key_dim + "
@@ -1126,6 +1400,12 @@ RULES: list[Rule] = [
           exc_type="TypeError", archs=("MiMoV2FlashForCausalLM",)),
     *_attn_fp8_rules(exclude=_hybrid + ("MiMoV2FlashForCausalLM",)),
     *_block_rules(exclude=_hybrid),
+    _rule("sglang.vocab.transformers_backend", "vocab",
+          "Transformers backend (no SGLang model class), before 0.5.22: the input embedding is replaced by a "
+          "VocabParallelEmbedding after the linear layers: divide(pad64(vocab_size), tp)", DIVIDE,
+          {"0.5.21": "distributed/utils.py:65"}, lambda ctx: vocab_unpadded(ctx, backend=True),
+          versions=">=0.5.21,<0.5.22", needs=("vocab_size",),
+          note="raised from sglang/srt/layers/vocab_parallel_embedding.py:72 (models/transformers.py:970)"),
     # -- vision towers built after the language model ----------------------------------------------------
     _rule("sglang.vision_heads.after_language_model", "vision_heads",
           "VisionAttention (no dummy heads): divide(vision num_heads, attn_tp)",
@@ -1133,7 +1413,8 @@ RULES: list[Rule] = [
     _rule("sglang.vision_heads.tp_reduce.after_language_model", "vision_heads",
           "VisionAttention that all-reduces over the full TP group under DP attention: 1 < attn_tp < tp "
           "(reject_attn_tp_shard_with_tp_reduce)", _VISION_REDUCE, {"0.5.23": "layers/dp_attention.py:567"},
-          vision_tp_reduce, exc_type="ValueError", archs=tuple(a for a in VISION_TP_REDUCE if a in VISION_AFTER)),
+          vision_tp_reduce, exc_type="ValueError", archs=tuple(a for a in VISION_TP_REDUCE if a in VISION_AFTER),
+          versions=">=0.5.22", note="reject_attn_tp_shard_with_tp_reduce is new in 0.5.22: 0.5.21 builds these layouts"),
     # -- 4. after loading ----------------------------------------------------------------------------------
     _rule("sglang.moe_intermediate.quantized_compat", "moe_intermediate",
           "block-quantized checkpoint (quantization_config.weight_block_size) with moe_intermediate_size: "
@@ -1158,13 +1439,26 @@ RULES: list[Rule] = [
 
 
 def _bind() -> None:
+    """Raise sites of the other executed releases (:data:`SITES`) join each rule valid there; rules whose
+    data is per release (the readable model types) get one copy per executed release, each bound to that
+    release's data and valid for :func:`release_range`."""
     import dataclasses
+
+    from packaging.specifiers import SpecifierSet
 
     out: list[Rule] = []
     for r in RULES:
+        spec = SpecifierSet(r.versions)
+        extra = {rel: _site(SITES[rel][r.id]) for rel in SITES
+                 if r.id in SITES[rel] and rel not in r.sites and spec.contains(rel)}
+        if extra:
+            sites = {**r.sites, **extra}
+            executed_in = tuple(x for x in EXECUTED if x in sites and r.id not in NOT_SEEN_FIRST.get(x, ()))
+            r = dataclasses.replace(r, sites=sites, executed_in=executed_in,
+                                    evidence="executed" if executed_in else "source")
         if r.id == "sglang.config.unknown_model_type":
             for rel in EXECUTED:
-                out.append(dataclasses.replace(r, predicate=unknown_model_type(rel)))
+                out.append(dataclasses.replace(r, predicate=unknown_model_type(rel), versions=release_range(rel)))
         elif r.id == "sglang.pipeline_layers":
             out.append(dataclasses.replace(r, predicate=P.pipeline_even()))
         else:
