@@ -10,7 +10,7 @@ Commands (see data/conformance/README.md for the venv set-up):
     python -m conformance report --version 0.33.0      # results + remaining mismatches in the README
     python -m conformance report --framework sglang --version 0.5.23
     python -m conformance stub --venv /work/venvs/vllm-0.33.0     # build the libcuda.so.1 stand-in
-    python -m conformance transformers plans|runs|assemble|report  # transformers native TP (this Python)
+    python -m conformance transformers plans|runs|assemble|report|verify  # transformers native TP (this Python)
 """
 
 from __future__ import annotations
@@ -85,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     pa.add_argument("--json", action="store_true", help="print the raw per-parameter list as JSON")
     tf = sub.add_parser("transformers", help="transformers native TP / CB cache with the transformers installed "
                         "here: plans (per catalog model), runs (tiny models under torchrun), assemble, report")
-    tf.add_argument("action", choices=("plans", "runs", "assemble", "report"))
+    tf.add_argument("action", choices=("plans", "runs", "assemble", "report", "verify"))
+    tf.add_argument("--sample", type=int, default=40, help="verify: models to re-inspect")
+    tf.add_argument("--seed", type=int, default=0)
     tf.add_argument("--configs", type=Path, default=DEFAULT_CONFIGS)
     tf.add_argument("--models", nargs="*", help="plans: only these model ids (re-inspected)")
     tf.add_argument("--tp", type=int, nargs="*", help="runs: only these TP sizes (default 1 2 3 4 8)")

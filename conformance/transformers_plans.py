@@ -408,3 +408,49 @@ if __name__ == "__main__":  # pragma: no cover
 
     sys.exit("use: python -m conformance transformers plans")
 
+
+def verify(configs_dir: Path, *, sample: int = 40, seed: int = 0, log=print) -> tuple[int, int, list[str]]:
+    """Re-inspect ``sample`` catalog models (``random.Random(seed)``, like ``conformance verify``) with the
+    transformers installed here and compare every column of their plans-table rows but ``seconds``
+    (the load check and the paged-cache constructor at every TP size included: ``load_by_tp``,
+    ``cb_by_tp``). Returns (reproduced, sampled, differences)."""
+    import random
+
+    import transformers
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    transformers.logging.set_verbosity_error()
+    version = transformers.__version__
+    table = load_table(version).set_index("model_id")
+    files = {model_id_from_filename(p): p for p in catalog_files(configs_dir)}
+    ids = random.Random(seed).sample(sorted(files), min(sample, len(files)))
+    same, diffs = 0, []
+    for mid in ids:
+        rec = inspect_config(files[mid])
+        if mid not in table.index:
+            diffs.append(f"{mid}: not in the table")
+            continue
+        row = table.loc[mid]
+        bad = []
+        for c in PLAN_COLUMNS:
+            if c in ("seconds", "framework", "version", "model_id"):
+                continue
+            got, want = rec.get(c), row[c]
+            if c == "line":
+                got, want = int(got or 0), int(want or 0)
+            elif c in ("heads_sharded", "kv_sharded", "cb_kv_tp"):
+                got, want = bool(got), bool(want)
+            else:
+                got, want = ("" if got is None else str(got)), ("" if want is None else str(want))
+            if got != want:
+                bad.append(c)
+        if bad:
+            diffs.append(f"{mid}: {', '.join(bad)}")
+        else:
+            same += 1
+        log(f"verified {mid}: {'same' if not bad else 'DIFFERS in ' + ', '.join(bad)}")
+    log(f"transformers {version}: {same} of {len(ids)} sampled models reproduced exactly (plan, outcome, "
+        "exception, message, raise site, load check and paged-cache constructor at every TP size)")
+    return same, len(ids), diffs
+

@@ -424,6 +424,9 @@ def cli(args) -> int:
         version, _ = TP_PLANS.run(args.configs, models=args.models)
         print(TP_PLANS.assemble(version))
         return 0
+    if args.action == "verify":
+        same, n, _ = TP_PLANS.verify(args.configs, sample=args.sample, seed=args.seed)
+        return 0 if same == n else 1
     if args.action == "runs":
         version, wd = TP_RUNS.run(tuple(args.tp) if args.tp else TP_RUNS.RUN_TP)
         print(wd)

@@ -1004,7 +1004,7 @@ def test_sglang_version_selector_offers_executed_releases_first_then_every_relea
     groups = list(w.groups.values())
     assert list(groups[0].items()) == [(f"{v} (executed)", v) for v in sorted(executed, key=Version, reverse=True)]
     rest = list(groups[1].values())
-    assert rest[:3] == ["0.5.22", "0.5.21", "0.5.20"] and rest == sorted(rest, key=Version, reverse=True)
+    assert rest[:3] == ["0.5.22", "0.5.20", "0.5.19"] and rest == sorted(rest, key=Version, reverse=True)
     assert set(rest) | set(executed) == set(_txt_releases("sglang")) and not set(rest) & set(executed)
     assert all(label == f"{v} (read from source)" for label, v in groups[1].items())
     assert [r for r, _d, _ex in sglang_releases()] == [*executed[::-1], *rest]
@@ -1114,12 +1114,14 @@ def test_details_say_where_the_sglang_verdict_comes_from(small_catalog):
 
 
 def test_sglang_suggestions_spell_dp_attention_as_the_selected_release(small_catalog):
-    """The details' suggestion names --enable-dp-attention --dp-size before 0.5.22, --attn-dp-size from it."""
+    """The details' suggestion names --enable-dp-attention --dp-size before 0.5.22, --attn-dp-size from it
+    (a Qwen3: its model file shards attention on the attention-TP group in the executed releases too)."""
     from dashboard.app import DashboardApp
 
     cat = pd.concat([small_catalog, pd.DataFrame([{**small_catalog.iloc[0].to_dict(), "model_id": "acme/h12",
                                                    "num_attention_heads": 12, "num_key_value_heads": 12,
-                                                   "hidden_size": 1536}])], ignore_index=True)
+                                                   "hidden_size": 1536, "architectures": "Qwen3ForCausalLM",
+                                                   "model_type": "qwen3"}])], ignore_index=True)
     app = DashboardApp(catalog=cat, query="?model=acme/h12&framework=sglang&tp=8&sglang_version=0.5.20")
     html = app.validity._details._html.object
     assert "with --enable-dp-attention --dp-size 2 (attention-TP 4)" in html and "--attn-dp-size" not in html

@@ -291,8 +291,9 @@ def vocab_unpadded(ctx: Ctx, backend: bool = False):
     tf = ctx.arch_in(TRANSFORMERS_BACKEND)
     padded = ctx.memo(("vpad", P.VOCAB_PAD), lambda: sharding.pad_to_multiple(ctx.i("vocab_size"), P.VOCAB_PAD))
     t = np.where(ctx.arch_in(EMBED_ON_ATTN_TP), attn_tp(ctx), ctx.tp)
-    if ctx.dp_attention and ctx.dp > 1:
-        t = np.where(ctx.arch_in(EMBED_REPLICATED_UNDER_DP), 1, t)
+    on = np.asarray(ctx.dp_attention) & (np.asarray(ctx.dp) > 1)  # scalars, or per-layout arrays
+    if np.any(on):
+        t = np.where(ctx.arch_in(EMBED_REPLICATED_UNDER_DP) & on, 1, t)
     return ctx.has("vocab_size") & not_multiple(padded, t) & (tf if backend else ~tf), {"a": padded, "b": t}
 
 
