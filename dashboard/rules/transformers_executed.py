@@ -359,7 +359,6 @@ def _moe_rules(fw: str, layer0: bool = False) -> list[Rule]:
         "torch's grouped_mm refuses the experts' activations in the forward pass"
         + (" (layer 0 is linear attention, gathered: its experts run before any softmax attention)" if layer0 else ""),
         GROUPED_MM_MSG, SITES["grouped_mm"], _grouped_mm(types), exc_type="RuntimeError", effect="run_time",
-        needs=("moe_intermediate_size",),
         note="torch's message, raised inside transformers' _grouped_mm (the experts' default implementation). "
         "Quantized checkpoints take other expert kernels and are not checked. model_type " + ", ".join(types))]
 
