@@ -219,3 +219,15 @@ def test_audit_spot_cells(catalog) -> None:
     v = chk("meta-llama/Llama-3.1-8B-Instruct", T.CB, 16)  # T8
     assert v.failures[0].message == "Number of key value heads 8 must be divisible by tensor parallel size 16."
     assert not chk("zai-org/GLM-5", T.NATIVE, 3).valid  # T11: MLA q_b_proj colwise, 64 % 3
+
+
+def test_dense_models_are_fully_checked_not_unknown():
+    """A dense model has no moe_intermediate_size: the experts' grouped_mm rule does not apply to it, so
+    the cell is judged (valid), not 'unknown' with a warning about a field a dense model never has."""
+    from dashboard.catalog import load_catalog
+    from dashboard.rules import check
+
+    rec = load_catalog().set_index("model_id").loc["meta-llama/Llama-3.1-8B-Instruct"]
+    for fw in ("transformers-native-tp", "transformers-cb-cache"):
+        v = check(rec, fw, 8)
+        assert v.valid and v.status == "valid" and not v.warnings, (fw, v.status, v.warnings)
