@@ -35,7 +35,7 @@ from dashboard.state import (
     catalog_path,
     load_app_data,
 )
-from dashboard.views import CatalogView, Controls, ExportPanel, LayoutView, MemoryView, ValidityView
+from dashboard.views import CatalogView, Controls, ExportPanel, LayoutView, MemoryView, PlanView, ValidityView
 from dashboard.views.common import esc, notice_html
 
 TITLE = "TP planner: which tensor-parallel sizes each serving framework accepts"
@@ -133,7 +133,8 @@ class DashboardApp(pn.viewable.Viewer):
                 self._push_url()
 
     # -------------------------------------------------------------------------------------------
-    _VIEW_CLASSES = {"validity": ValidityView, "layout": LayoutView, "memory": MemoryView, "catalog": CatalogView}
+    _VIEW_CLASSES = {"validity": ValidityView, "layout": LayoutView, "memory": MemoryView, "plan": PlanView,
+                     "catalog": CatalogView}
 
     def view(self, tab: str) -> pn.viewable.Viewer:
         """The view of ``tab`` (one of :data:`~dashboard.state.TABS`), built on first use."""
@@ -162,6 +163,10 @@ class DashboardApp(pn.viewable.Viewer):
     @property
     def memory(self) -> MemoryView:
         return self.view("memory")
+
+    @property
+    def plan(self) -> PlanView:
+        return self.view("plan")
 
     @property
     def catalog(self) -> CatalogView:

@@ -45,13 +45,20 @@ DEFAULT_FRAMEWORKS: tuple[str, ...] = ("vllm", "sglang")
 WEIGHT_DTYPES: tuple[str, ...] = ("checkpoint", "bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4")
 KV_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp8")
 
-TABS: tuple[str, ...] = ("validity", "layout", "memory", "catalog")
+TABS: tuple[str, ...] = ("validity", "layout", "memory", "plan", "catalog")
 TAB_LABELS: dict[str, str] = {
     "validity": "Validity",
     "layout": "Per-rank layout",
     "memory": "Memory",
+    "plan": "Plan",
     "catalog": "Catalog",
 }
+
+#: Frameworks the Plan tab can plan (those with launch commands: :data:`dashboard.planner.PLAN_FRAMEWORKS`,
+#: spelled out here so the state does not import the planner).
+PLAN_FRAMEWORKS: tuple[str, ...] = ("vllm", "sglang", "tensorrt-llm")
+#: Most concurrent sequences the Plan tab's minimum accepts.
+MAX_MIN_SEQUENCES = 1_000_000
 
 #: Tri-state filter values of the catalog view.
 TRISTATE: tuple[str, ...] = ("any", "yes", "no")
@@ -325,6 +332,17 @@ class PlannerState(param.Parameterized):
     context_len = param.Integer(
         default=32768, bounds=(1, 10_000_000), doc="Context length (tokens per sequence) for concurrency."
     )
+    # --- plan ---------------------------------------------------------------------------------------
+    gpus_per_node = param.Integer(
+        default=0, bounds=(0, 1024),
+        doc="Plan: GPUs per node (0: the GPU table's value for the chosen GPU, e.g. 8 on an HGX board). "
+        "The cluster is gpu_count GPUs, i.e. ceil(gpu_count / gpus_per_node) nodes.")
+    min_sequences = param.Integer(
+        default=1, bounds=(1, MAX_MIN_SEQUENCES),
+        doc="Plan: concurrent context_len-token sequences a layout must hold to count as fitting.")
+    plan_frameworks = param.ListSelector(
+        default=list(PLAN_FRAMEWORKS), objects=list(PLAN_FRAMEWORKS),
+        doc="Plan: frameworks whose layouts are planned (ids of PLAN_FRAMEWORKS).")
     # --- selection (the tapped cell) ------------------------------------------------------------
     model = param.String(default="", doc="Selected model id (tapped cell / table row); empty: none yet.")
     framework = param.Selector(
@@ -360,7 +378,7 @@ class PlannerState(param.Parameterized):
             v = getattr(self, name)
             if _equal(v, p.default):
                 continue
-            if name in ("models", "frameworks", "tp_sizes"):
+            if name in ("models", "frameworks", "tp_sizes", "plan_frameworks"):
                 out[name] = ",".join(str(x) for x in v)
             elif isinstance(v, bool):
                 out[name] = "1" if v else "0"
@@ -474,6 +492,13 @@ class PlannerState(param.Parameterized):
             if bad:
                 raise ValueError(f"unknown framework(s) {', '.join(_short(b, 40) for b in bad)}")
             return list(dict.fromkeys(vals))
+        if key == "plan_frameworks":
+            vals = [s.strip() for s in raw.split(",") if s.strip()]
+            bad = [v for v in vals if v not in PLAN_FRAMEWORKS]
+            if bad:
+                raise ValueError(f"unknown or unplanned framework(s) {', '.join(_short(b, 40) for b in bad)} "
+                                 f"(the plan covers {', '.join(PLAN_FRAMEWORKS)})")
+            return [f for f in PLAN_FRAMEWORKS if f in vals]
         if key == "tp_sizes":
             vals = [int(s) for s in raw.split(",") if s.strip()]
             bad = [v for v in vals if v not in TP_CHOICES]

@@ -303,11 +303,12 @@ def test_catalog_view_filters_and_selection_feed_heatmaps(app):
 
 def test_views_are_built_when_their_tab_opens(small_catalog):
     from dashboard.app import DashboardApp
+    from dashboard.state import TABS
 
     app = DashboardApp(catalog=small_catalog)
     assert set(app._views) == {"validity"}
     app.state.tab = "catalog"
-    assert app.tabs.active == 3 and set(app._views) == {"validity", "catalog"}
+    assert app.tabs.active == TABS.index("catalog") == 4 and set(app._views) == {"validity", "catalog"}
     assert len(app._slots["catalog"].objects) == 1 and app._slots["layout"].objects == []
     linked = DashboardApp(catalog=small_catalog, query="?tab=memory&model=acme/h30")
     assert set(linked._views) == {"memory"}

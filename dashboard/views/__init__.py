@@ -11,6 +11,7 @@ from dashboard.views.details import CellDetails
 from dashboard.views.export import ExportPanel
 from dashboard.views.layout import LayoutView
 from dashboard.views.memory import MemoryView
+from dashboard.views.plan import PlanView
 from dashboard.views.validity import ValidityView
 
-__all__ = ["CatalogView", "CellDetails", "Controls", "ExportPanel", "LayoutView", "MemoryView", "ValidityView"]
+__all__ = ["CatalogView", "CellDetails", "Controls", "ExportPanel", "LayoutView", "MemoryView", "PlanView", "ValidityView"]

@@ -23,6 +23,7 @@ from dashboard.state import (
 )
 from dashboard.views.common import csv_safe, esc
 from dashboard.views.details import fw_label, verdict_html
+from dashboard.views.plan import plan_csv, plan_report_html
 
 #: Browser-side PNG export of every validity heatmap on the page (Bokeh renders its canvas to a PNG blob;
 #: nothing leaves the browser). One file per heatmap, named after its title, with the heatmap's legend
@@ -175,7 +176,10 @@ def report_html(state: PlannerState, data: AppData, link: str = "") -> str:
                                                   + (" (vLLM: --enable-expert-parallel, EP = TP × DP)" if s.ep > 1 else "")),
         ("DP-attention", "on" if s.dp_attention else "off"), ("Weight dtype", s.weight_dtype),
         ("KV-cache dtype", s.kv_dtype), ("GPU", f"{s.gpu_count} × {_gpu_name(s.gpu)}"),
-        ("Context length", f"{s.context_len:,} tokens"), ("View", TAB_LABELS.get(s.tab, s.tab)),
+        ("Context length", f"{s.context_len:,} tokens"),
+        ("Plan", f"{', '.join(framework_label(f) for f in s.plan_frameworks) or '(no framework)'}; at least "
+                 f"{s.min_sequences:,} sequences; GPUs per node: {s.gpus_per_node or 'from the GPU table'}"),
+        ("View", TAB_LABELS.get(s.tab, s.tab)),
     ]
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>TP planner report</title><style>"
@@ -206,6 +210,7 @@ def report_html(state: PlannerState, data: AppData, link: str = "") -> str:
         parts.append(f"<p>{legend}</p>")
     if s.model:
         parts.append("<h2>Selected cell</h2>" + verdict_html(s, data))
+        parts.append(plan_report_html(s, data))
     parts.append("</body></html>")
     return "".join(parts)
 
@@ -228,6 +233,10 @@ class ExportPanel(pn.viewable.Viewer):
             label="Report (HTML)", color="primary", variant="outline", css_classes=["tp-export-report"],
             embed=False, width=150,
         )
+        self.plan_csv = pn.widgets.FileDownload(
+            callback=lambda: plan_csv(self.state, self.data), filename="tp-plan.csv", label="Plan CSV",
+            color="primary", variant="outline", css_classes=["tp-export-plan-csv"], embed=False, width=150,
+        )
         self.png = pn.widgets.Button(label="Heatmap PNG", color="primary", variant="outline",
                                      css_classes=["tp-export-png"], width=150)
         self.png.js_on_click(args={"name": heatmap.HEATMAP_FIGURE_NAME}, code=PNG_EXPORT_JS)
@@ -235,4 +244,4 @@ class ExportPanel(pn.viewable.Viewer):
                                  "view, with its legend (also the save icon above the heatmap).</div>")
 
     def __panel__(self):
-        return pn.Column(pn.Row(self.png, self.csv), pn.Row(self.report), self.hint, sizing_mode="stretch_width")
+        return pn.Column(pn.Row(self.png, self.csv), pn.Row(self.report, self.plan_csv), self.hint, sizing_mode="stretch_width")
