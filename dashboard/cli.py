@@ -25,6 +25,34 @@ USAGE = __doc__.split("Exit status")[0]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a subcommand. Output that cannot be written (a closed pipe such as ``| head``, a full disk) ends
+    the command quietly (a pipe) or with one line on stderr and status 2, never with a traceback."""
+    import os
+
+    try:
+        rc = _dispatch(argv)
+        sys.stdout.flush()
+        return rc
+    except BrokenPipeError:
+        # the reader went away (``| head``): stop writing, keep Python's exit flush from raising again
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 1
+    except OSError as e:
+        if e.filename is not None:  # a file the subcommand was asked to read or write: its own error
+            raise
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        print(f"tp-planner: cannot write the output: {e.strerror or e}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         print("usage: tp-planner {catalog,check,hub,plan,serve} ...\n\n" + USAGE)

@@ -904,9 +904,12 @@ def refusals(plan_df: pd.DataFrame) -> pd.DataFrame:
     layout labels), ``count`` and ``summary`` -- one sentence such as ``"TP 16 refused by vLLM: <message>"``
     (``"TP 3, TP 6 × DP 2 refused by SGLang: ..."`` when several layouts share the reason) -- ordered by
     framework, then by the smallest layout."""
+    empty = pd.DataFrame(columns=["framework", "refusal_kind", "reason", "layouts", "count", "summary"])
     if plan_df.empty:
-        return pd.DataFrame(columns=["framework", "refusal_kind", "reason", "layouts", "count", "summary"])
+        return empty
     bad = plan_df[~plan_df["starts"]]
+    if bad.empty:  # every layout starts (a small model): nothing to group
+        return empty
     rows = []
     for (fw, kind, reason), g in bad.groupby(["framework", "refusal_kind", "refusal"], sort=False):
         g = g.sort_values(["tp", "pp", "dp", "attn_dp", "ep"])

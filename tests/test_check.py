@@ -321,3 +321,21 @@ def test_json_error_document_and_no_control_characters_echoed(tmp_path):
     cfg = dict(LLAMA_70B_CONFIG, architectures=["Llama\x1b[2JForCausalLM"], model_type="llama")
     rc, out, err = run("-", "--tp", "6", stdin=json.dumps(cfg).encode())
     assert "\x1b" not in out and "\x1b" not in err
+
+
+def test_output_to_a_closed_pipe_or_a_full_disk_is_not_a_traceback(tmp_path):
+    """``tp-planner check ... | head -1`` and ``> /dev/full``: no traceback (newcomer trial)."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+                               "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+                               "intermediate_size": 14336, "vocab_size": 128256}))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    cmd = [sys.executable, "-m", "dashboard.cli", "check", str(cfg), "--framework", "vllm", "--tp", "3"]
+    p = subprocess.run(" ".join(cmd) + " | head -c 10", shell=True, capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr
+    if Path("/dev/full").exists():
+        with open("/dev/full", "w") as full:
+            q = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+        assert q.returncode == 2 and "Traceback" not in q.stderr
+        assert q.stderr.strip().splitlines()[-1].startswith("tp-planner: cannot write the output")

@@ -364,3 +364,17 @@ def test_cli_table_and_json():
 def test_cli_bad_input_exits_2(args, text):
     r = _cli(*args)
     assert r.returncode == 2 and text in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_plan_where_every_layout_starts_has_no_refusals(cat):
+    """A small model on 2 GPUs: every layout starts, so refusals() is an empty table with its columns (it
+    raised KeyError: 'framework' -- the newcomer trial), and the CLI prints the plan with exit 0."""
+    df = planner.plan(cat.set_index("model_id").loc["meta-llama/Llama-3.1-8B-Instruct"], 2, "H100-80GB",
+                      context_len=32768, frameworks=("vllm", "sglang"))
+    assert df["starts"].all()
+    r = planner.refusals(df)
+    assert r.empty and list(r.columns) == ["framework", "refusal_kind", "reason", "layouts", "count", "summary"]
+    from dashboard.cli import main
+
+    assert main(["plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "2", "--gpu", "H100-80GB",
+                 "--framework", "vllm", "--json"]) == 0

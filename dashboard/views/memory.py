@@ -201,7 +201,15 @@ def capacity_note(row, framework: str, gpu_count: int) -> str:
         notes.append(f"needs {row['gpus_needed']} GPUs per replica (have {gpu_count})")
     if row.get("error"):
         notes.append(str(row["error"]))
-    return "; ".join(notes)
+    out = ""
+    for n in notes:  # a framework's message keeps its own full stop: the next note starts a sentence
+        if not out:
+            out = n
+        elif out.rstrip().endswith("."):
+            out += " " + n[:1].upper() + n[1:]
+        else:
+            out += "; " + n
+    return out
 
 
 class MemoryView(pn.viewable.Viewer):
