@@ -790,11 +790,36 @@ def _request(args: argparse.Namespace, launch: Launch | None) -> Request:
         from dashboard import rules
 
         try:
-            rules.resolve_version(fw, version)
+            res = rules.resolve_version(fw, version)
         except ValueError as e:
             raise CheckInputError(printable(e, 300)) from None
+        _check_release(fw, version, res)
     return Request(framework=fw, version=version, kv_cache_dtype=kv, quantization=quant, gpu=gpu, max_model_len=mml,
                    mem_fraction=frac, launch=launch, **lay)
+
+
+def _check_release(fw: str, version: str, res) -> None:
+    """A ``--version`` the command line cannot honour is bad input (exit 2), not a silent fallback as in the
+    dashboard: text that is neither a release number nor a date, a date before the framework's first
+    release, a release number the framework never published (its release list, when one ships)."""
+    from dashboard.rules import versions as V
+
+    label = schema.FRAMEWORK_LABELS.get(fw, fw)
+    if "is not a release number or a date" in (res.notice or ""):
+        if V._DATE.match(str(version).strip()):
+            why = (f"{label} had no release by {version}" if V.has_dates(fw)
+                   else f"{label} has no release dates here; give a release number")
+        else:
+            why = "expected a release number (e.g. 0.33.0) or a date (YYYY-MM)"
+        raise CheckInputError(f"--version {printable(version, 40)!r}: {why}")
+    known = V.listed(fw)
+    if known and res.release and not V._DATE.match(str(version).strip()):
+        from packaging.version import Version
+
+        if all(Version(res.release) != Version(k) for k in known if V._parse(k) is not None):
+            newest = max((k for k in known if V._parse(k) is not None), key=Version)
+            raise CheckInputError(f"--version {printable(version, 40)!r}: {label} has no release {res.release} "
+                                  f"(newest known: {newest})")
 
 
 def _split_argv(argv: list[str]) -> tuple[list[str], list[str] | None]:

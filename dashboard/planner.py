@@ -52,6 +52,7 @@ Engine defaults the plan assumes (sources pinned)
 from __future__ import annotations
 
 import math
+import os
 import shlex
 import threading
 from collections import OrderedDict
@@ -1171,7 +1172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="tp-planner plan",
                                  description="Every way to split N GPUs for one model under vLLM, SGLang and "
                                              "TensorRT-LLM: verdict, capacity, ranking, launch commands.")
-    ap.add_argument("model", help="model id in the catalog (e.g. meta-llama/Llama-3.1-70B-Instruct)")
+    ap.add_argument("model", help="a catalog model id (e.g. meta-llama/Llama-3.1-70B-Instruct), else a config.json, "
+                    "a model folder, - (stdin) or a Hub id, read as tp-planner check reads them")
     ap.add_argument("--gpus", required=True, help="total GPU count N")
     ap.add_argument("--gpu", required=True, help="GPU id of data/gpus.csv (e.g. H100-80GB)")
     ap.add_argument("--gpus-per-node", default=None, help="GPUs per node (default: the GPU table's)")
@@ -1200,13 +1202,41 @@ def main(argv: Sequence[str] | None = None) -> int:
             from dashboard.catalog import load_catalog
 
             catalog = load_catalog(args.catalog)
-        record = _resolve_record(args.model, catalog)
+        try:
+            record = _resolve_record(args.model, catalog)
+        except ValueError:
+            # not in the catalog: a config.json, a model folder, '-' (stdin) or a Hub id, read as
+            # ``tp-planner check`` reads it
+            from dashboard.check import CheckInputError, load_model
+
+            try:
+                rec, _src = load_model(args.model)
+            except CheckInputError as e:
+                raise ValueError(f"{args.model!r} is not in the catalog, and as a file, folder or Hub id: {e}") \
+                    from None
+            record = pd.DataFrame([rec])
+        if args.limit < 0:
+            raise ValueError(f"--limit must be 0 (all) or more, got {args.limit}")
+        if versions:
+            from dashboard import rules as _rules
+            from dashboard.check import _check_release
+
+            for fw, rel in versions.items():
+                if fw not in PLAN_FRAMEWORKS:
+                    raise ValueError(f"--version {fw}={rel}: unknown framework {fw!r}; expected one of "
+                                     f"{', '.join(PLAN_FRAMEWORKS)}")
+                _check_release(fw, rel, _rules.resolve_version(fw, rel))
         df = plan(record, args.gpus, args.gpu, gpus_per_node=args.gpus_per_node,
                   frameworks=tuple(args.framework or PLAN_FRAMEWORKS), versions=versions or None,
                   context_len=args.context_len, kv_dtype=args.kv_dtype, weight_dtype=args.weight_dtype,
                   min_sequences=args.min_sequences, cross_node_tp=args.cross_node_tp)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        print(f"tp-planner plan: {exc}", file=sys.stderr)
+    except Exception as exc:  # bad input: one line, exit 2 (TP_PLANNER_DEBUG=1 shows the traceback)
+        from dashboard.check import CheckInputError
+
+        if not isinstance(exc, (ValueError, TypeError, FileNotFoundError, CheckInputError)) or \
+                os.environ.get("TP_PLANNER_DEBUG"):
+            raise
+        print(f"tp-planner plan: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(plan_to_dict(df), indent=1, ensure_ascii=False))

@@ -339,3 +339,20 @@ def test_output_to_a_closed_pipe_or_a_full_disk_is_not_a_traceback(tmp_path):
             q = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
         assert q.returncode == 2 and "Traceback" not in q.stderr
         assert q.stderr.strip().splitlines()[-1].startswith("tp-planner: cannot write the output")
+
+
+@pytest.mark.parametrize("version,needle", [
+    ("garbage", "expected a release number"), ("99.0.0", "vLLM has no release 99.0.0"),
+    ("2019-01", "vLLM had no release by 2019-01"),
+])
+def test_a_version_the_command_cannot_honour_is_bad_input(tmp_path, version, needle, capsys):
+    """The dashboard falls back with a notice; the command line refuses (exit 2, one line) instead of
+    judging with another release's rules (newcomer trial)."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+                               "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+                               "intermediate_size": 14336, "vocab_size": 128256}))
+    rc = chk.main([str(cfg), "--framework", "vllm", "--tp", "2", "--version", version])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and needle in err[0]
+    assert chk.main([str(cfg), "--framework", "vllm", "--tp", "2", "--version", "2025-05"]) == 0

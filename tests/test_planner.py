@@ -338,7 +338,7 @@ def test_plan_to_dict_is_json_with_a_schema_version(llama16):
 
 
 def _cli(*args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), HF_HUB_OFFLINE="1")
     env.pop("TP_PLANNER_CATALOG", None)
     return subprocess.run([sys.executable, "-m", "dashboard.cli", "plan", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
@@ -378,3 +378,21 @@ def test_a_plan_where_every_layout_starts_has_no_refusals(cat):
 
     assert main(["plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "2", "--gpu", "H100-80GB",
                  "--framework", "vllm", "--json"]) == 0
+
+
+def test_plan_cli_reads_a_config_file_and_refuses_bad_input(tmp_path, capsys):
+    """MODEL may be a config.json (as for ``tp-planner check``); a bad --version or --limit is exit 2 with
+    one line (newcomer trial)."""
+    from dashboard.cli import main
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+                               "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+                               "intermediate_size": 14336, "vocab_size": 128256}))
+    assert main(["plan", str(cfg), "--gpus", "2", "--gpu", "H100-80GB", "--framework", "vllm", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["schema_version"] == planner.SCHEMA_VERSION and out["layouts"]
+    for bad in (["--version", "vllm=garbage"], ["--version", "nope=1.0"], ["--limit", "-1"]):
+        assert main(["plan", str(cfg), "--gpus", "2", "--gpu", "H100-80GB", *bad]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("tp-planner plan: error: ")
