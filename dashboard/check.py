@@ -682,8 +682,8 @@ def render_text(doc: dict[str, Any]) -> str:
     where = m["source"] + (f" @ {m['sha'][:12]}" if m.get("sha") else "") + (" (offline cache)" if m.get("offline") else "")
     lines = [f"{head}: {m['id']} on {fwl}{rel}, {' '.join(parts)} ({lay['gpus']} GPU{'s' if lay['gpus'] != 1 else ''})",
              f"  config: {where}" + (f"; quantization read from {', '.join(m['sidecars'])}" if m["sidecars"] else "")]
-    ev = ("reproduced by running " if doc["evidence"] == "executed" else "read from ") + f"{fwl}{rel}" + \
-        (" code (conformance table)" if doc["evidence"] == "executed" else " source (not executed)")
+    ev = (f"rules checked against {fwl}{rel}'s own code run over the catalog (conformance table)"
+          if doc["evidence"] == "executed" else f"rules read from {fwl}{rel} source (not executed)")
     lines.append(f"  evidence: {ev}")
     fails = doc["failures"]
     if fails:
