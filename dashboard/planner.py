@@ -133,8 +133,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("refusal", "the message the user would see ('' when it starts)"),
     ("fits", "starts and holds >= min_sequences (>= 1 when not given) sequences"),
     ("why_not", "'' when it fits, else the refusal or the shortfall"),
-    ("rank", "1 = best (most sequences, then fewest GPUs per replica) among the layouts that fit; "
-             "<NA> otherwise"),
+    ("rank", "1 = best (most sequences, then fewest GPUs per replica, then fewest pipeline stages) among the "
+             "layouts that fit; <NA> otherwise"),
     ("commands", "launch command(s) for layouts that start: one per node / instance ('#' comment first)"),
 )
 
@@ -826,8 +826,9 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
         "starts": starts, "refusal_kind": kind_arr, "refusal": np.array(refusal, dtype=object), "fits": fits,
         "why_not": np.array(why, dtype=object),
     }
-    # ranking: layouts that fit first, most sequences, then fewest GPUs per replica
-    order = np.lexsort((tp * pp, -total, ~fits))
+    # ranking: layouts that fit first, most sequences, then fewest GPUs per replica, then (a tie on both)
+    # fewer pipeline stages: the same capacity with less pipeline depth (latency, bubbles) comes first
+    order = np.lexsort((pp, tp * pp, -total, ~fits))
     nf = int(fits.sum())
     rank = pd.arrays.IntegerArray(np.concatenate([np.arange(1, nf + 1), np.zeros(n_rows - nf, dtype=np.int64)]),
                                   np.concatenate([np.zeros(nf, dtype=bool), np.ones(n_rows - nf, dtype=bool)]))
@@ -1064,8 +1065,9 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
         else:
             cap_rep = np.full(kv_rep.shape, float(TRTLLM_MAX_BATCH_SIZE)) * groups
         total = np.where(starts, np.minimum(kv_rep, cap_rep) * lf["dp"].to_numpy()[None, :], -1.0)
-        # best: most sequences, then fewest GPUs per replica
-        score = total * 4096.0 * 4096.0 - (lf["tp"] * lf["pp"]).to_numpy()[None, :]
+        # best: most sequences, then fewest GPUs per replica, then fewer pipeline stages (as plan() ranks)
+        score = (total * 4096.0 * 4096.0 - (lf["tp"] * lf["pp"]).to_numpy()[None, :] * 4096.0
+                 - lf["pp"].to_numpy()[None, :])
         bi = np.argmax(score, axis=1)
         rows = np.arange(nm)
         bt = total[rows, bi]
