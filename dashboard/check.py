@@ -639,7 +639,10 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
         "release": v.release,
         "executed": bool(v.executed),
         "evidence": v.evidence,
-        "layout": dict(lay, gpus=gpu_count(req.framework, lay)),
+        "layout": dict(lay, gpus=gpu_count(req.framework, lay),
+                       # the expert-parallel size the framework uses: vLLM's --enable-expert-parallel is TP x DP
+                       ep=(int(lay["tp"]) * int(lay["dp"]) if req.framework == "vllm" and lay.get("expert_parallel")
+                           else lay["ep"])),
         "status": v.status if accepted or v.failures else "invalid",
         "attn_tp": v.attn_tp,
         "q_heads_per_gpu": v.q_heads_per_rank,
@@ -711,7 +714,8 @@ def render_text(doc: dict[str, Any]) -> str:
                      f"{mem['sequences_at_max_model_len']:,}")
     if doc["alternatives"]:
         lines.append("")
-        lines.append("Nearest valid layouts:")
+        lines.append("Nearest valid layouts:" if mem else
+                     "Nearest valid layouts (rules only: memory not checked; add --gpu to keep only layouts that fit):")
         label = {"same_gpus": "same {g} GPUs", "smaller_tp": "smaller TP ({g} GPUs)",
                  "larger_tp": "larger TP ({g} GPUs)", "shorter_context": "shorter context"}
         for a in doc["alternatives"]:

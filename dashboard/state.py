@@ -512,6 +512,10 @@ class PlannerState(param.Parameterized):
                 return False
             raise ValueError("expected 1 or 0")
         if isinstance(p, param.Integer):
+            if re.fullmatch(r"[+-]?\d+", raw.strip()) and not re.fullmatch(r"[+-]?\d{1,9}", raw.strip()):
+                lo, hi = (p.bounds or (None, None))
+                rng = f"{lo}..{hi}" if lo is not None and hi is not None else "a smaller number"
+                raise ValueError(f"out of range (expected {rng})")
             if not re.fullmatch(r"[+-]?\d{1,9}", raw.strip()):
                 raise ValueError("expected a whole number")
             return int(raw)
