@@ -452,23 +452,23 @@ def test_vllm_version_selector_changes_the_details_and_the_link(server, rpage, a
 
 
 def test_sglang_version_selector_reads_and_writes_the_link(server, rpage, artifacts_dir):
-    """?sglang_version=0.5.21&frameworks=sglang opens with the SGLang selector on '0.5.21 (read from source)'
-    next to the vLLM one, the details read from 0.5.21 source; picking a release in the selector rewrites
+    """?sglang_version=0.5.20&frameworks=sglang opens with the SGLang selector on '0.5.20 (read from source)'
+    next to the vLLM one, the details read from 0.5.20 source; picking a release in the selector rewrites
     the link (the default, 0.5.23, leaves it), and the rewritten link opens on that release again."""
     from dashboard.state import DEFAULT_SGLANG_VERSION
 
     model = "meta-llama/Meta-Llama-3.1-70B"
-    q = f"?sglang_version=0.5.21&frameworks=sglang&search=llama&model={model}&framework=sglang&tp=8"
+    q = f"?sglang_version=0.5.20&frameworks=sglang&search=llama&model={model}&framework=sglang&tp=8"
     page = _open(rpage, server.url + q)
     select = page.locator(".tp-sglang-version select")
-    assert select.input_value() == "0.5.21 (read from source)"
+    assert select.input_value() == "0.5.20 (read from source)"
     assert select.locator("optgroup").count() == 2
     assert select.locator("option").first.inner_text() == f"{DEFAULT_SGLANG_VERSION} (executed)"
     assert page.locator(".tp-vllm-version select").count() == 1
     evidence = page.locator(".tp-evidence")
-    expect(evidence).to_have_text("Read from SGLang 0.5.21 source (not executed).", timeout=30_000)
-    expect(page.locator(".tp-version-notice")).to_contain_text("SGLang 0.5.21 was never run through")
-    _wait_url(page, "sglang_version=0.5.21")
+    expect(evidence).to_have_text("Read from SGLang 0.5.20 source (not executed).", timeout=30_000)
+    expect(page.locator(".tp-version-notice")).to_contain_text("SGLang 0.5.20 was never run through")
+    _wait_url(page, "sglang_version=0.5.20")
     select.select_option(label=f"{DEFAULT_SGLANG_VERSION} (executed)")
     expect(evidence).to_contain_text(f"SGLang {DEFAULT_SGLANG_VERSION}", timeout=30_000)
     page.wait_for_function("() => !location.search.includes('sglang_version')", timeout=30_000)
