@@ -65,9 +65,11 @@ import time
 import traceback
 
 try:  # imported by the project (tests, driver)
-    from conformance.worker_common import MODEL_DONE, MODEL_START, emit, innermost_site, param_bytes, param_list
+    from conformance.worker_common import (MODEL_DONE, MODEL_START, emit, innermost_site, package_raise_site,
+                                           param_bytes, param_list)
 except ImportError:  # run as a script by the framework venv's interpreter: the sibling file
-    from worker_common import MODEL_DONE, MODEL_START, emit, innermost_site, param_bytes, param_list
+    from worker_common import (MODEL_DONE, MODEL_START, emit, innermost_site, package_raise_site, param_bytes,
+                               param_list)
 
 MEGATRON_MARK = os.sep + "megatron" + os.sep + "core" + os.sep  # raise sites: megatron/core/...
 
@@ -256,19 +258,7 @@ def hf_to_megatron(raw: dict) -> dict:
 def raise_site(exc: BaseException) -> tuple[str, int, str]:
     """``(file, line, function)`` of the innermost frame inside the megatron package, relative to the
     package root (``megatron/core/...``); the innermost frame overall when no megatron frame is on the stack."""
-    tb = traceback.extract_tb(exc.__traceback__)
-    pick = None
-    for fr in tb:
-        if MEGATRON_MARK in fr.filename and "conformance" not in fr.filename:
-            pick = fr
-    if pick is None and tb:
-        pick = tb[-1]
-    if pick is None:
-        return "", 0, ""
-    fn = pick.filename
-    i = fn.rfind(MEGATRON_MARK)
-    rel = fn[i + 1:] if i >= 0 else os.path.basename(fn)  # "megatron/core/..."
-    return rel, int(pick.lineno or 0), pick.name
+    return package_raise_site(exc, "megatron/core")
 
 
 def mcore_stack(exc: BaseException, keep: int = 8) -> list[str]:

@@ -70,6 +70,7 @@ try:  # imported by the project (tests, driver)
         MODEL_START,
         emit,
         innermost_site,
+        package_raise_site,
         param_bytes,
         param_list,
     )
@@ -79,6 +80,7 @@ except ImportError:  # run as a script by the framework venv's interpreter: the 
         MODEL_START,
         emit,
         innermost_site,
+        package_raise_site,
         param_bytes,
         param_list,
     )
@@ -419,19 +421,7 @@ SGL_MARK = os.sep + "sglang" + os.sep
 def raise_site(exc: BaseException) -> tuple[str, int, str]:
     """``(file, line, function)`` of the innermost frame inside the sglang package, relative to the
     package root (``sglang/...``); the innermost frame overall when no sglang frame is on the stack."""
-    tb = traceback.extract_tb(exc.__traceback__)
-    pick = None
-    for fr in tb:
-        if SGL_MARK in fr.filename and "conformance" not in fr.filename:
-            pick = fr
-    if pick is None and tb:
-        pick = tb[-1]
-    if pick is None:
-        return "", 0, ""
-    fn = pick.filename
-    i = fn.rfind(SGL_MARK)
-    rel = fn[i + 1:] if i >= 0 else os.path.basename(fn)
-    return rel, int(pick.lineno or 0), pick.name
+    return package_raise_site(exc, "sglang")
 
 
 def sgl_stack(exc: BaseException, keep: int = 8) -> list[str]:

@@ -39,6 +39,7 @@ try:  # imported by the project (tests, driver)
         MODEL_START,
         emit,
         innermost_site,
+        package_raise_site,
         param_bytes,
         param_list,
     )
@@ -48,6 +49,7 @@ except ImportError:  # run as a script by the framework venv's interpreter: the 
         MODEL_START,
         emit,
         innermost_site,
+        package_raise_site,
         param_bytes,
         param_list,
     )
@@ -294,19 +296,7 @@ def raise_site(exc: BaseException) -> tuple[str, int, str]:
     """``(file, line, function)`` of the innermost frame inside the vllm package (the raise the user
     sees in the traceback), relative to the package root (``vllm/...``); the innermost frame overall
     when no vllm frame is on the stack."""
-    tb = traceback.extract_tb(exc.__traceback__)
-    pick = None
-    for fr in tb:
-        if VLLM_MARK in fr.filename and "conformance" not in fr.filename:
-            pick = fr
-    if pick is None and tb:
-        pick = tb[-1]
-    if pick is None:
-        return "", 0, ""
-    fn = pick.filename
-    i = fn.rfind(VLLM_MARK)
-    rel = fn[i + 1:] if i >= 0 else os.path.basename(fn)
-    return rel, int(pick.lineno or 0), pick.name
+    return package_raise_site(exc, "vllm")
 
 
 REMOTE_CODE_MARKERS = ("trust_remote_code", "trust-remote-code", "execute the configuration file",

@@ -9,6 +9,7 @@ this file as a sibling module (``import worker_common``), the project as ``confo
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 
@@ -30,6 +31,27 @@ def innermost_site(exc: BaseException) -> tuple[str, int]:
         return "", 0
     fr = tb[-1]
     return fr.filename, int(fr.lineno or 0)
+
+
+def package_raise_site(exc: BaseException, package: str) -> tuple[str, int, str]:
+    """``(file, line, function)`` of the innermost traceback frame inside ``package`` (the raise the user
+    sees), relative to the package root (``<package>/...``); the innermost frame overall when no frame of
+    the package is on the stack; ``("", 0, "")`` without a traceback. Frames of this harness are skipped.
+    ``package`` may be a sub-package path (``"megatron/core"``)."""
+    mark = os.sep + package.replace("/", os.sep) + os.sep
+    tb = traceback.extract_tb(exc.__traceback__)
+    pick = None
+    for fr in tb:
+        if mark in fr.filename and "conformance" not in fr.filename:
+            pick = fr
+    if pick is None and tb:
+        pick = tb[-1]
+    if pick is None:
+        return "", 0, ""
+    fn = pick.filename
+    i = fn.rfind(mark)
+    rel = fn[i + 1:] if i >= 0 else os.path.basename(fn)
+    return rel, int(pick.lineno or 0), pick.name
 
 
 def param_bytes(model) -> tuple[int, int, dict]:
