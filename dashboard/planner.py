@@ -51,6 +51,8 @@ Engine defaults the plan assumes (sources pinned)
 
 from __future__ import annotations
 
+import functools
+
 import math
 import os
 import shlex
@@ -325,6 +327,7 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
+@functools.lru_cache(maxsize=256)
 def _sglang_attn_dp_with_replicas(release: str | None) -> bool:
     """From 0.5.22 SGLang spells attention-DP ``--attn-dp-size`` and keeps ``--dp-size`` for replicas."""
     from packaging.version import Version
@@ -899,6 +902,15 @@ def _memory_refusal(fw: str, weights: float, budget: float, reserve: float, M: f
 # ----------------------------------------------------------------------------------------------------
 
 
+def without_attrs(plan_df: pd.DataFrame) -> pd.DataFrame:
+    """A shallow copy of ``plan_df`` without ``attrs``. pandas deep-copies ``attrs`` into every frame or
+    Series derived from a frame (each ``df[col]``, ``df.loc[...]``), which dominates the cost of small
+    selections on a plan; read ``plan_df.attrs`` first, then work on this."""
+    out = plan_df.copy(deep=False)
+    out.attrs = {}
+    return out
+
+
 def refusals(plan_df: pd.DataFrame) -> pd.DataFrame:
     """The refused layouts of a :func:`plan` result grouped by (framework, reason).
 
@@ -909,21 +921,26 @@ def refusals(plan_df: pd.DataFrame) -> pd.DataFrame:
     empty = pd.DataFrame(columns=["framework", "refusal_kind", "reason", "layouts", "count", "summary"])
     if plan_df.empty:
         return empty
-    bad = plan_df[~plan_df["starts"]]
+    plan_df = without_attrs(plan_df)
+    bad = plan_df.loc[~plan_df["starts"].to_numpy(dtype=bool)]
     if bad.empty:  # every layout starts (a small model): nothing to group
         return empty
-    rows = []
-    for (fw, kind, reason), g in bad.groupby(["framework", "refusal_kind", "refusal"], sort=False):
-        g = g.sort_values(["tp", "pp", "dp", "attn_dp", "ep"])
-        labels = tuple(g["layout"])
-        shown = ", ".join(labels[:6]) + (f" and {len(labels) - 6} more" if len(labels) > 6 else "")
-        rows.append({"framework": fw, "refusal_kind": kind, "reason": reason, "layouts": labels,
-                     "count": len(labels), "first_tp": int(g["tp"].iloc[0]),
-                     "summary": f"{shown} refused by {_FW_LABEL.get(fw, fw)}: {reason}"})
-    out = pd.DataFrame(rows)
+    # plain Python over the refused rows (a few hundred at most): a pandas groupby costs more here
+    groups: dict[tuple, list[tuple]] = {}  # (framework, kind, reason) -> rows, in order of first appearance
+    cols = ("framework", "refusal_kind", "refusal", "tp", "pp", "dp", "attn_dp", "ep", "layout")
+    for fw, kind, reason, *sizes, label in zip(*(bad[c].tolist() for c in cols)):
+        groups.setdefault((fw, kind, reason), []).append((*(int(x) for x in sizes), label))
     order = {fw: i for i, fw in enumerate(PLAN_FRAMEWORKS)}
-    out = out.sort_values(by=["framework", "first_tp"], key=lambda s: s.map(order) if s.name == "framework" else s)
-    return out.drop(columns="first_tp").reset_index(drop=True)
+    rows = []
+    for (fw, kind, reason), items in groups.items():
+        items.sort(key=lambda r: r[:5])
+        labels = tuple(r[5] for r in items)
+        shown = ", ".join(labels[:6]) + (f" and {len(labels) - 6} more" if len(labels) > 6 else "")
+        rows.append(((order.get(fw, len(order)), items[0][0]),
+                     {"framework": fw, "refusal_kind": kind, "reason": reason, "layouts": labels,
+                      "count": len(labels), "summary": f"{shown} refused by {_FW_LABEL.get(fw, fw)}: {reason}"}))
+    rows.sort(key=lambda r: r[0])  # by framework, then the smallest TP (stable: ties keep first appearance)
+    return pd.DataFrame([r for _, r in rows], columns=list(empty.columns))
 
 
 def best(plan_df: pd.DataFrame) -> pd.DataFrame:
@@ -991,6 +1008,31 @@ def _plain(v: Any) -> Any:
 # ----------------------------------------------------------------------------------------------------
 
 
+#: Catalog columns that name or describe a repository, not the model's shapes: neither the rules nor the
+#: memory model read them, so models that differ only here plan the same.
+IDENTITY_COLUMNS = ("model_id", "org", "name", "source", "fetched_at", "sha", "last_modified", "downloads",
+                    "likes", "gated", "status_reason")
+
+
+def _shapes(catalog: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
+    """(per model, the index of its shape; one representative row per distinct shape). Shapes are told
+    apart by a 64-bit hash of every non-identity column (pandas ``hash_pandas_object``; NA hashes as NA)."""
+    cols = [c for c in catalog.columns if c not in IDENTITY_COLUMNS]
+    if not cols or len(catalog) < 2:
+        return np.arange(len(catalog), dtype=np.int64), catalog
+    try:
+        h = pd.util.hash_pandas_object(catalog[cols], index=False).to_numpy()
+    except TypeError:  # unhashable cells (lists, dicts) in a hand-made frame: no deduplication
+        return np.arange(len(catalog), dtype=np.int64), catalog
+    codes, uniq = pd.factorize(h)
+    if len(uniq) == len(catalog):
+        return np.arange(len(catalog), dtype=np.int64), catalog
+    first = np.full(len(uniq), -1, dtype=np.int64)
+    order = np.arange(len(codes))[::-1]
+    first[codes[order]] = order  # first occurrence of each shape
+    return codes.astype(np.int64), catalog.iloc[first].reset_index(drop=True)
+
+
 def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequences: int, context_len: int,
                  gpus_per_node: int | None = None, frameworks: Sequence[str] = PLAN_FRAMEWORKS,
                  versions: Mapping[str, str | None] | None = None, kv_dtype: str = "bf16",
@@ -1020,7 +1062,11 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
                                       min_sequences)
     if not isinstance(catalog, pd.DataFrame) or "model_id" not in catalog.columns:
         raise ValueError("plan_catalog needs a catalog DataFrame with a model_id column")
-    cat = catalog.reset_index(drop=True)
+    full = catalog.reset_index(drop=True)
+    ids = full["model_id"].astype(str).to_numpy()
+    # models of the same shape (a base model and its fine-tunes: every column but the identity ones) get
+    # the same verdicts and capacities: plan each distinct shape once, then give every model its shape's row
+    shape, cat = _shapes(full)
     nm = len(cat)
     releases = {fw: rules.resolve_version(fw, vers.get(fw)).release for fw in fws}
     lays = pd.concat([enumerate_layouts(n, fw, moe=True, release=releases[fw]) for fw in fws], ignore_index=True)
@@ -1036,7 +1082,6 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
     wk_all = _weight_kinds(cat, weight_dtype)
     M = float(gpu.memory_bytes)
     frames = []
-    ids = cat["model_id"].astype(str).to_numpy()
     for fi, fw in enumerate(fws):
         lf = lays[lays["framework"] == fw].reset_index(drop=True)
         nl = len(lf)
@@ -1078,16 +1123,21 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
             np.where(~v.any(axis=1), "rule", np.where(~(v & node_ok[None, :]).any(axis=1), "cross_node_tp",
                      np.where(~dtype_ok, "dtype", "memory")))))
         b = lf.iloc[bi].reset_index(drop=True)
+        label = np.array([_layout_label(*x, fw) for x in zip(b["tp"], b["pp"], b["dp"], b["attn_dp"], b["ep"])],
+                         dtype=object)
+        # per distinct shape above; per model below
+        bi, bt, any_start, serves, why = bi[shape], bt[shape], any_start[shape], serves[shape], why[shape]
+        label, n_start = label[shape], starts.sum(axis=1).astype(np.int64)[shape]
+        b = lf.iloc[bi].reset_index(drop=True)
         frames.append(pd.DataFrame({
             "model_id": ids, "framework": fw, "serves": serves,
-            "best_layout": np.where(any_start, [_layout_label(*x, fw) for x in zip(b["tp"], b["pp"], b["dp"],
-                                                                                 b["attn_dp"], b["ep"])], ""),
+            "best_layout": np.where(any_start, label, ""),
             "tp": np.where(any_start, b["tp"], 0), "pp": np.where(any_start, b["pp"], 0),
             "dp": np.where(any_start, b["dp"], 0), "attn_dp": np.where(any_start, b["attn_dp"], 0),
             "ep": np.where(any_start, b["ep"], 0),
             "sequences_total": np.where(any_start, bt, 0).astype(np.int64),
             "gpus_per_replica": np.where(any_start, b["tp"] * b["pp"], 0),
-            "layouts_starting": starts.sum(axis=1).astype(np.int64),
+            "layouts_starting": n_start,
             "why_not": why,
         }))
     out = pd.concat(frames, ignore_index=True)

@@ -327,6 +327,47 @@ def test_plan_catalog_agrees_with_plan(cat):
                 assert row["serves"] == bool(p[p["framework"] == fw]["fits"].any())
 
 
+def test_plan_catalog_plans_each_shape_once_and_gives_every_model_its_row(cat):
+    """Fine-tunes share their base's shape: plan_catalog plans a shape once and gives every model its row;
+    a model that differs in one shape column is planned on its own."""
+    base = cat[cat["model_id"].isin([LLAMA, DSV3])]
+    twin = base.assign(model_id=base["model_id"] + "-finetune", org="someone", name="x")
+    odd = base[base["model_id"] == LLAMA].assign(model_id="odd/llama-kv3",
+                                                  num_key_value_heads=pd.array([3], dtype="Int64"))
+    both = pd.concat([base, twin, odd], ignore_index=True)
+    shape, reps = planner._shapes(both)
+    assert len(reps) == 3 and len(set(shape.tolist())) == 3
+    assert shape[0] == shape[2] and shape[1] == shape[3] and shape[0] != shape[1]
+    kw = dict(min_sequences=16, context_len=32768)
+    pc = planner.plan_catalog(both, 8, "H100-80GB", **kw).set_index(["model_id", "framework"])
+    ref = planner.plan_catalog(base, 8, "H100-80GB", **kw).set_index(["model_id", "framework"])
+    alone = planner.plan_catalog(odd, 8, "H100-80GB", **kw).set_index(["model_id", "framework"])
+    for mid in base["model_id"]:
+        for fw in planner.PLAN_FRAMEWORKS:
+            assert pc.loc[(mid, fw)].tolist() == ref.loc[(mid, fw)].tolist()
+            assert pc.loc[(mid + "-finetune", fw)].tolist() == ref.loc[(mid, fw)].tolist()
+    for fw in planner.PLAN_FRAMEWORKS:
+        assert pc.loc[("odd/llama-kv3", fw)].tolist() == alone.loc[("odd/llama-kv3", fw)].tolist()
+    # 3 KV heads do not split over TP 2, 4 or 8 in vLLM: fewer layouts start than for the real model
+    assert pc.loc[("odd/llama-kv3", "vllm"), "layouts_starting"] < pc.loc[(LLAMA, "vllm"), "layouts_starting"]
+
+
+def test_rules_over_a_catalog_equal_rules_one_model_at_a_time(cat):
+    """Over a catalog a rule scoped to a few architectures runs over their cells only (Ctx.subset); for one
+    model it runs whole. Both give every cell the same verdict and messages."""
+    tps = [1, 2, 3, 4, 6, 8, 16]
+    fws = ("vllm", "sglang", "tensorrt-llm")
+    g = rules.grid(cat, tps, fws)
+    cols = ["valid", "status", "rule_id", "message", "messages", "q_heads_per_rank", "kv_heads_per_rank"]
+    for i in range(0, len(cat), 3):
+        one = cat.iloc[[i]]
+        mid = str(one["model_id"].iloc[0])
+        ref = rules.grid(one, tps, fws)
+        got = g[g["model_id"] == mid].reset_index(drop=True)
+        for c in cols:
+            assert got[c].astype(object).tolist() == ref[c].astype(object).tolist(), (mid, c)
+
+
 # ----------------------------------------------------------------------------------- JSON / CLI ----
 def test_plan_to_dict_is_json_with_a_schema_version(llama16):
     d = json.loads(json.dumps(planner.plan_to_dict(llama16)))

@@ -34,17 +34,18 @@ def sequences_frame(plan_df: pd.DataFrame, per_framework: int = BARS_PER_FRAMEWO
     cols = ["framework", "label", "layout", "sequences", "fits", "y", "color", "text"]
     if plan_df is None or plan_df.empty:
         return pd.DataFrame(columns=cols)
-    ok = plan_df.loc[plan_df["starts"].astype(bool)]
-    rows = []
     order = list(dict.fromkeys(plan_df.attrs.get("releases", {}) or plan_df["framework"].tolist()))
+    plan_df = plan_df.copy(deep=False)
+    plan_df.attrs = {}  # pandas deep-copies attrs into every selection: drop them (dashboard.planner.without_attrs)
+    ok = plan_df.loc[plan_df["starts"].to_numpy(dtype=bool)]
+    # plain Python over the starting rows (a stable sort, as pandas' kind="stable"): cheaper than a
+    # groupby per framework on every repaint
+    recs = sorted(zip(ok["framework"].tolist(), ok["layout"].tolist(), ok["sequences_total"].tolist(),
+                      ok["fits"].tolist(), ok["gpus_per_replica"].tolist()), key=lambda r: (-int(r[2]), int(r[4])))
+    rows = []
     for fw in order:
-        sub = ok.loc[ok["framework"] == fw]
-        if sub.empty:
-            continue
-        sub = sub.assign(_g=sub["gpus_per_replica"]).sort_values(["sequences_total", "_g"], ascending=[False, True],
-                                                                  kind="stable").head(per_framework)
         label = framework_label(fw)
-        for layout, seqs, fits in zip(sub["layout"], sub["sequences_total"], sub["fits"], strict=True):
+        for _, layout, seqs, fits in [r[:4] for r in recs if r[0] == fw][:per_framework]:
             n = int(seqs)
             rows.append({"framework": fw, "label": label, "layout": str(layout), "sequences": n, "fits": bool(fits),
                          "y": (label, str(layout)), "color": FRAMEWORK_COLORS.get(fw, "#777777"),

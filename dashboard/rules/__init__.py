@@ -15,6 +15,8 @@ Pure: no I/O, no Panel.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
@@ -221,17 +223,55 @@ def _evaluate(ctx: Ctx, framework: str, version: str | None) -> _Eval:
     fire, fields = [], []
     unknown = np.zeros(ctx.n, dtype=bool)
     padded = np.zeros(ctx.n, dtype=bool)
+    never = np.zeros(ctx.n, dtype=bool)
+    subs: dict[tuple, tuple[Ctx, np.ndarray]] = {}
     for r in rules:
+        scoped = bool(r.architectures or r.exclude_architectures)
+        scope = ctx.arch_in(r.architectures, r.exclude_architectures) if scoped else True
+        if scoped:
+            in_scope = ctx.arch_models(r.architectures, r.exclude_architectures)
+            n_in = int(in_scope.sum())
+            if n_in == 0:
+                # no cell's architecture is in the rule's scope: it cannot fire and needs nothing; skipping
+                # its predicate is what keeps one model's plan fast (most rules are per model class)
+                fire.append(never)
+                fields.append({})  # nothing in scope: no unknown cells either
+                continue
+            if n_in * 2 <= ctx.n_models:
+                # a few architectures of a big catalog: run the predicate over their cells only
+                key = (r.architectures, r.exclude_architectures)
+                if key not in subs:
+                    subs[key] = ctx.subset(np.flatnonzero(in_scope))
+                sub, cells = subs[key]
+                f_sub, flds_sub = r.predicate(sub)
+                f_sub = np.broadcast_to(np.asarray(f_sub, dtype=bool), (sub.n,))
+                f = np.zeros(ctx.n, dtype=bool)
+                f[cells] = f_sub
+                flds: dict = {}
+                if f_sub.any():  # message fields are read only where the rule fires
+                    for name, v in flds_sub.items():
+                        if np.ndim(v):
+                            v = np.broadcast_to(np.asarray(v), (sub.n,))
+                            full = np.zeros(ctx.n, dtype=v.dtype)
+                            full[cells] = v
+                            flds[name] = full
+                        else:
+                            flds[name] = v
+                fire.append(f)
+                fields.append(flds)
+                for col in r.needs:
+                    unknown |= ~ctx.has(col) & scope
+                if r.effect == "padded":
+                    padded |= f
+                continue
         f, flds = r.predicate(ctx)
         f = np.asarray(f, dtype=bool)
         if f.shape != (ctx.n,):
             f = np.broadcast_to(f, (ctx.n,)).copy()
-        if r.architectures or r.exclude_architectures:
-            f = f & ctx.arch_in(r.architectures, r.exclude_architectures)
+        if scoped:
+            f = f & scope
         fire.append(f)
         fields.append(flds)
-        scope = ctx.arch_in(r.architectures, r.exclude_architectures) if (
-            r.architectures or r.exclude_architectures) else True
         for col in r.needs:
             unknown |= ~ctx.has(col) & scope
         if r.effect == "padded":
@@ -383,20 +423,23 @@ def _grid_arrays(ctx: Ctx, framework: str, version: str | None, interned: _Strin
     first_rule = np.zeros(n, dtype=np.int64)
     first_msg = np.zeros(n, dtype=np.int64)
     n_fail = np.zeros(n, dtype=np.int64)
-    code_arrays = []
+    code_arrays, fired = [], []
     for r, f, fl in errors:
+        if not f.any():  # most rules fire nowhere: no message codes to build
+            continue
         codes = _message_codes(r, f, fl, interned)
         code_arrays.append(codes)
+        fired.append(r)
         newly = f & (first_rule == 0)
         first_rule[newly] = rule_ids.code(r.id)
         first_msg[newly] = codes[newly]
         n_fail += f
     any_error = n_fail > 0
-    all_msgs = _join_codes(code_arrays, interned) if errors else np.zeros(n, dtype=np.int64)
+    all_msgs = _join_codes(code_arrays, interned) if code_arrays else np.zeros(n, dtype=np.int64)
     extra: dict[str, np.ndarray] = {}
     if detail:  # per cell: every failing rule as (rule id, message), in evaluation order
         hits: list[list[tuple[str, str]]] = [[] for _ in range(n)]
-        for (r, _f, _fl), codes in zip(errors, code_arrays):
+        for r, codes in zip(fired, code_arrays):
             for i in np.flatnonzero(codes):
                 hits[i].append((r.id, interned.strings[codes[i]]))
         extra["failures"] = np.array([tuple(h) for h in hits] + [None], dtype=object)[:-1]
@@ -735,12 +778,17 @@ def sglang_dp_attention_flags(version: str | None, dp: int) -> str:
     """SGLang's launch flags for attention-DP over ``dp`` groups, as the release ``version`` resolves to
     (:func:`resolve_version`) spells them: ``--attn-dp-size D`` from 0.5.22 on, ``--enable-dp-attention
     --dp-size D`` before."""
+    if _sglang_before_attn_dp_size(version):
+        return f"--enable-dp-attention --dp-size {int(dp)}"
+    return f"--attn-dp-size {int(dp)}"
+
+
+@functools.lru_cache(maxsize=256)
+def _sglang_before_attn_dp_size(version: str | None) -> bool:
     from packaging.version import Version
 
     rel = resolve_version("sglang", version).release
-    if rel is not None and Version(rel) < Version(SGLANG_ATTN_DP_SIZE_FROM):
-        return f"--enable-dp-attention --dp-size {int(dp)}"
-    return f"--attn-dp-size {int(dp)}"
+    return rel is not None and Version(rel) < Version(SGLANG_ATTN_DP_SIZE_FROM)
 
 
 def valid_with_ep_off(record, framework, version, tp, pp, dp, dp_attention, vision_dp) -> bool:

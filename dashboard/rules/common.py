@@ -203,6 +203,37 @@ def _plain(v: object) -> object:
 _INT_COLS_CACHE_KEY = "__int__"
 
 
+class _RowsView:
+    """Some rows of a catalog frame, taken column by column on first use (a wide catalog's ``iloc`` over
+    every column costs more than the few columns a rule reads). Offers what predicates use of a frame --
+    ``columns``, ``len()``, ``view[name]`` (a Series with a fresh 0..n-1 index) -- and builds the whole
+    sub-frame for anything else."""
+
+    def __init__(self, df: pd.DataFrame, rows: np.ndarray) -> None:
+        self._df, self._rows, self._cols = df, rows, {}
+        self.columns = df.columns
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, name):
+        if not isinstance(name, str):
+            return self._frame()[name]
+        s = self._cols.get(name)
+        if s is None:
+            s = self._cols[name] = self._df[name].iloc[self._rows].reset_index(drop=True)
+        return s
+
+    def _frame(self) -> pd.DataFrame:
+        f = self._cols.get(None)
+        if f is None:
+            f = self._cols[None] = self._df.iloc[self._rows].reset_index(drop=True)
+        return f
+
+    def __getattr__(self, attr):
+        return getattr(self._frame(), attr)
+
+
 class Ctx:
     """Columns of N cells (``n_models`` models x ``n_tp`` TP sizes, model-major) as numpy arrays.
 
@@ -263,6 +294,29 @@ class Ctx:
             self.expert_parallel = bool(expert_parallel) or bool(ep_on)
         self._memo: dict[object, object] = {}
         self._model_memo: dict[object, object] = self._memo if model_memo is None else model_memo
+        self._layout_args = dict(pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp,
+                                 expert_parallel=expert_parallel)
+
+    def subset(self, model_rows: np.ndarray) -> tuple["Ctx", np.ndarray]:
+        """A Ctx over the models at positions ``model_rows`` (same layouts), and the indices of its cells
+        in this Ctx (sub-cell ``k`` is cell ``cells[k]`` here). Lets a rule scoped to a few architectures
+        run over their cells only; the sub-Ctx memoizes on its own."""
+        rows = np.asarray(model_rows, dtype=np.int64)
+        sub = Ctx(_RowsView(self.models, rows), self.tp_sizes, **self._layout_args)
+        cells = (rows[:, None] * self.n_tp + np.arange(self.n_tp)[None, :]).ravel()
+        return sub, cells
+
+    def arch_models(self, names: tuple[str, ...], exclude: tuple[str, ...] = ()) -> np.ndarray:
+        """Per model (not per cell): ``architectures[0]`` is in ``names`` (any when empty) and not in
+        ``exclude``."""
+        k = ("mflag", f"arch:{names}:{exclude}")
+        if k not in self._model_memo:
+            a = self.arch()
+            ok = np.isin(a, list(names)) if names else np.ones(len(a), dtype=bool)
+            if exclude:
+                ok &= ~np.isin(a, list(exclude))
+            self._model_memo[k] = ok
+        return self._model_memo[k]  # type: ignore[return-value]
 
     @property
     def per_layout(self) -> bool:
@@ -391,14 +445,7 @@ class Ctx:
         """Per cell: ``architectures[0]`` is in ``names`` (every architecture when empty) and not in
         ``exclude``."""
 
-        def fn(df: pd.DataFrame) -> np.ndarray:
-            a = self.arch()
-            ok = np.isin(a, list(names)) if names else np.ones(len(a), dtype=bool)
-            if exclude:
-                ok &= ~np.isin(a, list(exclude))
-            return ok
-
-        return self.flag(f"arch:{names}:{exclude}", fn)
+        return self.flag(f"arch:{names}:{exclude}", lambda df: self.arch_models(names, exclude))
 
     def ep_size(self) -> np.ndarray:
         """Expert-parallel size per cell: ``tp x dp`` under vLLM's ``--enable-expert-parallel`` (the EP

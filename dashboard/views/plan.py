@@ -190,33 +190,40 @@ def cluster_text(attrs: dict) -> str:
 
 def summary_html(df: pd.DataFrame) -> str:
     """The plan's headline: the best layout overall and per framework (escaped)."""
+    from dashboard.planner import without_attrs
+
     a = df.attrs
+    df = without_attrs(df)
     ctx, k = int(a["context_len"]), int(a["min_sequences"])
     ask = f"at least {k:,} sequences of {ctx:,} tokens" if k > 1 else f"sequences of {ctx:,} tokens"
-    fit = df.loc[df["fits"].astype(bool)]
-    if fit.empty:
+    fits = df["fits"].to_numpy(dtype=bool)
+    if not fits.any():
         starts = int(df["starts"].sum())
         why = (f"{starts} layout{'s' if starts != 1 else ''} start but hold fewer than {k:,} sequences"
                if starts else "no layout starts (see the refused layouts below)")
         return (f'<div class="tp-plan-best" style="font-size:17px;color:#8a1c0b;margin:6px 0">'
                 f"Nothing fits {esc(ask)} on {esc(cluster_text(a))}: {esc(why)}.</div>")
-    b = fit.iloc[0]
+    # the plan is ranked: the first fitting row of each framework is its best
+    fit = list(zip(*(df[c].to_numpy()[fits].tolist() for c in ("framework", "layout", "sequences_total"))))
+    b = dict(zip(("framework", "layout", "sequences_total"), fit[0]))
+    first: dict[str, tuple] = {}
+    for r in fit:
+        first.setdefault(r[0], r)
     per_fw = []
     for fw in a.get("releases", {}):
-        sub = fit.loc[fit["framework"] == fw]
         color = plan_plots.FRAMEWORK_COLORS.get(fw, "#777")
         dot = f'<span class="fw-dot" style="background:{color}"></span>'
-        if sub.empty:
+        if fw not in first:
             per_fw.append(f"<span>{dot}{esc(framework_label(fw))}: <i>nothing fits</i></span>")
         else:
-            r = sub.iloc[0]
-            per_fw.append(f"<span>{dot}{esc(framework_label(fw))}: <b>{esc(r['layout'])}</b>, "
-                          f"{int(r['sequences_total']):,}</span>")
+            _, layout, seqs = first[fw]
+            per_fw.append(f"<span>{dot}{esc(framework_label(fw))}: <b>{esc(layout)}</b>, "
+                          f"{int(seqs):,}</span>")
     return (
         '<div class="tp-plan-best" style="font-size:17px;margin:6px 0 2px 0;line-height:1.45">'
         f"Best for {esc(ask)} on {esc(cluster_text(a))}: <b>{esc(framework_label(b['framework']))} "
         f"{esc(b['layout'])}</b>, {int(b['sequences_total']):,} concurrent sequences "
-        f"({int(fit.shape[0])} of {len(df)} layouts fit).</div>"
+        f"({len(fit)} of {len(df)} layouts fit).</div>"
         f'<div style="font-size:15px;color:#333;display:flex;flex-wrap:wrap;gap:4px 22px">{"".join(per_fw)}</div>'
     )
 
@@ -224,11 +231,15 @@ def summary_html(df: pd.DataFrame) -> str:
 def table_html(df: pd.DataFrame, model_id: str, limit: int | None = TABLE_ROWS) -> str:
     """The ranked table of the layouts that start (the first ``limit``; all when None), with their
     launch commands and a copy button each (every string escaped)."""
+    from dashboard.planner import without_attrs
+
+    attrs = df.attrs
+    df = without_attrs(df)
     acc = accepted(df)
     shown = acc if limit is None else acc.head(limit)
     body = []
-    for _, r in shown.iterrows():
-        cmds = row_commands(r, df.attrs, model_id)
+    for r in shown.to_dict("records"):
+        cmds = row_commands(r, attrs, model_id)
         fits = bool(r["fits"])
         rank = "" if pd.isna(r["rank"]) or not fits else str(int(r["rank"]))
         color = plan_plots.FRAMEWORK_COLORS.get(str(r["framework"]), "#777")
@@ -240,7 +251,7 @@ def table_html(df: pd.DataFrame, model_id: str, limit: int | None = TABLE_ROWS) 
                     f'{"s" if len(cmds) > 2 else ""} (other nodes / replicas)</summary><pre>{esc(rest)}</pre></details>')
         copy = (f'<button class="tp-plan-copy" type="button" title="Copy every command of this layout" '
                 f'data-cmd="{esc(copy_text(cmds))}" onclick="{esc(_COPY_JS)}">Copy</button>' if cmds else "")
-        seq = f"{int(r['sequences_total']):,}" + ("" if fits else f" (fewer than {int(df.attrs['min_sequences']):,})")
+        seq = f"{int(r['sequences_total']):,}" + ("" if fits else f" (fewer than {int(attrs['min_sequences']):,})")
         limited = "the engine's scheduler cap" if r["limited_by"] == "scheduler" else "the KV cache"
         cls = "tp-plan-row" + ("" if fits else " below")
         body.append(
@@ -287,11 +298,14 @@ def _refusals(df: pd.DataFrame) -> pd.DataFrame:
 
 def refused_html(df: pd.DataFrame) -> str:
     """The refused layouts grouped by framework and reason, greyed (escaped)."""
+    from dashboard.planner import without_attrs
+
+    df = without_attrs(df)
     ref = _refusals(df)
     if ref.empty:
         return ""
     rows = []
-    for _, r in ref.iterrows():
+    for r in ref.to_dict("records"):
         lays = list(r["layouts"])
         shown = ", ".join(lays[:8]) + (f" and {len(lays) - 8} more" if len(lays) > 8 else "")
         rows.append(
@@ -526,16 +540,22 @@ class PlanView(pn.viewable.Viewer):
         self._notice.object = ""
         self._notice.visible = False
         a = df.attrs
-        self._summary.object = summary_html(df)
-        bars = plan_plots.sequences_frame(df)
+        limit = None if self.show_all.value else TABLE_ROWS
+
+        def render():  # the plan is memoized per setting; so is what it renders to (read-only strings)
+            return summary_html(df), plan_plots.sequences_frame(df), table_html(df, s.model, limit), refused_html(df)
+
+        key = ("plan-view", s.model, *sorted((k, repr(v)) for k, v in plan_args(s).items()), limit)
+        summary, bars, table, refused = self.data.memo(key, render, maxsize=64)
+        self._summary.object = summary
         plan_plots.update_sequences(
             self._fig, bars, minimum=int(a["min_sequences"]),
             title=f"Sequences per layout: {int(a['gpus'])} × {a['gpu']}, {int(a['context_len']):,} tokens",
             xlabel=f"concurrent {int(a['context_len']):,}-token sequences on all {int(a['gpus'])} GPUs"
                    + (f" (dashed: the minimum, {int(a['min_sequences']):,})" if int(a["min_sequences"]) > 1 else ""),
         )
-        self._table.object = table_html(df, s.model, None if self.show_all.value else TABLE_ROWS)
-        self._refused.object = refused_html(df)
+        self._table.object = table
+        self._refused.object = refused
 
     def _mark_catalog_stale(self) -> None:
         if self._catalog_key is not None and self._catalog_key != self._settings_key() and self._catalog.object:
