@@ -136,7 +136,7 @@ class CatalogView(pn.viewable.Viewer):
             stylesheets=[":host .tabulator {font-size: 15px;}"],
         )
         self.table.on_click(self._on_click)
-        s.param.watch(when_shown(self, "catalog", self._refresh), ["search", "org", "model_type", "min_params_b", "max_params_b", "heads",
+        s.param.watch(when_shown(self, "catalog", self._refresh), ["search", "sort", "org", "model_type", "min_params_b", "max_params_b", "heads",
                                       "kv_heads", "moe", "mla", "linear", "vision", "quant"])
         self._refresh()
 

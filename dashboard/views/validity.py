@@ -40,7 +40,7 @@ MAX_ROWS = 400
 #: Width of the "Selected cell" column (pixels).
 DETAILS_PX = 380
 
-_WATCHED = ["search", "models", "frameworks", "disagreement", "tp_sizes", "pp", "dp", "ep", "dp_attention",
+_WATCHED = ["search", "sort", "models", "frameworks", "disagreement", "tp_sizes", "pp", "dp", "ep", "dp_attention",
             "vllm_version", "sglang_version"]
 
 
