@@ -144,6 +144,27 @@ def heatmap_frame(grid: pd.DataFrame, framework: str, models: Sequence[str], tp_
 #: details column excluded). The cells share it: their width is the same after most control changes, so
 #: the browser re-lays out nothing but the cells (see :func:`heatmap_geometry`).
 HEATMAP_BUDGET_PX = 1086
+#: Pixels of the page's main area (the template's ``#main``) that the heatmap cannot use: its padding
+#: (30) and the margin the heatmap's column adds to the figure (34), plus a few for rounding.
+MAIN_INSET_PX = 70
+#: Smallest width budget a reported main-area width can give (a narrower page scrolls the heatmap area).
+MIN_BUDGET_PX = 480
+
+
+def heatmap_budget(main_px: float | None) -> int:
+    """Width budget (pixels) of the validity heatmap on a page whose main area (beside the sidebar) is
+    ``main_px`` wide, as the browser reports it: :data:`HEATMAP_BUDGET_PX` where that fits, else the
+    main area less :data:`MAIN_INSET_PX` (at least :data:`MIN_BUDGET_PX`); ``None`` or junk: the default.
+    On a 1366 px laptop with the sidebar open (a 1026 px main area) the heatmap then fits the page, the
+    "Selected cell" column wrapping below it."""
+    try:
+        px = float(main_px)
+    except (TypeError, ValueError):
+        return HEATMAP_BUDGET_PX
+    if not math.isfinite(px) or px <= 0:
+        return HEATMAP_BUDGET_PX
+    return int(min(HEATMAP_BUDGET_PX, max(MIN_BUDGET_PX, px - MAIN_INSET_PX)))
+
 #: Narrowest TP column (pixels): a two-digit TP label in :data:`HEATMAP_TICK_SIZE` (17 px in Chromium's
 #: default sans-serif on Debian) keeps a gap of 4 px to the next; three frameworks x 11 TP sizes then fit
 #: beside the "Selected cell" column on a 1920 px screen. When the columns need more room than the
