@@ -236,3 +236,31 @@ def test_name_filter_applies_as_typed_outside_a_served_session():
     assert (box.value, box.value_input) == ("llama", "llama")
     box.value_input = ""
     assert app.state.search == "" and len(app.validity._models) == len(app.data.model_ids)
+
+
+# ---- the heatmap fits the page ------------------------------------------------------------------------
+
+
+def test_heatmap_budget_follows_the_main_area():
+    assert heatmap.heatmap_budget(1580) == heatmap.HEATMAP_BUDGET_PX  # 1920 px page, sidebar open
+    assert heatmap.heatmap_budget(1026) == 1026 - heatmap.MAIN_INSET_PX  # 1366 px page, sidebar open
+    assert heatmap.heatmap_budget(100) == heatmap.MIN_BUDGET_PX
+    for junk in (None, "junk", float("nan"), float("inf"), -5, 0):
+        assert heatmap.heatmap_budget(junk) == heatmap.HEATMAP_BUDGET_PX, junk
+
+
+def test_reported_width_narrows_the_heatmap_and_junk_is_ignored():
+    from dashboard.app import DashboardApp
+
+    app = DashboardApp()
+    fig = app.validity.figure
+    wide = fig.width
+    assert wide > 1026 - heatmap.MAIN_INSET_PX  # as before: too wide for a 1366 px laptop's main area
+    for junk in ("<script>", "-3", "1e9", "", "99999999", None):
+        app.set_main_width(junk)
+        assert app.main_px is None and fig.width == wide, junk
+    app.set_main_width("1026")
+    assert app.main_px == 1026 and fig.width <= 1026 - heatmap.MAIN_INSET_PX
+    assert fig.frame_width / heatmap.heatmap_units(2, 10) >= heatmap.MIN_COL_PX
+    app.set_main_width("1580")
+    assert fig.width == wide
