@@ -64,6 +64,24 @@ window.addEventListener("popstate", () => {
 });
 """
 
+#: Page script (``document_ready``): report the width of the template's main area (``#main``, pixels) to
+#: the server through ``sink`` (a hidden Div), at once and 150 ms after it last changed (window resized,
+#: sidebar opened or closed), so the validity heatmap fits the page (:meth:`ValidityView.set_main_width`).
+_MAIN_WIDTH_JS = """
+const el = document.getElementById("main");
+if (el) {
+  let timer = null, last = -1;
+  const report = () => {
+    const w = Math.round(el.getBoundingClientRect().width);
+    if (w > 0 && w !== last) { last = w; sink.text = String(w); }
+  };
+  if (typeof ResizeObserver !== "undefined") {
+    new ResizeObserver(() => { clearTimeout(timer); timer = setTimeout(report, 150); }).observe(el);
+  }
+  report();
+}
+"""
+
 #: Delay (ms) from the last state change to the URL update in a served session
 #: (:meth:`DashboardApp._push_url`).
 URL_DELAY_MS = 400
@@ -97,6 +115,8 @@ class DashboardApp(pn.viewable.Viewer):
         if query:
             notices = _apply_link(state, data, query)
         super().__init__(state=state, data=data, notices=notices, **params)
+        #: Width of the page's main area (pixels) as the browser last reported it; None until then.
+        self.main_px: int | None = None
         self.controls = Controls(state=state, data=data)
         self.export = ExportPanel(state=state, data=data)
         self.notice_pane = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-url-notice"])
@@ -120,6 +140,7 @@ class DashboardApp(pn.viewable.Viewer):
         self._sync_url = sync_url
         self._url_pending, self._url_due = False, 0.0
         self._history_sink = None
+        self._width_sink = None
         if sync_url:
             state.param.watch(self._push_url, _STATE_PARAMS)
             doc = pn.state.curdoc
@@ -129,6 +150,7 @@ class DashboardApp(pn.viewable.Viewer):
                 # link, without the values the notice says were ignored.
                 pn.state.onload(self._push_url)
                 self._follow_history(doc)
+                self._follow_width(doc)
             else:
                 self._push_url()
 
@@ -140,6 +162,8 @@ class DashboardApp(pn.viewable.Viewer):
         """The view of ``tab`` (one of :data:`~dashboard.state.TABS`), built on first use."""
         if tab not in self._views:
             self._views[tab] = self._VIEW_CLASSES[tab](state=self.state, data=self.data)
+            if tab == "validity" and self.main_px is not None:
+                self._views[tab].set_main_width(self.main_px)
         return self._views[tab]
 
     def _fill(self, tab: str) -> None:
@@ -232,6 +256,26 @@ class DashboardApp(pn.viewable.Viewer):
         sink.on_change("text", lambda attr, old, new: self._history_moved(new))
         doc.js_on_event("document_ready", CustomJS(args={"sink": sink}, code=_POPSTATE_JS))
 
+    def _follow_width(self, doc) -> None:
+        """Have the browser report the width of the page's main area (:data:`_MAIN_WIDTH_JS`) through a
+        hidden ``Div`` of this document, so the validity heatmap fits it (:meth:`set_main_width`)."""
+        from bokeh.models import CustomJS, Div
+
+        sink = Div(name="tp-main-width", visible=False)
+        self._width_sink = pn.pane.Bokeh(sink, visible=False, margin=0)  # (in main(): part of the page)
+        sink.on_change("text", lambda attr, old, new: self.set_main_width(new))
+        doc.js_on_event("document_ready", CustomJS(args={"sink": sink}, code=_MAIN_WIDTH_JS))
+
+    def set_main_width(self, text) -> None:
+        """The browser reports the main area's width (``text``: pixels, as text). Anything but a whole
+        number from 1 to 100,000 is ignored (it comes from the page, so it is not trusted)."""
+        raw = str(text or "").strip()
+        if not raw.isdigit() or len(raw) > 6 or not 0 < int(raw) <= 100_000:
+            return
+        self.main_px = int(raw)
+        if "validity" in self._views:
+            self._views["validity"].set_main_width(self.main_px)
+
     def _history_moved(self, text: str) -> None:
         """The browser went Back / Forward to ``text`` (query string, then NUL and a counter): show that
         link's view (settings the link lacks return to their defaults)."""
@@ -274,7 +318,7 @@ class DashboardApp(pn.viewable.Viewer):
 
     def main(self) -> pn.Column:
         """URL notices and the tabs (the template's main area)."""
-        extra = [self._history_sink] if self._history_sink is not None else []
+        extra = [x for x in (self._history_sink, self._width_sink) if x is not None]
         return pn.Column(self.notice_pane, self.tabs, *extra, sizing_mode="stretch_width")
 
     def __panel__(self):

@@ -60,6 +60,15 @@ PLAN_FRAMEWORKS: tuple[str, ...] = ("vllm", "sglang", "tensorrt-llm")
 #: Most concurrent sequences the Plan tab's minimum accepts.
 MAX_MIN_SEQUENCES = 1_000_000
 
+#: How the heatmap rows and the catalog table are ordered (:func:`order_catalog`), and each order's label.
+SORT_LABELS: dict[str, str] = {
+    "family": "Family, then size",
+    "name": "Name (A–Z)",
+    "size": "Size (total parameters)",
+    "org": "Organisation, then name",
+}
+SORT_CHOICES: tuple[str, ...] = tuple(SORT_LABELS)
+
 #: Tri-state filter values of the catalog view.
 TRISTATE: tuple[str, ...] = ("any", "yes", "no")
 
@@ -288,6 +297,12 @@ class PlannerState(param.Parameterized):
         item_type=str,
         doc="Models picked explicitly (catalog table selection or the model picker). When non-empty the "
         "heatmaps show exactly these (still narrowed by the name filter).",
+    )
+    sort = param.Selector(
+        default="family", objects=list(SORT_CHOICES),
+        doc="Order of the heatmap rows and the catalog table (see order_catalog): family (the text model's "
+        "model_type) then total parameters; name (the repo name after the organisation, case-insensitive); "
+        "size (total parameters, smallest first); or org (organisation, then name).",
     )
     # --- what to check --------------------------------------------------------------------------
     frameworks = param.ListSelector(
@@ -718,10 +733,66 @@ def _query_pairs(query: str | Mapping[str, Any]) -> dict[str, str]:
     return {k: v[-1] for k, v in _query_lists(query).items()}
 
 
+def _folded(values: pd.Series) -> pd.Series:
+    """Text values stripped and lower-cased for sorting; missing values as ``""``."""
+    return values.astype(object).where(values.notna(), "").astype(str).str.strip().str.lower()
+
+
+def order_catalog(catalog: pd.DataFrame, sort: str = "family") -> pd.DataFrame:
+    """``catalog``'s rows in the order ``sort`` names (a new frame, index kept; the input is untouched).
+
+    Orders (one of :data:`SORT_CHOICES`):
+
+    * ``family`` -- the text model's ``model_type`` (``text_model_type``: for a multimodal model the
+      language model's type, e.g. ``mistral`` for a LLaVA-style model; else ``model_type``),
+      case-insensitive, then total parameters (``params_total``, a count), smallest first;
+    * ``name`` -- the repo name after the organisation (``Llama-3.1-8B`` of ``meta-llama/Llama-3.1-8B``),
+      case-insensitive, then the organisation;
+    * ``size`` -- total parameters, smallest first;
+    * ``org`` -- the organisation (the id before its first ``/``), case-insensitive, then the name.
+
+    A row with no family or no parameter count (a config that could not be read) comes after the rows
+    that have one; remaining ties fall back to the name, then the full id case-insensitively, then the
+    catalog's own order (the sort is stable). Raises ValueError for an unknown ``sort``.
+    """
+    if sort not in SORT_CHOICES:
+        raise ValueError(f"unknown order {sort!r} (expected one of {', '.join(SORT_CHOICES)})")
+    ids = catalog["model_id"].astype(object).where(catalog["model_id"].notna(), "").astype(str)
+    parts = ids.str.split("/", n=1)
+    org = _folded(parts.str[0].where(parts.str.len() > 1, ""))
+    name = _folded(parts.str[-1])
+    fam = _folded(catalog["text_model_type"]) if "text_model_type" in catalog.columns else pd.Series("", index=ids.index)
+    if "model_type" in catalog.columns:
+        fam = fam.where(fam != "", _folded(catalog["model_type"]))
+    size = pd.to_numeric(catalog.get("params_total", pd.Series(float("nan"), index=ids.index)), errors="coerce")
+    size = size.astype("float64")
+    keys = pd.DataFrame({
+        "no_fam": fam == "", "fam": fam, "no_size": size.isna(), "size": size.fillna(0.0),
+        "no_org": org == "", "org": org, "name": name, "id": _folded(ids),
+    }, index=catalog.index)
+    by = {"family": ["no_fam", "fam", "no_size", "size", "name", "id"],
+          "name": ["name", "no_org", "org", "id"],
+          "size": ["no_size", "size", "name", "id"],
+          "org": ["no_org", "org", "name", "id"]}[sort]
+    order = keys.sort_values(by=by, kind="stable").index
+    return catalog.loc[order]
+
+
+def model_order(data: AppData, sort: str = "family") -> dict[str, int]:
+    """Position of each catalog model id in :func:`order_catalog` order ``sort`` (computed once per
+    process and order; read-only)."""
+    def build():
+        ordered = order_catalog(data.catalog, sort)["model_id"].astype(str).tolist()
+        return {m: i for i, m in enumerate(ordered)}
+
+    return data.memo(("model-order", sort), build)
+
+
 def filter_models(state: PlannerState, data: AppData, *, ok_only: bool = False) -> list[str]:
     """Model ids the heatmaps show for ``state``: explicit picks (or all), narrowed by the name filter.
 
-    Order: catalog order. ``ok_only`` drops rows whose config could not be read.
+    Order: ``state.sort`` (:func:`order_catalog`; ids not in the catalog last). ``ok_only`` drops rows
+    whose config could not be read.
     """
     ids = list(state.models) if state.models else list(data.model_ids)
     terms = state.search_terms()
@@ -730,11 +801,14 @@ def filter_models(state: PlannerState, data: AppData, *, ok_only: bool = False) 
     if ok_only:
         okset = set(data.catalog.loc[data.catalog["status"] == "ok", "model_id"].astype(str))
         ids = [m for m in ids if m in okset]
-    return ids
+    rank = model_order(data, state.sort)
+    last = len(rank)
+    return sorted(ids, key=lambda m: rank.get(m, last))
 
 
 def filter_catalog(state: PlannerState, catalog: pd.DataFrame) -> pd.DataFrame:
-    """Catalog rows passing the catalog-view filters of ``state`` (a new frame; input untouched)."""
+    """Catalog rows passing the catalog-view filters of ``state``, in ``state.sort`` order
+    (:func:`order_catalog`; a new frame; input untouched)."""
     df = catalog
     mask = pd.Series(True, index=df.index)
     terms = state.search_terms()
@@ -767,4 +841,4 @@ def filter_catalog(state: PlannerState, catalog: pd.DataFrame) -> pd.DataFrame:
         q = state.quant.lower()
         qm = df["quant_method"].astype("string").fillna("").str.lower()
         mask &= (qm == "") if q == "none" else (qm == q)
-    return df.loc[mask.astype(bool)]
+    return order_catalog(df.loc[mask.astype(bool)], state.sort)

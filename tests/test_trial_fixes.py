@@ -161,7 +161,8 @@ def test_use_selection_respects_header_filters(data):
     assert app.state.models == ["google/gemma-2-2b", "google/gemma-2-9b"]
     # Without a header filter the whole selection is used.
     view.table.filters = []
-    view.table.selection = [0, 4]
+    ids = list(view.table.value["model_id"])  # (the table's rows are in family-then-size order)
+    view.table.selection = [ids.index(L70), ids.index("acme/h30")]
     view._use_selection()
     assert app.state.models == [L70, "acme/h30"]
 

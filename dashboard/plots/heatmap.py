@@ -15,6 +15,7 @@ so nothing from a config is ever interpreted as HTML.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -143,6 +144,27 @@ def heatmap_frame(grid: pd.DataFrame, framework: str, models: Sequence[str], tp_
 #: details column excluded). The cells share it: their width is the same after most control changes, so
 #: the browser re-lays out nothing but the cells (see :func:`heatmap_geometry`).
 HEATMAP_BUDGET_PX = 1086
+#: Pixels of the page's main area (the template's ``#main``) that the heatmap cannot use: its padding
+#: (30) and the margin the heatmap's column adds to the figure (34), plus a few for rounding.
+MAIN_INSET_PX = 70
+#: Smallest width budget a reported main-area width can give (a narrower page scrolls the heatmap area).
+MIN_BUDGET_PX = 480
+
+
+def heatmap_budget(main_px: float | None) -> int:
+    """Width budget (pixels) of the validity heatmap on a page whose main area (beside the sidebar) is
+    ``main_px`` wide, as the browser reports it: :data:`HEATMAP_BUDGET_PX` where that fits, else the
+    main area less :data:`MAIN_INSET_PX` (at least :data:`MIN_BUDGET_PX`); ``None`` or junk: the default.
+    On a 1366 px laptop with the sidebar open (a 1026 px main area) the heatmap then fits the page, the
+    "Selected cell" column wrapping below it."""
+    try:
+        px = float(main_px)
+    except (TypeError, ValueError):
+        return HEATMAP_BUDGET_PX
+    if not math.isfinite(px) or px <= 0:
+        return HEATMAP_BUDGET_PX
+    return int(min(HEATMAP_BUDGET_PX, max(MIN_BUDGET_PX, px - MAIN_INSET_PX)))
+
 #: Narrowest TP column (pixels): a two-digit TP label in :data:`HEATMAP_TICK_SIZE` (17 px in Chromium's
 #: default sans-serif on Debian) keeps a gap of 4 px to the next; three frameworks x 11 TP sizes then fit
 #: beside the "Selected cell" column on a 1920 px screen. When the columns need more room than the
@@ -160,28 +182,98 @@ ROW_PX = 24
 VISIBLE_ROWS = 25
 #: Rows loaded beyond each edge of the visible ones, so a few wheel steps never show empty rows.
 WINDOW_MARGIN_ROWS = 6
-#: Longest model id drawn in full on the y axis; longer ids keep their start and end around an ellipsis
-#: (the tooltip and the details show the full id).
+#: Longest model label on the y axis (characters): a longer id drops its organisation, and a name still
+#: longer is cut around an ellipsis that spares its size (:func:`short_label`; the tooltip and the
+#: details show the full id).
 MAX_LABEL_CHARS = 34
 #: Pixels per character of an 11 pt y-axis label (system sans-serif).
 _PX_PER_CHAR = 8.8
 
+#: A model-size token in a repo name: ``70B``, ``0.5B``, ``258M``, ``8x7B``, ``A3B`` / ``a400m`` (active
+#: parameters of a mixture of experts); not ``Qwen3``, ``FP8``, ``2407`` or ``M2.5``.
+SIZE_TOKEN = re.compile(r"(?<![A-Za-z0-9.])(?:\d+x)?[Aa]?\d+(?:\.\d+)?[BbMm](?![A-Za-z0-9])")
+#: Characters at which a cut label prefers to break.
+_SEPARATORS = "-_."
+
+
+def _cut(name: str, n: int) -> str:
+    """``name`` cut to at most ``n`` characters with one ellipsis, keeping its size tokens
+    (:data:`SIZE_TOKEN`) whole when they fit: either the start up to the first token is shortened
+    (``"ELYZA-japanese-Llama…-13b-instruct"``) or what follows the last token is
+    (``"Llama-4-Scout-17B…-FP8-dynamic"``), whichever keeps the shorter side longer. Cuts fall at a
+    ``-``, ``_`` or ``.`` when one is near. Without a size token (or when the tokens alone are too
+    long), start and end are kept around a middle ellipsis."""
+    spans = [m.span() for m in SIZE_TOKEN.finditer(name)]
+    best: tuple[int, int, str] | None = None
+    if spans:
+        lo, hi = spans[0][0], spans[-1][1]
+        # Size in the tail: the tail starts at the separator before the first token.
+        t0 = lo - 1 if lo > 0 and name[lo - 1] in _SEPARATORS else lo
+        tail = name[t0:]
+        room = n - 1 - len(tail)
+        if room >= 1:
+            head = _snap_end(name[:room])
+            cand = head + "…" + tail
+            best = (min(len(head), len(tail)), len(cand), cand)
+        # Size in the head: the head ends with the last token.
+        head = name[:hi]
+        room = n - 1 - len(head)
+        if room >= 1:
+            tail = _snap_start(name[len(name) - room:])
+            cand = head + "…" + tail
+            if best is None or (min(len(head), len(tail)), len(cand)) > best[:2]:
+                best = (min(len(head), len(tail)), len(cand), cand)
+    if best is not None:
+        return best[2]
+    h = (n - 1) // 2
+    return name[:h] + "…" + name[len(name) - (n - 1 - h):]
+
+
+#: Most characters a cut gives up to fall at a separator.
+_SNAP_CHARS = 4
+
+
+def _snap_end(head: str) -> str:
+    """``head`` ending just before its last separator when that drops at most :data:`_SNAP_CHARS`."""
+    cut = max(head.rfind(c) for c in _SEPARATORS)
+    return head[:cut] if cut >= 1 and len(head) - cut <= _SNAP_CHARS else head
+
+
+def _snap_start(tail: str) -> str:
+    """``tail`` starting at its first separator when that drops at most :data:`_SNAP_CHARS`."""
+    hits = [i for i in (tail.find(c) for c in _SEPARATORS) if i >= 0]
+    cut = min(hits, default=-1)
+    return tail[cut:] if 0 <= cut <= _SNAP_CHARS and cut < len(tail) - 1 else tail
+
 
 def short_label(model_id: str, n: int = MAX_LABEL_CHARS) -> str:
-    """``model_id`` cut to ``n`` characters with a middle ellipsis (start and quantization suffix kept)."""
+    """The y-axis label of ``model_id``: the id itself when at most ``n`` characters; else its name
+    without the organisation (``mistralai/Mixtral-8x22B-Instruct-v0.1`` -> ``Mixtral-8x22B-Instruct-v0.1``;
+    a name longer than ``n`` that starts with the organisation drops that too); a name still longer than
+    ``n`` is cut by :func:`_cut`, keeping its size visible
+    (``RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic`` -> ``Llama-4-Scout-17B…-FP8-dynamic``)."""
     s = str(model_id)
     if len(s) <= n:
         return s
-    head = (n - 1) // 2
-    return s[:head] + "…" + s[len(s) - (n - 1 - head):]
+    org, sep, name = s.partition("/")
+    name = name if sep and name else s
+    # A name that repeats its organisation drops it too (nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16).
+    if sep and len(name) > n and len(name) > len(org) + 1 and name[:len(org)].lower() == org.lower() \
+            and name[len(org)] in _SEPARATORS:
+        name = name[len(org) + 1:]
+    return name if len(name) <= n else _cut(name, n)
 
 
-#: BokehJS twin of :func:`short_label` for the y axis (a tick formatter body): ``tick`` is a row centre
-#: ``-(row + 0.5)`` and ``names`` the model ids in row order.
+def row_labels(models: Sequence[str], n: int = MAX_LABEL_CHARS) -> list[str]:
+    """:func:`short_label` of each model id (the y axis's labels, in row order)."""
+    return [short_label(m, n) for m in models]
+
+
+#: BokehJS tick formatter body of the y axis: ``tick`` is a row centre ``-(row + 0.5)``; ``labels`` are
+#: the rows' :func:`short_label` texts (computed on the server: one labeller, not a JS twin).
 _ROW_LABEL_JS = (
-    "const i = Math.round(-tick - 0.5); const s = (i >= 0 && i < names.length) ? String(names[i]) : '';"
-    " const n = %(n)d; if (s.length <= n) return s;"
-    " const h = Math.floor((n - 1) / 2); return s.slice(0, h) + '\u2026' + s.slice(s.length - (n - 1 - h));"
+    "const i = Math.round(-tick - 0.5);"
+    " return (i >= 0 && i < labels.length) ? String(labels[i]) : '';"
 )
 
 
@@ -253,7 +345,7 @@ _HIDE_TOOLTIP_JS = (
 
 def ylabel_px(models: Sequence[str]) -> int:
     """Width in pixels of the y-axis labels of ``models`` (after :func:`short_label`)."""
-    chars = min(max((len(str(m)) for m in models), default=8), MAX_LABEL_CHARS)  # len(short_label(m))
+    chars = max((len(short_label(m)) for m in models), default=8)
     return int(_PX_PER_CHAR * max(chars, 8)) + 28
 
 
@@ -700,10 +792,11 @@ def heatmap_figure(
     top.axis_label_standoff = 4
     top.axis_label_text_font_size = "12pt"
     top.axis_label_text_font_style = "normal"
-    # One tick per row centre, labelled with the model id (long ids keep their start and end, as
-    # short_label). The names go to the browser as data (the formatter's args), never as code.
+    # One tick per row centre, labelled with the model's short_label (long ids keep their size). The
+    # names and labels go to the browser as data (the formatter's args), never as code.
     fig.yaxis.ticker = FixedTicker(ticks=(-(np.arange(len(models)) + 0.5)).tolist(), minor_ticks=[])
-    fig.yaxis.formatter = CustomJSTickFormatter(args={"names": models}, code=_ROW_LABEL_JS % {"n": MAX_LABEL_CHARS})
+    fig.yaxis.formatter = CustomJSTickFormatter(args={"names": models, "labels": row_labels(models)},
+                                                code=_ROW_LABEL_JS)
     # Where the view is in a long list ("models 26–50 of 130"), kept up to date in the browser as it
     # scrolls (the axis does not report it back).
     yaxis = fig.yaxis[0]
@@ -800,7 +893,7 @@ def update_heatmap(
     models = list(models)
     if list(yaxis.formatter.args.get("names", [])) != models:
         yaxis.ticker = FixedTicker(ticks=(-(np.arange(len(models)) + 0.5)).tolist(), minor_ticks=[])
-        yaxis.formatter.args = {"names": models}
+        yaxis.formatter.args = {"names": models, "labels": row_labels(models)}
     label = rows_label(fig.y_range.start, fig.y_range.end, len(models))
     if yaxis.axis_label != label:
         yaxis.axis_label = label

@@ -136,7 +136,7 @@ class CatalogView(pn.viewable.Viewer):
             stylesheets=[":host .tabulator {font-size: 15px;}"],
         )
         self.table.on_click(self._on_click)
-        s.param.watch(when_shown(self, "catalog", self._refresh), ["search", "org", "model_type", "min_params_b", "max_params_b", "heads",
+        s.param.watch(when_shown(self, "catalog", self._refresh), ["search", "sort", "org", "model_type", "min_params_b", "max_params_b", "heads",
                                       "kv_heads", "moe", "mla", "linear", "vision", "quant"])
         self._refresh()
 
@@ -175,8 +175,11 @@ class CatalogView(pn.viewable.Viewer):
 
     def __panel__(self):
         return pn.Column(
-            pn.Row(self.org, self.model_type, self.quant, self.min_p, self.max_p, self.heads, self.kv_heads),
-            pn.Row(*[pn.Column(pn.pane.HTML(f"<b>{w.label}</b>"), w) for w in self.flags.values()], self.use),
+            # (rows that wrap: on a 1366 px laptop with the sidebar open they are wider than the page)
+            pn.Row(self.org, self.model_type, self.quant, self.min_p, self.max_p, self.heads, self.kv_heads,
+                   sizing_mode="stretch_width", styles={"flex-wrap": "wrap"}),
+            pn.Row(*[pn.Column(pn.pane.HTML(f"<b>{w.label}</b>"), w) for w in self.flags.values()], self.use,
+                   sizing_mode="stretch_width", styles={"flex-wrap": "wrap"}),
             self.count,
             self.table,
             sizing_mode="stretch_width",

@@ -84,6 +84,80 @@ def bind_two_way(widget: pn.widgets.Widget, obj: param.Parameterized, pname: str
     obj.param.watch(p2w, pname)
 
 
+#: Pause in typing (milliseconds) after which a text box's text is applied (:func:`bind_as_you_type`).
+TYPING_DELAY_MS = 300
+
+
+def bind_as_you_type(widget: pn.widgets.TextInput, obj: param.Parameterized, pname: str,
+                     delay_ms: int = TYPING_DELAY_MS) -> None:
+    """Keep a text box and the string ``obj.<pname>`` equal, applying the text as it is typed.
+
+    The box's ``value_input`` (sent by the browser at each keystroke) is applied ``delay_ms`` after the
+    last keystroke (a trailing debounce: typing "llama" applies once, not five times); Enter or leaving
+    the box (``value``) applies at once. A change of ``obj.<pname>`` from elsewhere (a link, Back /
+    Forward) is shown in the box, except while the box already shows it (so a debounced apply never
+    rewrites text the user is still typing). Outside a served session every keystroke applies at once."""
+    pending = {"gen": 0}
+    busy = {"on": False}
+
+    def apply(text) -> None:
+        pending["gen"] += 1  # (a pending debounced apply is now stale)
+        text = "" if text is None else str(text)
+        busy["on"] = True
+        try:
+            with pn.io.hold():
+                if getattr(obj, pname) != text:
+                    setattr(obj, pname, text)
+                # The box's value follows what was applied (so a later change from a link reaches the
+                # browser), unless more has been typed since.
+                if widget.value != text and widget.value_input == text:
+                    widget.value = text
+        except (ValueError, TypeError):
+            widget.param.update(value=getattr(obj, pname), value_input=getattr(obj, pname))
+        finally:
+            busy["on"] = False
+
+    def on_value(event) -> None:
+        if not busy["on"]:
+            apply(event.new)
+
+    def on_input(event) -> None:
+        if busy["on"]:
+            return
+        doc = pn.state.curdoc
+        if doc is None or doc.session_context is None:
+            apply(event.new)
+            return
+        pending["gen"] += 1
+        gen, text = pending["gen"], event.new
+
+        def fire() -> None:
+            if pending["gen"] == gen:
+                from panel.io.state import set_curdoc
+
+                with set_curdoc(doc):
+                    apply(text)
+
+        doc.add_timeout_callback(fire, int(delay_ms))
+
+    def p2w(event) -> None:
+        if busy["on"]:
+            return
+        pending["gen"] += 1
+        if widget.value_input == event.new and widget.value == event.new:
+            return
+        busy["on"] = True
+        try:
+            widget.param.update(value=event.new, value_input=event.new)
+        finally:
+            busy["on"] = False
+
+    widget.param.update(value=getattr(obj, pname), value_input=getattr(obj, pname))
+    widget.param.watch(on_value, "value")
+    widget.param.watch(on_input, "value_input")
+    obj.param.watch(p2w, pname)
+
+
 def _served() -> bool:
     doc = pn.state.curdoc
     return doc is not None and doc.session_context is not None

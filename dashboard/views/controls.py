@@ -9,6 +9,7 @@ from dashboard import schema
 from dashboard.state import (
     DEFAULT_VERSIONS,
     KV_DTYPES,
+    SORT_LABELS,
     TP_CHOICES,
     VERSION_PARAMS,
     WEIGHT_DTYPES,
@@ -16,7 +17,7 @@ from dashboard.state import (
     PlannerState,
     framework_releases,
 )
-from dashboard.views.common import bind_two_way, esc
+from dashboard.views.common import bind_as_you_type, bind_two_way, esc
 
 
 class _Immediate:
@@ -133,7 +134,10 @@ class Controls(pn.viewable.Viewer):
         self.search = pn.widgets.TextInput(
             label="Filter models by name", placeholder="e.g. llama qwen deepseek", css_classes=["tp-search"]
         )
-        bind_two_way(self.search, s, "search")
+        bind_as_you_type(self.search, s, "search")
+        self.sort = Select(label="Order models by", options={v: k for k, v in SORT_LABELS.items()},
+                           css_classes=["tp-sort"], sizing_mode="stretch_width")
+        bind_two_way(self.sort, s, "sort")
         self.model = pn.widgets.AutocompleteInput(
             label="Selected model", options=list(self.data.model_ids), case_sensitive=False,
             search_strategy="includes", min_characters=1, restrict=True, placeholder="type part of a model id",
@@ -204,7 +208,7 @@ class Controls(pn.viewable.Viewer):
     def __panel__(self):
         h = lambda t: pn.pane.HTML(f'<div style="font-size:13px;font-weight:600;letter-spacing:.04em;color:#555;margin-top:8px">{esc(t)}</div>')  # noqa: E731
         return pn.Column(
-            h("MODELS"), self.search, self.model, self.picked, self.clear_picks,
+            h("MODELS"), self.search, self.sort, self.model, self.picked, self.clear_picks,
             h("FRAMEWORKS"), self.frameworks, self.vllm_version, self.sglang_version, self.disagreement,
             h("TP SIZES"), self.tp_sizes,
             h("SELECTED CELL"), self.cell_fw, self.tp,

@@ -40,7 +40,7 @@ MAX_ROWS = 400
 #: Width of the "Selected cell" column (pixels).
 DETAILS_PX = 380
 
-_WATCHED = ["search", "models", "frameworks", "disagreement", "tp_sizes", "pp", "dp", "ep", "dp_attention",
+_WATCHED = ["search", "sort", "models", "frameworks", "disagreement", "tp_sizes", "pp", "dp", "ep", "dp_attention",
             "vllm_version", "sglang_version"]
 
 
@@ -173,6 +173,10 @@ class ValidityView(pn.viewable.Viewer):
         self._sources: dict = {}
         self._window = (0, 0)
         self._rows = heatmap.VISIBLE_ROWS
+        #: Width budget of the heatmap (pixels): :func:`dashboard.plots.heatmap.heatmap_budget` of the page's
+        #: main area as the browser last reported it (:meth:`set_main_width`).
+        self._budget = heatmap.HEATMAP_BUDGET_PX
+        self._on_width = when_shown(self, "validity", self._refresh)
         self.state.param.watch(when_shown(self, "validity", self._refresh), _WATCHED)
         self.state.param.watch(self._show_selection, ["model", "tp", "framework"])
         self.state.param.watch(lambda *_: self._reveal_model(), ["model"])
@@ -180,6 +184,14 @@ class ValidityView(pn.viewable.Viewer):
         self._reveal_model()
 
     # -------------------------------------------------------------------------------------------
+    def set_main_width(self, px) -> None:
+        """The page's main area is ``px`` pixels wide (reported by the browser on load, on resize and when
+        the sidebar opens or closes): fit the heatmap to it (:func:`dashboard.plots.heatmap.heatmap_budget`)."""
+        budget = heatmap.heatmap_budget(px)
+        if budget != self._budget:
+            self._budget = budget
+            self._on_width()
+
     def _refresh(self, *_):
         """Show the state's heatmap: one document hold, so the browser gets one patch per change."""
         with pn.io.hold():
@@ -224,8 +236,12 @@ class ValidityView(pn.viewable.Viewer):
         self._groups = [group_label(k, tuple(s.frameworks)) for k in keys]
         self._tps = [str(t) for t in tps]
         label_px = heatmap.ylabel_px(models)
-        keep = self.figure.frame_width if (self.figure is not None and same_models) else None
-        geo = heatmap.heatmap_geometry(len(models), len(tps), len(keys), label_px, keep_width=keep)
+        # (A heatmap that widened past the budget keeps its width on a wide page only: on a narrow one it
+        # would stay wider than the page.)
+        keep = (self.figure.frame_width if (self.figure is not None and same_models
+                                            and self._budget == heatmap.HEATMAP_BUDGET_PX) else None)
+        geo = heatmap.heatmap_geometry(len(models), len(tps), len(keys), label_px, budget=self._budget,
+                                       keep_width=keep)
         if self._y_range is None:
             self._y_range = heatmap.heatmap_y_range(len(models), geo["rows"])
             self._y_range.on_change("start", self._on_scroll)
