@@ -111,7 +111,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--kv-cache-dtype", help="KV-cache dtype for the memory check (auto, fp8, fp8_e4m3, bf16 ...)")
     ap.add_argument("--quantization", help="online quantization / the quantization argument (e.g. fp8)")
     ap.add_argument("--version", help="framework release (0.33.0) or date (2025-05); default: newest executed")
-    ap.add_argument("--gpu", help="GPU for the memory check (e.g. H100-80GB; see data/gpus.csv)")
+    ap.add_argument("--gpu", help="GPU for the memory check (e.g. H100-80GB; see data/gpus.csv), or other:GiB for a card "
+                    "given by its memory per GPU (e.g. other:24)")
     ap.add_argument("--max-model-len", "--context-length", dest="max_model_len",
                     help="tokens per sequence for the memory check (default: the model's context length)")
     ap.add_argument("--gpu-memory-utilization", "--mem-fraction-static", dest="mem_fraction",
@@ -783,13 +784,12 @@ def _request(args: argparse.Namespace, launch: Launch | None) -> Request:
         raise CheckInputError(f"--version: not a release or date: {printable(version, 40)!r}")
     gpu = args.gpu
     if gpu is not None:
-        from dashboard.memory import load_gpus
+        from dashboard.memory import resolve_gpu_id
 
-        known = list(load_gpus()["gpu"])
-        match = [g for g in known if g.lower() == gpu.strip().lower()]
-        if not match:
-            raise CheckInputError(f"unknown GPU {printable(gpu, 40)!r}; known: {', '.join(known)}")
-        gpu = match[0]
+        try:
+            gpu = resolve_gpu_id(gpu)  # a table id (any case) or other:<GiB>
+        except ValueError as e:
+            raise CheckInputError(printable(e, 900)) from None
     if version is not None:
         from dashboard import rules
 

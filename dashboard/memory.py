@@ -1102,29 +1102,106 @@ def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, 
 # --------------------------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def _gpus_cached(path: str) -> pd.DataFrame:
-    df = pd.read_csv(path, dtype={"gpu": "string", "name": "string", "vendor": "string", "memory_source": "string",
-                                  "compute_capability": "string", "form_factor": "string",
-                                  "platform_source": "string"})
+    strings = ("gpu", "name", "vendor", "memory_figure", "source_url", "memory_source", "compute_capability",
+               "form_factor", "platform_source")
+    df = pd.read_csv(path, dtype={c: "string" for c in strings})
     df["memory_bytes"] = df["memory_bytes"].astype("int64")
     if "gpus_per_node" in df.columns:
         df["gpus_per_node"] = df["gpus_per_node"].astype("Int64")
+    if "mem_get_info_gib" in df.columns:
+        df["mem_get_info_gib"] = pd.to_numeric(df["mem_get_info_gib"], errors="coerce").astype("float64")
     return df
 
 
 def load_gpus(path: str | Path | None = None) -> pd.DataFrame:
-    """The GPU table ``data/gpus.csv``: one row per GPU.
+    """The GPU table ``data/gpus.csv``: one row per GPU (32 cards; sources and date in ``data/README.md``).
 
     Columns: ``gpu`` (id used everywhere, e.g. ``H100-80GB``), ``name`` (as the driver names it),
-    ``vendor``, ``memory_bytes`` (total device memory in bytes as the driver reports it: NVML /
-    ``nvidia-smi memory.total`` / ``torch.cuda.get_device_properties().total_memory``; ``rocm-smi`` for
-    AMD), ``memory_mib``, ``memory_gib``, ``memory_source`` (where the figure comes from),
+    ``vendor``, ``memory_bytes`` (total device memory in bytes, the figure the engines size against:
+    ``nvidia-smi memory.total`` MiB x 2^20 = NVML total; ``rocm-smi`` VRAM Total for AMD; or a spec-sheet
+    figure, see ``memory_figure``), ``memory_mib``, ``memory_gib``, ``memory_figure`` (where the figure
+    comes from: ``nvidia-smi`` / ``torch`` / ``rocm-smi`` -- a driver figure -- or ``spec-sheet``: the
+    vendor's decimal GB rounded down to whole MiB, a lower bound 2-7 % below what drivers report where both
+    are known), ``source_url`` (public page showing the figure), ``memory_source`` (the figure in words),
+    ``mem_get_info_gib`` (float, GiB: ``cudaMemGetInfo`` total where a public log shows it, else NaN),
     ``compute_capability`` (string: NVIDIA CUDA compute capability ``"major.minor"`` such as ``"9.0"``, or
     the AMD LLVM target such as ``"gfx942"``), ``gpus_per_node`` (Int64: GPUs in one node of the usual
-    platform -- 8 on an HGX board, 72 in an NVL72 rack, 4 in a PCIe server), ``form_factor`` (that
+    platform -- 8 on an HGX board, 72 in an NVL72 rack, 4 or 8 in a PCIe server), ``form_factor`` (that
     platform in words), ``platform_source`` (where the capability and GPU count come from).
-    Returns a copy (the cached table stays read-only).
+    Returns a copy (the cached table stays read-only). A card not in the table is given by its memory:
+    see :func:`gpu_row` (``"other:24"``).
     """
     return _gpus_cached(str(path or GPUS_CSV)).copy()
+
+
+#: Prefix of a GPU given by its memory alone: ``"other:24"`` is a card with 24 GiB per GPU.
+OTHER_PREFIX = "other:"
+#: Accepted memory range of an ``other:`` GPU, GiB per GPU.
+OTHER_GIB_RANGE = (1.0, 4096.0)
+
+
+def other_gpu(gib: float) -> str:
+    """The canonical id of a GPU given by its memory: ``other_gpu(24)`` -> ``"other:24"`` (GiB per GPU,
+    up to three decimals). Raises ``ValueError`` outside :data:`OTHER_GIB_RANGE`."""
+    try:
+        v = float(gib)
+    except (TypeError, ValueError):
+        raise ValueError(f"GPU memory must be a number of GiB, got {gib!r}") from None
+    lo, hi = OTHER_GIB_RANGE
+    if not math.isfinite(v) or not lo <= v <= hi:
+        raise ValueError(f"GPU memory must be {lo:g} to {hi:g} GiB per GPU, got {gib!r}")
+    return f"{OTHER_PREFIX}{round(v, 3):g}"
+
+
+def parse_other_gpu(text: Any) -> float | None:
+    """GiB per GPU of an ``"other:<GiB>"`` id (case-insensitive, spaces ignored), ``None`` when ``text`` does
+    not start with ``other:``. Raises ``ValueError`` with the expected spelling when the number is missing,
+    not a number or outside :data:`OTHER_GIB_RANGE`."""
+    if not isinstance(text, str):
+        return None
+    t = text.strip().lower().replace(" ", "")
+    if not t.startswith(OTHER_PREFIX):
+        return None
+    num = t[len(OTHER_PREFIX):]
+    lo, hi = OTHER_GIB_RANGE
+    hint = (f"after 'other:' give the memory per GPU in GiB, a number from {lo:g} to {hi:g} "
+            "(e.g. other:24 for a 24 GiB card)")
+    try:
+        v = float(num)
+    except ValueError:
+        raise ValueError(f"GPU {text.strip()[:40]!r}: {hint}") from None
+    if not math.isfinite(v) or not lo <= v <= hi:
+        raise ValueError(f"GPU {text.strip()[:40]!r}: {hint}")
+    return v
+
+
+def gpu_row(gpu: Any) -> dict:
+    """The GPU table row of ``gpu`` as a dict, for a table id (case-insensitive, e.g. ``"h100-80gb"``) or
+    ``"other:<GiB>"`` (a card given by its memory: ``memory_bytes`` = GiB x 2^30 rounded down to whole
+    MiB, ``compute_capability`` empty -- unknown, so no dtype is refused --, ``gpus_per_node`` ``None``,
+    ``memory_figure`` ``"user"``). Raises ``ValueError`` naming the known ids (and the ``other:`` spelling)
+    for anything else."""
+    gib = parse_other_gpu(gpu)
+    if gib is not None:
+        gid = other_gpu(gib)
+        mib = int(gib * 1024)
+        return {"gpu": gid, "name": f"Other GPU ({gib:g} GiB)", "vendor": "", "memory_bytes": mib * MiB,
+                "memory_mib": mib, "memory_gib": mib / 1024, "memory_figure": "user", "source_url": "",
+                "memory_source": "given by the user", "mem_get_info_gib": float("nan"), "compute_capability": "",
+                "gpus_per_node": None, "form_factor": "", "platform_source": ""}
+    table = load_gpus()
+    key = str(gpu).strip().lower()
+    hit = table[table["gpu"].str.lower() == key]
+    if hit.empty:
+        raise ValueError(f"unknown GPU {str(gpu)[:60]!r}; known: {', '.join(table['gpu'])}; or other:<GiB> "
+                         "for a card given by its memory (e.g. other:24)")
+    return hit.iloc[0].to_dict()
+
+
+def resolve_gpu_id(gpu: Any) -> str:
+    """The canonical spelling of a GPU id (``"h100-80GB"`` -> ``"H100-80GB"``, ``"Other: 24.0"`` ->
+    ``"other:24"``). Raises ``ValueError`` as :func:`gpu_row`."""
+    return str(gpu_row(gpu)["gpu"])
 
 
 def _gpu_memory(gpu: Any) -> tuple[str, int]:
@@ -1132,11 +1209,8 @@ def _gpu_memory(gpu: Any) -> tuple[str, int]:
         return f"{int(gpu)} B", int(gpu)
     if isinstance(gpu, (pd.Series, Mapping)):
         return str(gpu["gpu"]), int(gpu["memory_bytes"])
-    table = load_gpus()
-    hit = table[table["gpu"].str.lower() == str(gpu).lower()]
-    if hit.empty:
-        raise ValueError(f"unknown GPU {gpu!r}; known: {', '.join(table['gpu'])}")
-    return str(hit.iloc[0]["gpu"]), int(hit.iloc[0]["memory_bytes"])
+    row = gpu_row(gpu)
+    return str(row["gpu"]), int(row["memory_bytes"])
 
 
 def sglang_default_mem_fraction_static(memory_bytes: int, tp: int = 1, pp: int = 1, *, dp: int = 1,
@@ -1263,7 +1337,8 @@ def capacity(record: Any, framework: str, gpu: Any, tp: int, *, pp: int = 1, ep:
     ----------
     record : one catalog record.
     framework : one of :data:`dashboard.schema.FRAMEWORKS`.
-    gpu : GPU id from :func:`load_gpus` (e.g. ``"H100-80GB"``), a row of that table, or total bytes.
+    gpu : GPU id from :func:`load_gpus` (e.g. ``"H100-80GB"``), ``"other:<GiB>"`` (a card given by its memory
+        per GPU, e.g. ``"other:24"``), a row of that table, or total bytes.
     tp, pp, ep : parallel sizes (one GPU per rank).
     kv_dtype, weight_dtype : see :func:`kv_cache_bytes_per_token_per_rank`, :func:`weight_bytes_per_rank`.
     dp, dp_attention, expert_parallel, vision_dp : see :func:`weight_bytes_per_rank`.
@@ -1356,7 +1431,7 @@ def layout_capacity(catalog: Any, framework: str, gpu: Any, layouts: Any, *, kv_
     ----------
     catalog : catalog records (DataFrame, or one record as a dict / Series).
     framework : one of :data:`dashboard.schema.FRAMEWORKS`.
-    gpu : GPU id, a row of :func:`load_gpus`, or total bytes per GPU.
+    gpu : GPU id, ``"other:<GiB>"``, a row of :func:`load_gpus`, or total bytes per GPU.
     layouts : DataFrame or mapping of equal-length columns ``tp`` (required), ``pp``, ``dp``, ``ep``
         (default 1), ``dp_attention``, ``expert_parallel`` (default False); meanings as in :func:`capacity`.
     kv_dtype, weight_dtype, context_len, mem_fraction, vision_dp : as in :func:`capacity`, for every cell.

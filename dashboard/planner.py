@@ -192,11 +192,7 @@ def _gpu_info(gpu_type: str | Mapping) -> GPU:
     if isinstance(gpu_type, Mapping) or isinstance(gpu_type, pd.Series):
         row = dict(gpu_type)
     else:
-        table = memory.load_gpus()
-        hit = table[table["gpu"].str.lower() == str(gpu_type).strip().lower()]
-        if hit.empty:
-            raise ValueError(f"unknown GPU {gpu_type!r}; known: {', '.join(table['gpu'])}")
-        row = hit.iloc[0].to_dict()
+        row = memory.gpu_row(gpu_type)  # a table id or "other:<GiB>"; ValueError naming both otherwise
     gpn = row.get("gpus_per_node")
     gpn = None if gpn is None or pd.isna(gpn) else int(gpn)
     cc = row.get("compute_capability")
@@ -486,6 +482,23 @@ def _weight_kind_cols(c: Mapping[str, np.ndarray], weight_dtype: str | None) -> 
     return {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16", "half": "fp16"}.get(td, "other")
 
 
+def dtype_check_note(gpu: GPU) -> str:
+    """'' when the GPU table gives ``gpu``'s compute capability; else the note that the dtype check was
+    skipped (a card given by its memory, ``"other:<GiB>"``, has no known capability: nothing is refused)."""
+    cc = (gpu.compute_capability or "").strip().lower()
+    known = cc.startswith("gfx") and cc in AMD_DTYPES
+    if not known and not cc.startswith("gfx"):
+        try:
+            float(cc)
+            known = True
+        except ValueError:
+            known = False
+    if known:
+        return ""
+    return (f"dtype check skipped: the compute capability of {gpu.gpu} is unknown, so bf16 / FP8 / NVFP4 support "
+            "was not checked (nothing refused for its dtype).")
+
+
 def _dtype_refusal(gpu: GPU, weight_kind: str, kv_dtype: str, framework: str) -> str:
     """The refusal for a weight / KV dtype the GPU cannot run natively ('' when it can or the table does
     not say)."""
@@ -684,7 +697,9 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     ----------
     record : one catalog record (mapping, Series, one-row DataFrame) or a model id in the shipped catalog.
     gpus : N, the total GPU count (whole number >= 1); every layout uses exactly N GPUs.
-    gpu_type : GPU id of ``data/gpus.csv`` (e.g. ``"H100-80GB"``).
+    gpu_type : GPU id of ``data/gpus.csv`` (e.g. ``"H100-80GB"``), or ``"other:<GiB>"`` for a card given by its
+        memory per GPU (e.g. ``"other:24"``: unknown compute capability, so no dtype is refused and
+        ``attrs["dtype_check"]`` says the check was skipped; 8 GPUs per node unless ``gpus_per_node``).
     gpus_per_node : GPUs per node; default the GPU table's ``gpus_per_node`` (8 on HGX boards, 72 in an
         NVL72 rack, 4 for PCIe servers where the table says so).
     frameworks : some of :data:`PLAN_FRAMEWORKS`.
@@ -852,7 +867,8 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     out = pd.DataFrame({c: ordered[c] for c, _ in COLUMNS})
     out.attrs.update(model_id=model_id, gpus=n, gpu=gpu.gpu, gpus_per_node=gpn, context_len=ctx,
                      kv_dtype=str(kv_dtype), weight_dtype=weight_dtype, min_sequences=need,
-                     cross_node_tp=bool(cross_node_tp), releases=releases, moe=moe)
+                     cross_node_tp=bool(cross_node_tp), releases=releases, moe=moe,
+                     gpu_memory_bytes=int(gpu.memory_bytes), dtype_check=dtype_check_note(gpu))
     return out
 
 
@@ -955,7 +971,8 @@ def plan_to_dict(plan_df: pd.DataFrame) -> dict[str, Any]:
 
     Keys: ``schema_version`` (:data:`SCHEMA_VERSION`), ``model_id``, ``gpus``, ``gpu``, ``gpus_per_node``,
     ``context_len``, ``kv_dtype``, ``weight_dtype``, ``min_sequences``, ``cross_node_tp``, ``releases``
-    (framework -> release), ``best`` (framework -> the rank-1 layout label of that framework or null),
+    (framework -> release), ``dtype_check`` ('' or the note that the GPU's compute capability is unknown
+    and no dtype was checked), ``best`` (framework -> the rank-1 layout label of that framework or null),
     ``layouts`` (one object per row with the fields of :data:`COLUMNS`; ``failures`` as a list of
     ``{"rule_id", "message"}``, ``commands`` as a list of strings), ``refusals`` (:func:`refusals` rows:
     ``framework, refusal_kind, reason, layouts, count, summary``)."""
@@ -979,7 +996,7 @@ def plan_to_dict(plan_df: pd.DataFrame) -> dict[str, Any]:
         "gpus_per_node": a.get("gpus_per_node"), "context_len": a.get("context_len"),
         "kv_dtype": a.get("kv_dtype"), "weight_dtype": a.get("weight_dtype"),
         "min_sequences": a.get("min_sequences"), "cross_node_tp": a.get("cross_node_tp"),
-        "releases": dict(a.get("releases", {})),
+        "releases": dict(a.get("releases", {})), "dtype_check": a.get("dtype_check", ""),
         "best": {fw: (b.loc[b["framework"] == fw, "layout"].iloc[0] if (b["framework"] == fw).any() else None)
                  for fw in dict(a.get("releases", {}))},
         "layouts": layouts,
@@ -1142,6 +1159,7 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
         }))
     out = pd.concat(frames, ignore_index=True)
     out.attrs.update(gpus=n, gpu=gpu.gpu, gpus_per_node=gpn, context_len=ctx, min_sequences=k,
+                     dtype_check=dtype_check_note(gpu),
                      kv_dtype=str(kv_dtype), weight_dtype=weight_dtype, releases=releases)
     return out
 
@@ -1197,6 +1215,8 @@ def format_table(plan_df: pd.DataFrame, *, limit: int | None = None, width: int 
             str(r["sequences_per_replica"]), str(r["sequences_total"]), r["limited_by"],
             why if len(why) <= width else why[: width - 1] + "…"])
     widths = [max(len(c), *(len(x[i]) for x in rows)) if rows else len(c) for i, c in enumerate(cols)]
+    if a.get("dtype_check"):
+        head += "\nNote: " + str(a["dtype_check"])
     lines = [head, "", "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip(),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in rows]
@@ -1227,7 +1247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("model", help="a catalog model id (e.g. meta-llama/Llama-3.1-70B-Instruct), else a config.json, "
                     "a model folder, - (stdin) or a Hub id, read as tp-planner check reads them")
     ap.add_argument("--gpus", required=True, help="total GPU count N")
-    ap.add_argument("--gpu", required=True, help="GPU id of data/gpus.csv (e.g. H100-80GB)")
+    ap.add_argument("--gpu", required=True, help="GPU id of data/gpus.csv (e.g. H100-80GB), or other:GiB for a card given by its "
+                    "memory per GPU (e.g. other:24)")
     ap.add_argument("--gpus-per-node", default=None, help="GPUs per node (default: the GPU table's)")
     ap.add_argument("--context-len", default="32768", help="tokens per sequence (default 32768)")
     ap.add_argument("--framework", action="append", choices=PLAN_FRAMEWORKS,

@@ -342,7 +342,8 @@ class PlannerState(param.Parameterized):
         default="checkpoint", objects=list(WEIGHT_DTYPES), doc="Weight dtype; `checkpoint` uses the config's."
     )
     kv_dtype = param.Selector(default="bf16", objects=list(KV_DTYPES), doc="KV-cache dtype.")
-    gpu = param.String(default="", doc="GPU type (name column of data/gpus.csv); empty: the first listed.")
+    gpu = param.String(default="", doc="GPU type (gpu column of data/gpus.csv), or other:<GiB> for a card given by "
+                       "its memory per GPU (e.g. other:24); empty: the default GPU.")
     gpu_count = param.Integer(default=8, bounds=(1, 4096), doc="GPUs in the deployment (TP x PP x DP usually).")
     context_len = param.Integer(
         default=32768, bounds=(1, 10_000_000), doc="Context length (tokens per sequence) for concurrency."
@@ -409,7 +410,7 @@ class PlannerState(param.Parameterized):
         ``/`` is left unescaped (legal in a query) so model ids stay readable in shared links.
         """
         q = self.to_query()
-        return ("?" + urllib.parse.urlencode(q, safe="/,")) if q else ""
+        return ("?" + urllib.parse.urlencode(q, safe="/,:")) if q else ""
 
     def apply_query(self, query: str | Mapping[str, Any], *, known_models: frozenset[str] | None = None,
                     known_values: Mapping[str, Any] | None = None) -> list[str]:
@@ -458,7 +459,11 @@ class PlannerState(param.Parameterized):
                 continue
             try:
                 value = self._parse(key, raw, known_models, notices)
-                if known_values is not None and key in known_values and isinstance(value, str):
+                if key == "gpu" and isinstance(value, str) and value.strip().lower().startswith("other:"):
+                    from dashboard.memory import resolve_gpu_id
+
+                    value = resolve_gpu_id(value)  # a card given by its memory: other:<GiB>
+                elif known_values is not None and key in known_values and isinstance(value, str):
                     value = _canonical_choice(key, value, known_values[key])
             except (ValueError, TypeError, OverflowError) as exc:
                 notices.append(f"Ignored link parameter {key}={_short(raw)!r}: {exc}")

@@ -114,11 +114,79 @@ def version_select(framework: str, state: PlannerState) -> Select:
 DEFAULT_GPU = "H100-80GB"
 
 
+#: Option of the GPU selectors for a card given by its memory (the number box beside it sets the GiB).
+OTHER_GPU_LABEL = "Other (GiB)…"
+
+
+def other_gpu_id(name: str) -> str:
+    """The canonical ``"other:<GiB>"`` id of ``name`` (``"Other: 24.0"`` -> ``"other:24"``), or ``""`` when
+    ``name`` is not a valid ``other:`` spelling (see :func:`dashboard.memory.parse_other_gpu`)."""
+    try:
+        from dashboard import memory
+
+        gib = memory.parse_other_gpu(name)
+        return "" if gib is None else memory.other_gpu(gib)
+    except (ValueError, ImportError):
+        return ""
+
+
 def resolve_gpu(name: str, gpus: list[str]) -> str:
-    """``name`` when it is in ``gpus``; else :data:`DEFAULT_GPU` when listed; else the first GPU."""
+    """``name`` when it is in ``gpus`` or a valid ``"other:<GiB>"`` id (canonical spelling); else
+    :data:`DEFAULT_GPU` when listed; else the first GPU."""
     if name in gpus:
         return name
+    other = other_gpu_id(name) if gpus else ""
+    if other:
+        return other
     return DEFAULT_GPU if DEFAULT_GPU in gpus else (gpus[0] if gpus else "")
+
+
+def gpu_picker(state: PlannerState, *, width: int, css_class: str) -> tuple[pn.widgets.Widget, pn.widgets.Widget]:
+    """The GPU selector bound to ``state.gpu``: a Select of the GPU table's ids plus :data:`OTHER_GPU_LABEL`,
+    and a GiB-per-GPU number box shown while "Other" is picked (``state.gpu`` is then ``"other:<GiB>"``,
+    24 GiB when first picked). Returns ``(select, gib_input)``; the select is disabled when the table is
+    unavailable."""
+    gpus = gpu_names()
+    select = Select(label="GPU", options=(gpus + [OTHER_GPU_LABEL]) if gpus else ["(GPU table unavailable)"],
+                    disabled=not gpus, width=width, css_classes=[css_class])
+    gib = pn.widgets.FloatInput(label="GiB per GPU", start=1, end=4096, step=1, value=24.0, width=95,
+                                visible=False, css_classes=[css_class + "-gib"])
+    if not gpus:
+        return select, gib
+    from dashboard import memory
+
+    def to_widget(v):
+        return OTHER_GPU_LABEL if other_gpu_id(v) else resolve_gpu(v, gpus)
+
+    def to_param(v):
+        if v == OTHER_GPU_LABEL:
+            return memory.other_gpu(gib.value if gib.value is not None else 24.0)
+        return v
+
+    bind_two_way(select, state, "gpu", to_widget=to_widget, to_param=to_param)
+
+    def sync_gib(*_):
+        other = other_gpu_id(state.gpu)
+        gib.visible = bool(other)
+        if other:
+            v = memory.parse_other_gpu(other)
+            if gib.value != v:
+                gib.value = v
+
+    def gib_changed(event):
+        if select.value != OTHER_GPU_LABEL or event.new is None:
+            return
+        try:
+            new = memory.other_gpu(event.new)
+        except ValueError:
+            return
+        if new != state.gpu:
+            state.gpu = new
+
+    state.param.watch(sync_gib, "gpu")
+    gib.param.watch(gib_changed, "value")
+    sync_gib()
+    return select, gib
 
 
 class Controls(pn.viewable.Viewer):
@@ -184,10 +252,7 @@ class Controls(pn.viewable.Viewer):
         bind_two_way(self.weight_dtype, s, "weight_dtype")
         self.kv_dtype = Select(label="KV-cache dtype", options=list(KV_DTYPES), width=130)
         bind_two_way(self.kv_dtype, s, "kv_dtype")
-        gpus = gpu_names()
-        self.gpu = Select(label="GPU", options=gpus or ["(GPU table unavailable)"], disabled=not gpus, width=170)
-        if gpus:
-            bind_two_way(self.gpu, s, "gpu", to_widget=lambda v: resolve_gpu(v, gpus))
+        self.gpu, self.gpu_gib = gpu_picker(s, width=170, css_class="tp-gpu")
         self.gpu_count = pn.widgets.IntInput(label="GPUs", start=1, end=4096, width=90)
         bind_two_way(self.gpu_count, s, "gpu_count")
         self.context_len = pn.widgets.IntInput(label="Context length (tokens)", start=1, end=10_000_000, step=1024)
@@ -213,6 +278,6 @@ class Controls(pn.viewable.Viewer):
             h("TP SIZES"), self.tp_sizes,
             h("SELECTED CELL"), self.cell_fw, self.tp,
             h("PARALLELISM"), pn.Row(self.pp, self.dp, self.ep), self.ep_hint, self.dp_attention,
-            h("MEMORY"), pn.Row(self.weight_dtype, self.kv_dtype), pn.Row(self.gpu, self.gpu_count), self.context_len,
+            h("MEMORY"), pn.Row(self.weight_dtype, self.kv_dtype), pn.Row(self.gpu, self.gpu_count), self.gpu_gib, self.context_len,
             sizing_mode="stretch_width",
         )

@@ -283,9 +283,10 @@ class MemoryView(pn.viewable.Viewer):
             return
         from dashboard import memory as m
 
-        g = m.load_gpus()
-        row = g.loc[g["gpu"].astype(str) == gpu]
-        gpu_gib = float(row["memory_bytes"].iloc[0]) / GIB if len(row) and "memory_bytes" in row else float("nan")
+        try:
+            gpu_gib = float(m.gpu_row(gpu)["memory_bytes"]) / GIB  # a table id or other:<GiB>
+        except (ValueError, KeyError):
+            gpu_gib = float("nan")
         cap = capacity_frame(s, self.data, rec, gpu)
         self._bars.object = memory_plots.memory_bars(
             cap, gpu_gib, f"Memory per GPU: {framework_label(s.framework)} on {gpu}"

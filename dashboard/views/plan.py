@@ -24,7 +24,7 @@ from dashboard.plots import plan as plan_plots
 from dashboard.plots.style import framework_label
 from dashboard.state import MAX_MIN_SEQUENCES, PLAN_FRAMEWORKS, AppData, PlannerState
 from dashboard.views.common import bind_two_way, csv_safe, esc, notice_html, when_shown
-from dashboard.views.controls import CheckBoxGroup, Select, _Immediate, gpu_names, resolve_gpu
+from dashboard.views.controls import CheckBoxGroup, Select, _Immediate, gpu_names, gpu_picker, resolve_gpu
 
 GIB = float(1 << 30)
 #: Accepted layouts the table shows before "Show all" (the CSV has every layout).
@@ -438,11 +438,7 @@ class PlanView(pn.viewable.Viewer):
             min_characters=1, restrict=True, placeholder="type part of a model id", width=330,
             css_classes=["tp-plan-model"])
         bind_two_way(self.model, s, "model")
-        gpus = gpu_names()
-        self.gpu = Select(label="GPU", options=gpus or ["(GPU table unavailable)"], disabled=not gpus, width=150,
-                          css_classes=["tp-plan-gpu"])
-        if gpus:
-            bind_two_way(self.gpu, s, "gpu", to_widget=lambda v: resolve_gpu(v, gpus))
+        self.gpu, self.gpu_gib = gpu_picker(s, width=150, css_class="tp-plan-gpu")
         self.gpu_count = IntInput(label="GPUs", start=1, end=4096, width=90, css_classes=["tp-plan-gpus"])
         bind_two_way(self.gpu_count, s, "gpu_count")
         self.nodes = IntInput(label="Nodes", start=1, end=4096, width=80, css_classes=["tp-plan-nodes"])
@@ -547,7 +543,7 @@ class PlanView(pn.viewable.Viewer):
 
         key = ("plan-view", s.model, *sorted((k, repr(v)) for k, v in plan_args(s).items()), limit)
         summary, bars, table, refused = self.data.memo(key, render, maxsize=64)
-        self._summary.object = summary
+        self._summary.object = summary + (notice_html(str(a["dtype_check"]), "info") if a.get("dtype_check") else "")
         plan_plots.update_sequences(
             self._fig, bars, minimum=int(a["min_sequences"]),
             title=f"Sequences per layout: {int(a['gpus'])} × {a['gpu']}, {int(a['context_len']):,} tokens",
@@ -584,7 +580,7 @@ class PlanView(pn.viewable.Viewer):
         self._catalog.object = catalog_html(rank, what)
 
     def __panel__(self):
-        controls = pn.FlexBox(self.model, self.gpu, self.gpu_count, self.nodes, self.gpn, self.context_len,
+        controls = pn.FlexBox(self.model, self.gpu, self.gpu_gib, self.gpu_count, self.nodes, self.gpn, self.context_len,
                               self.min_sequences, self.frameworks, gap="0 6px", align_items="flex-end",
                               sizing_mode="stretch_width", css_classes=["tp-plan-controls"])
         return pn.Column(
