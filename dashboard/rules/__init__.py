@@ -218,6 +218,24 @@ class _Eval:
     attn_tp: np.ndarray
 
 
+def _scatter(sub: Ctx, cells: np.ndarray, n: int, fire_sub, fields_sub: dict) -> tuple[np.ndarray, dict]:
+    """A predicate's result over a sub-Ctx (:meth:`Ctx.subset`) as arrays over the ``n`` cells of the whole
+    Ctx. Message fields are read only where the rule fires, so they are scattered only then."""
+    f_sub = np.broadcast_to(np.asarray(fire_sub, dtype=bool), (sub.n,))
+    f = np.zeros(n, dtype=bool)
+    f[cells] = f_sub
+    flds: dict = {}
+    if f_sub.any():
+        for name, v in fields_sub.items():
+            if np.ndim(v):
+                v = np.broadcast_to(np.asarray(v), (sub.n,))
+                flds[name] = np.zeros(n, dtype=v.dtype)
+                flds[name][cells] = v
+            else:
+                flds[name] = v
+    return f, flds
+
+
 def _evaluate(ctx: Ctx, framework: str, version: str | None) -> _Eval:
     rules = _rules_for(framework, version)
     fire, fields = [], []
@@ -228,48 +246,28 @@ def _evaluate(ctx: Ctx, framework: str, version: str | None) -> _Eval:
     for r in rules:
         scoped = bool(r.architectures or r.exclude_architectures)
         scope = ctx.arch_in(r.architectures, r.exclude_architectures) if scoped else True
-        if scoped:
-            in_scope = ctx.arch_models(r.architectures, r.exclude_architectures)
-            n_in = int(in_scope.sum())
-            if n_in == 0:
-                # no cell's architecture is in the rule's scope: it cannot fire and needs nothing; skipping
-                # its predicate is what keeps one model's plan fast (most rules are per model class)
-                fire.append(never)
-                fields.append({})  # nothing in scope: no unknown cells either
-                continue
-            if n_in * 2 <= ctx.n_models:
-                # a few architectures of a big catalog: run the predicate over their cells only
-                key = (r.architectures, r.exclude_architectures)
-                if key not in subs:
-                    subs[key] = ctx.subset(np.flatnonzero(in_scope))
-                sub, cells = subs[key]
-                f_sub, flds_sub = r.predicate(sub)
-                f_sub = np.broadcast_to(np.asarray(f_sub, dtype=bool), (sub.n,))
-                f = np.zeros(ctx.n, dtype=bool)
-                f[cells] = f_sub
-                flds: dict = {}
-                if f_sub.any():  # message fields are read only where the rule fires
-                    for name, v in flds_sub.items():
-                        if np.ndim(v):
-                            v = np.broadcast_to(np.asarray(v), (sub.n,))
-                            full = np.zeros(ctx.n, dtype=v.dtype)
-                            full[cells] = v
-                            flds[name] = full
-                        else:
-                            flds[name] = v
-                fire.append(f)
-                fields.append(flds)
-                for col in r.needs:
-                    unknown |= ~ctx.has(col) & scope
-                if r.effect == "padded":
-                    padded |= f
-                continue
-        f, flds = r.predicate(ctx)
-        f = np.asarray(f, dtype=bool)
-        if f.shape != (ctx.n,):
-            f = np.broadcast_to(f, (ctx.n,)).copy()
-        if scoped:
-            f = f & scope
+        in_scope = ctx.arch_models(r.architectures, r.exclude_architectures) if scoped else None
+        n_in = ctx.n_models if in_scope is None else int(in_scope.sum())
+        if n_in == 0:
+            # no cell's architecture is in the rule's scope: it cannot fire and needs nothing (no unknown
+            # cells); skipping its predicate is what keeps one model's plan fast (most rules are per class)
+            fire.append(never)
+            fields.append({})
+            continue
+        if in_scope is not None and n_in * 2 <= ctx.n_models:
+            # a few architectures of a big catalog: run the predicate over their cells only
+            key = (r.architectures, r.exclude_architectures)
+            if key not in subs:
+                subs[key] = ctx.subset(np.flatnonzero(in_scope))
+            sub, cells = subs[key]
+            f, flds = _scatter(sub, cells, ctx.n, *r.predicate(sub))
+        else:
+            f, flds = r.predicate(ctx)
+            f = np.asarray(f, dtype=bool)
+            if f.shape != (ctx.n,):
+                f = np.broadcast_to(f, (ctx.n,)).copy()
+            if scoped:
+                f = f & scope
         fire.append(f)
         fields.append(flds)
         for col in r.needs:
