@@ -1230,7 +1230,9 @@ SGLANG_LOAD_EXTRA_BYTES = 0.2 * GiB
 def _version_tuple(version: str | None, framework: str) -> tuple[int, ...]:
     """``"0.19.0"`` -> ``(0, 19, 0)``; ``None`` -> the release the rules were read from. ValueError when
     the text has no leading ``major.minor``."""
-    text = ENGINE_RELEASES.get(framework, "0") if version is None else str(version).strip()
+    if version is None and framework not in ENGINE_RELEASES:
+        return (1 << 30,)  # no version-dependent rule for this framework
+    text = ENGINE_RELEASES[framework] if version is None else str(version).strip()
     parts = []
     for tok in text.lstrip("vV").split("."):
         digits = "".join(ch for ch in tok[:6] if ch.isdigit()) if tok[:1].isdigit() else ""
@@ -1326,9 +1328,9 @@ def _vllm_kv_groups(c: dict[str, np.ndarray], kv_per_layer: np.ndarray, state_pe
     full, swa, lin = _layer_counts(c)
     p = np.maximum(np.asarray(pp, dtype=np.float64), 1.0)
     lin = np.where(_flag(c["has_linear_attention"]) | (lin > 0), lin, 0.0)
-    F = np.ceil(full[:, None] / p)
-    S = np.ceil(swa[:, None] / p)
-    M = np.ceil(lin[:, None] / p)
+    shape = np.broadcast_shapes((len(full), 1), np.shape(p) if np.ndim(p) else (1,), np.shape(kv_per_layer),
+                                np.shape(state_per_layer))
+    F, S, M = (np.broadcast_to(np.ceil(x[:, None] / p), shape) for x in (full, swa, lin))
     counts = np.stack(np.broadcast_arrays(F, S, M))  # (3, models, layouts)
     present = counts > 0
     big = np.where(present, counts, np.inf).min(axis=0)
@@ -1343,7 +1345,7 @@ def _vllm_kv_groups(c: dict[str, np.ndarray], kv_per_layer: np.ndarray, state_pe
     blk = block * np.maximum(mult, 1.0)
     page = np.where(has_attn, blk * kv_l, st_l)
     win = np.broadcast_to(_nz(c["sliding_window"], np.inf)[:, None], F.shape)
-    ctx2 = np.broadcast_to(np.asarray(ctx, dtype=np.float64)[:, None] if np.ndim(ctx) else ctx, F.shape)
+    ctx2 = np.broadcast_to(np.asarray(ctx, dtype=np.float64)[:, None] if np.ndim(ctx) else float(ctx), F.shape)
     swa_need = np.ceil(np.minimum(win - 1 + tokens, ctx2) / blk) + 1
     per_req = groups_t[0] * np.ceil(ctx2 / blk) + groups_t[1] * swa_need + groups_t[2] * 1.0
     return {"bytes_per_block": gsize * page, "blocks_per_request": per_req, "groups": groups_t.sum(axis=0),
