@@ -52,14 +52,15 @@ Modelling choices (documented constants, not measurements of your machine)
 * GPU memory is ``data/gpus.csv`` ``memory_bytes`` (NVML / ``get_device_properties`` total). On an
   H100 ``cudaMemGetInfo`` reports ~0.46 GiB less (79.19 GiB), so vLLM/SGLang budgets here are ~0.6 %
   high on that card.
-* vLLM peak activation = ``max(sampler, forward)``: sampler = ``4 * max_num_seqs * vocab * 4 B`` (fp32
-  logits, about four live copies; fits the v0.19 measurements within ~10 %: Llama-3.1-8B 1.96 vs 1.89
-  GiB, Qwen2.5-7B 2.32 vs 2.21, phi-4 1.53 vs 1.52, granite-8b 0.75 vs 0.85), forward = ``T * 2 B *
-  (4 * hidden + 2 * intermediate / tp)`` (dense) or ``+ top_k * (3 * moe_intermediate / moe_tp +
-  hidden)`` (MoE) for ``T = max_num_batched_tokens``; vLLM's usage-context defaults on >= 70 GiB cards
-  (``max_num_seqs = 1024``, ``max_num_batched_tokens = 8192``) else 256 / 2048. Non-torch memory 0.25
-  GiB at TP 1, 2.1 GiB at TP > 1 (NCCL / custom all-reduce buffers). CUDA graphs are captured after
-  the KV cache is sized, so they come out of the unrequested ``(1 - utilization)`` share.
+* vLLM reserve (one rule, read from vLLM 0.33.0, global parameters fitted on the 0.19 logs of
+  ``/work/shared/oracles/kv-capacity.csv``, see the constants' comments): peak activation
+  :func:`_activation_bytes` (:data:`VLLM_SAMPLER_BYTES_PER_LOGIT`, :data:`VLLM_PROFILE_LIVE_BYTES`,
+  :data:`VLLM_MOE_WORKSPACE_FACTOR`), non-torch :data:`VLLM_NON_TORCH_BYTES`, CUDA graphs
+  :data:`VLLM_CUDAGRAPH_BYTES` (charged to the budget from vLLM 0.21, ``gpu_worker.py:719-734``); KV tokens from
+  the hybrid KV manager's groups and pages, :func:`_vllm_kv_groups`. SGLang: ``mem_fraction_static x
+  pre_model_load_memory - weights`` (:data:`SGLANG_STARTUP_BYTES`, :data:`SGLANG_LOAD_EXTRA_BYTES`,
+  ``mem_cache/kv_cache_configurator.py:2990-3060`` of 0.5.23). ``capacity(..., measured_kv_bytes=...)``
+  replaces the estimate with a logged figure. ``tests/test_kv_oracles.py`` checks every oracle row.
 * TensorRT-LLM reuses the vLLM activation and non-torch estimates (not separately calibrated).
 * transformers native TP and Megatron-Core have no pre-allocated KV pool: the cache grows until
   out-of-memory, so their budget is everything left after weights, activation and non-torch memory.
