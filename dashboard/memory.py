@@ -52,14 +52,15 @@ Modelling choices (documented constants, not measurements of your machine)
 * GPU memory is ``data/gpus.csv`` ``memory_bytes`` (NVML / ``get_device_properties`` total). On an
   H100 ``cudaMemGetInfo`` reports ~0.46 GiB less (79.19 GiB), so vLLM/SGLang budgets here are ~0.6 %
   high on that card.
-* vLLM peak activation = ``max(sampler, forward)``: sampler = ``4 * max_num_seqs * vocab * 4 B`` (fp32
-  logits, about four live copies; fits the v0.19 measurements within ~10 %: Llama-3.1-8B 1.96 vs 1.89
-  GiB, Qwen2.5-7B 2.32 vs 2.21, phi-4 1.53 vs 1.52, granite-8b 0.75 vs 0.85), forward = ``T * 2 B *
-  (4 * hidden + 2 * intermediate / tp)`` (dense) or ``+ top_k * (3 * moe_intermediate / moe_tp +
-  hidden)`` (MoE) for ``T = max_num_batched_tokens``; vLLM's usage-context defaults on >= 70 GiB cards
-  (``max_num_seqs = 1024``, ``max_num_batched_tokens = 8192``) else 256 / 2048. Non-torch memory 0.25
-  GiB at TP 1, 2.1 GiB at TP > 1 (NCCL / custom all-reduce buffers). CUDA graphs are captured after
-  the KV cache is sized, so they come out of the unrequested ``(1 - utilization)`` share.
+* vLLM reserve (one rule, read from vLLM 0.33.0, global parameters fitted on the 0.19 logs of
+  ``/work/shared/oracles/kv-capacity.csv``, see the constants' comments): peak activation
+  :func:`_activation_bytes` (:data:`VLLM_SAMPLER_BYTES_PER_LOGIT`, :data:`VLLM_PROFILE_LIVE_BYTES`,
+  :data:`VLLM_MOE_WORKSPACE_FACTOR`), non-torch :data:`VLLM_NON_TORCH_BYTES`, CUDA graphs
+  :data:`VLLM_CUDAGRAPH_BYTES` (charged to the budget from vLLM 0.21, ``gpu_worker.py:719-734``); KV tokens from
+  the hybrid KV manager's groups and pages, :func:`_vllm_kv_groups`. SGLang: ``mem_fraction_static x
+  pre_model_load_memory - weights`` (:data:`SGLANG_STARTUP_BYTES`, :data:`SGLANG_LOAD_EXTRA_BYTES`,
+  ``mem_cache/kv_cache_configurator.py:2990-3060`` of 0.5.23). ``capacity(..., measured_kv_bytes=...)``
+  replaces the estimate with a logged figure. ``tests/test_kv_oracles.py`` checks every oracle row.
 * TensorRT-LLM reuses the vLLM activation and non-torch estimates (not separately calibrated).
 * transformers native TP and Megatron-Core have no pre-allocated KV pool: the cache grows until
   out-of-memory, so their budget is everything left after weights, activation and non-torch memory.
@@ -98,6 +99,10 @@ WEIGHT_DTYPE_BYTES: dict[str, float] = {
     "int4": 0.5 + (2 + 0.5) / 128, "awq": 0.5 + (2 + 0.5) / 128, "gptq": 0.5 + (2 + 0.5) / 128,
 }
 
+#: ``weight_dtype`` values that are the serving dtype itself (``--dtype``), not a quantization: every
+#: tensor is stored in them, the embedding and LM head included.
+UNQUANTIZED_WEIGHT_DTYPES = ("bf16", "bfloat16", "fp16", "float16", "fp32", "float32")
+
 #: KV-cache block granularity in tokens (vLLM ``block_size`` 16, TensorRT-LLM ``tokens_per_block``
 #: 32, SGLang page size 1, transformers continuous batching ``block_size`` 256).
 TOKENS_PER_BLOCK: dict[str, int] = {
@@ -107,8 +112,8 @@ TOKENS_PER_BLOCK: dict[str, int] = {
 
 #: Budget rule per framework, in words (shown by the dashboard).
 BUDGET_RULES: dict[str, str] = {
-    "vllm": "gpu_memory_utilization x total - weights - peak activation - non-torch",
-    "sglang": "mem_fraction_static x total - weights",
+    "vllm": "gpu_memory_utilization x total - weights - peak activation - non-torch - CUDA graphs (vLLM >= 0.21)",
+    "sglang": "mem_fraction_static x (total - startup) - weights",
     "tensorrt-llm": "free_gpu_memory_fraction x (total - weights - peak activation - non-torch)",
     "transformers-cb-cache": "max_memory_percent x (total - weights) - activation",
     "transformers-native-tp": "total - weights - activation - non-torch (no pre-allocated pool)",
@@ -901,6 +906,9 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
         pq = _part_quant(c, base, qb, experts_only)
     else:
         qb = np.full_like(base, _dtype_bytes(weight_dtype, WEIGHT_DTYPE_BYTES, "weight_dtype"))
+        if str(weight_dtype).strip().lower() in UNQUANTIZED_WEIGHT_DTYPES:
+            # ``--dtype float32`` / ``float16``: every tensor (embedding, LM head, norms too) is in it
+            base = qb.copy()
         experts_only = np.zeros(len(base), dtype=bool)
         one, zero = np.ones_like(base), np.zeros_like(base)
         pq = {k: ((zero if k in ("lm_head", "router", "vision") else one), qb) for k in QUANT_PARTS}
@@ -1213,8 +1221,13 @@ def _gpu_memory(gpu: Any) -> tuple[str, int]:
     return str(row["gpu"]), int(row["memory_bytes"])
 
 
+#: SGLang 0.4.x default ``mem_fraction_static`` by TP size (``ServerArgs.__post_init__``: TP >= 16 0.79,
+#: >= 8 0.81, >= 4 0.85, >= 2 0.87, else 0.88); releases before 0.5 use it.
+SGLANG_04_FRACTIONS = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))
+
+
 def sglang_default_mem_fraction_static(memory_bytes: int, tp: int = 1, pp: int = 1, *, dp: int = 1,
-                                       dp_attention: bool = False) -> float:
+                                       dp_attention: bool = False, version: str | None = None) -> float:
     """SGLang's default ``mem_fraction_static`` for a GPU of ``memory_bytes`` (fraction of TOTAL memory).
 
     ``ServerArgs._handle_gpu_memory_settings``: buckets by memory (MiB) give ``chunked_prefill_size`` /
@@ -1223,7 +1236,13 @@ def sglang_default_mem_fraction_static(memory_bytes: int, tp: int = 1, pp: int =
     tp * pp / 8 * 1024`` MiB (+ ``bs * dp * 3`` (+ ``bs * dp * 1.5`` when bs > 300) under
     DP-attention), at least 10 GiB on cards above 60 GiB; result ``round((mem - reserved) / mem, 3)``.
     The multimodal reduction (``adjust_mem_fraction_for_vlm``) is not modelled.
+
+    ``version`` (e.g. ``"0.4.3.post4"``; default the 0.5.23 release read): releases before 0.5 used a table by
+    TP size alone, :data:`SGLANG_04_FRACTIONS` (oracle O72: 0.85 printed at TP 4). Which 0.5.x release
+    switched to the formula above was not checked (0.5.22 and 0.5.23 have it).
     """
+    if _version_tuple(version, "sglang") < (0, 5):
+        return next(f for lo, f in SGLANG_04_FRACTIONS if tp >= lo)
     mem = memory_bytes / MiB
     gib = 1024
     if mem < 35 * gib:
@@ -1242,32 +1261,179 @@ def sglang_default_mem_fraction_static(memory_bytes: int, tp: int = 1, pp: int =
     return round((mem - reserved) / mem, 3)
 
 
-def _activation_bytes(c: dict[str, np.ndarray], framework: str, t: np.ndarray, ep: int, memory_bytes: int) -> np.ndarray:
-    """Peak activation estimate per GPU (bytes), shape (models, len(tp)); see module docstring."""
-    big = memory_bytes >= 70 * GiB
-    seqs, tokens = (1024, 8192) if big else (256, 2048)
+# --------------------------------------------------------------------------------------------
+# Reserve: activation peak, non-torch memory, CUDA graphs (one rule per engine, global parameters)
+# --------------------------------------------------------------------------------------------
+#: Engine releases whose source the rules below were read from (``engine_version=None`` means these).
+ENGINE_RELEASES: dict[str, str] = {"vllm": "0.33.0", "sglang": "0.5.23"}
+
+#: vLLM: bytes of sampler working memory per (sequence x vocabulary entry) in the profile run's dummy
+#: sampler pass (``gpu_model_runner.py:5866-5925``: logits, their float32 copy, sorted top-k/top-p values
+#: and the probabilities over ``max_num_seqs`` rows). Fitted: the logged "torch peak memory increase" of
+#: the four sampler-bound vLLM 0.19 runs (Llama-3.1-8B 1.89, Qwen2.5-7B 2.21, phi-4 1.52, gemma-2-9b 3.65
+#: GiB at 1024 sequences) lie on ``14 B x seqs x vocab + 0.15 GiB`` within 3 %. A float32 model adds 2 B.
+VLLM_SAMPLER_BYTES_PER_LOGIT = 14.0
+#: vLLM: live profile-run buffers (hidden states of the dummy batch) under the sampler peak, bytes (the
+#: intercept of the same fit).
+VLLM_PROFILE_LIVE_BYTES = 0.15 * GiB
+#: vLLM MoE forward: activation bytes per batched token per (top-k x hidden) element, in units of the
+#: activation dtype (fused-MoE workspaces, permuted copies, router logits; not itemized). Least-squares fit
+#: on the three logged MoE runs (Qwen3-30B-A3B 2.68, DeepSeek-V2-Lite 1.93, Mixtral-8x7B TP 2 1.21 GiB).
+VLLM_MOE_WORKSPACE_FACTOR = 8.5
+#: vLLM non-torch memory increase during profiling, bytes: TP 1 (cuBLAS / allocator workspaces), TP > 1
+#: (NCCL and custom all-reduce buffers), pipeline-only (TP 1, PP > 1: the communicators exist before the
+#: baseline snapshot). Logged: 0.24-0.27 (granite 0.46) GiB, 2.06-2.13 GiB, 0.07 GiB.
+VLLM_NON_TORCH_BYTES = {"tp1": 0.25 * GiB, "tp": 2.1 * GiB, "pp_only": 0.07 * GiB}
+#: vLLM CUDA-graph memory (``profile_cudagraph_memory``): base + per decoder layer on the stage, + MoE
+#: extra, bytes. Fitted on the logged "Estimated CUDA graph memory" of the dense vLLM 0.19 runs (0.49-0.84
+#: GiB for 8-42 layers, within 0.15 GiB); MoE runs logged 0.82-1.39 GiB.
+VLLM_CUDAGRAPH_BYTES = {"base": 0.45 * GiB, "per_layer": 0.009 * GiB, "moe": 0.35 * GiB}
+#: vLLM release from which the CUDA-graph estimate is charged to the KV budget
+#: (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` default on, ``envs.py:329``, ``gpu_worker.py:719-734``: "default
+#: since v0.21.0"); before it, graphs were captured out of the unrequested ``1 - utilization`` share.
+VLLM_CUDAGRAPH_IN_BUDGET_SINCE = (0, 21)
+#: SGLang: memory in use before the weights load (CUDA context; NCCL and custom all-reduce at TP > 1), bytes:
+#: ``pre_model_load_memory`` (``distributed/bootstrap.py:193-212``) is the free memory then, not the card
+#: total. Fitted on the two SGLang oracles: O73 (H100, TP 1) 63.48 GB free after 15.11 GB of weights ->
+#: 78.59 of 79.19 GiB, 0.6 GiB in use; O72 (L4, TP 4) "avail mem=21.63 GB" of 23034 MiB (22.49 GiB), 0.86.
+SGLANG_STARTUP_BYTES = {"tp1": 0.6 * GiB, "tp": 0.86 * GiB}
+#: SGLang: what its "Load weight end ... mem usage" adds to the parameter bytes (rotary caches, allocator
+#: rounding), bytes: logged 15.11 vs 14.96 GiB (Llama-3.1-8B TP 1), 15.54 vs 15.26 GiB (QwQ-32B TP 4).
+SGLANG_LOAD_EXTRA_BYTES = 0.2 * GiB
+
+
+def _version_tuple(version: str | None, framework: str) -> tuple[int, ...]:
+    """``"0.19.0"`` -> ``(0, 19, 0)``; ``None`` -> the release the rules were read from. ValueError when
+    the text has no leading ``major.minor``."""
+    if version is None and framework not in ENGINE_RELEASES:
+        return (1 << 30,)  # no version-dependent rule for this framework
+    text = ENGINE_RELEASES[framework] if version is None else str(version).strip()
+    parts = []
+    for tok in text.lstrip("vV").split("."):
+        digits = "".join(ch for ch in tok[:6] if ch.isdigit()) if tok[:1].isdigit() else ""
+        if not digits:
+            break
+        parts.append(int(digits[:6]))
+        if not tok.isdigit():
+            break
+    if len(parts) < 2:
+        raise ValueError(f"engine_version must start with major.minor such as '0.19.0', got {str(version)[:40]!r}")
+    return tuple(parts)
+
+
+def vllm_batch_defaults(memory_bytes: int, gpu_name: str = "") -> tuple[int, int]:
+    """vLLM's default ``(max_num_batched_tokens, max_num_seqs)`` for the OpenAI server on a GPU.
+
+    ``EngineArgs._get_default_max_num_batched_tokens_and_seqs`` (``engine/arg_utils.py:2972-3006``): >= 160
+    GiB: 16384 / 1024; >= 70 GiB and not an A100: 8192 / 1024; otherwise 2048 / 256.
+    """
+    if memory_bytes >= 160 * GiB:
+        return 16384, 1024
+    if memory_bytes >= 70 * GiB and "a100" not in str(gpu_name).lower():
+        return 8192, 1024
+    return 2048, 256
+
+
+def _activation_bytes(c: dict[str, np.ndarray], framework: str, t: np.ndarray, ep: int, memory_bytes: int, *,
+                      tokens: float | None = None, seqs: float | None = None, act_bytes: float = 2.0,
+                      gpu_name: str = "") -> np.ndarray:
+    """Peak activation (vLLM "torch peak memory increase") per GPU, bytes, shape (models, len(tp)).
+
+    ``max(sampler + live, forward)``: sampler = :data:`VLLM_SAMPLER_BYTES_PER_LOGIT` (+2 for a float32
+    model) x ``max_num_seqs`` x vocab + :data:`VLLM_PROFILE_LIVE_BYTES`; forward over ``T =
+    max_num_batched_tokens`` tokens = ``T x act_bytes x (4 x hidden + 3 x intermediate / tp)`` (dense:
+    residual, normed input, q/k/v/o, gate-up and activated MLP) or ``T x act_bytes x (4 x hidden +
+    VLLM_MOE_WORKSPACE_FACTOR x top_k x hidden)`` (MoE). Defaults: :func:`vllm_batch_defaults`.
+    """
+    d_tokens, d_seqs = vllm_batch_defaults(memory_bytes, gpu_name)
+    tokens = d_tokens if tokens is None else tokens
+    seqs = d_seqs if seqs is None else seqs
     if framework == "transformers-cb-cache":
         seqs, tokens = 1, 256  # PagedAttentionMemoryHandler._upper_bound_max_batch_tokens
     V = c["vocab_size"][:, None]
     H = c["hidden_size"][:, None]
-    sampler = 4.0 * seqs * V * 4.0
+    sampler = (VLLM_SAMPLER_BYTES_PER_LOGIT + (2.0 if act_bytes >= 4 else 0.0)) * seqs * V + VLLM_PROFILE_LIVE_BYTES
     I = _nz(c["intermediate_size"])[:, None]
-    moe = _flag(c["is_moe"])[:, None]
-    moe_tp = np.maximum(1.0, np.floor(t / np.maximum(np.asarray(ep, dtype=np.float64), 1.0)))
-    moe_term = _nz(c["num_experts_per_tok"])[:, None] * (3 * _nz(c["moe_intermediate_size"])[:, None] / moe_tp + H)
-    forward = tokens * 2.0 * (4 * H + np.where(moe, moe_term, 2 * I / t))
+    moe = _flag(c["is_moe"])[:, None] & (_nz(c["num_experts"])[:, None] > 0)
+    moe_term = VLLM_MOE_WORKSPACE_FACTOR * _nz(c["num_experts_per_tok"])[:, None] * H
+    forward = tokens * act_bytes * (4 * H + np.where(moe, moe_term, 3 * I / t))
     return np.maximum(sampler, forward)
 
 
-def _non_torch_bytes(t: np.ndarray) -> np.ndarray:
-    return np.where(t > 1, 2.1 * GiB, 0.25 * GiB)
+def _non_torch_bytes(t: np.ndarray, pp: Any = 1) -> np.ndarray:
+    """Non-torch memory per GPU, bytes: :data:`VLLM_NON_TORCH_BYTES` by TP / PP."""
+    p = np.asarray(pp, dtype=np.float64)
+    return np.where(t > 1, VLLM_NON_TORCH_BYTES["tp"],
+                    np.where(p > 1, VLLM_NON_TORCH_BYTES["pp_only"], VLLM_NON_TORCH_BYTES["tp1"]))
+
+
+def _cuda_graph_bytes(c: dict[str, np.ndarray], t: np.ndarray, pp: Any = 1) -> np.ndarray:
+    """vLLM CUDA-graph memory per GPU, bytes, shape (models, len(tp)): :data:`VLLM_CUDAGRAPH_BYTES`."""
+    L = c["num_hidden_layers"][:, None]
+    stage_layers = np.ceil(L / np.maximum(np.asarray(pp, dtype=np.float64), 1.0))
+    moe = (_flag(c["is_moe"]) & (_nz(c["num_experts"]) > 0))[:, None]
+    g = VLLM_CUDAGRAPH_BYTES["base"] + VLLM_CUDAGRAPH_BYTES["per_layer"] * stage_layers + np.where(moe, VLLM_CUDAGRAPH_BYTES["moe"], 0.0)
+    return np.broadcast_to(g, np.broadcast_shapes(g.shape, t.shape)).astype(np.float64)
+
+
+# --------------------------------------------------------------------------------------------
+# vLLM hybrid KV-cache manager
+# --------------------------------------------------------------------------------------------
+def _vllm_kv_groups(c: dict[str, np.ndarray], kv_per_layer: np.ndarray, state_per_layer: np.ndarray, *,
+                    pp: Any, ctx: np.ndarray, tokens: float, block: int = 16) -> dict[str, np.ndarray]:
+    """vLLM 0.33.0's KV-cache groups, page and blocks per request, arrays (models, layouts).
+
+    * Layer types: full attention, sliding window / chunked-local (``SlidingWindowSpec`` /
+      ``ChunkedLocalAttentionSpec``, the catalog's ``num_sliding_window_layers`` with ``sliding_window``
+      the window or chunk), Mamba / linear attention (``MambaSpec``); per PP stage ``ceil(n / pp)`` of each.
+    * Groups (``kv_cache_planning.py:416-566``): ``group_size`` = the fewest layers of any type (the most
+      when that is < 1.5 x the fewest); each type gets ``ceil(n / group_size)`` groups (padded).
+    * One page size (``unify_kv_cache_spec_page_size``, ``kv_cache_planning.py:346-413``): attention pages are
+      ``block x bytes per token per layer``; with Mamba layers the attention block grows to the smallest
+      multiple of 16 whose page holds a Mamba state (``HybridAttentionMambaModelConfig``) and the Mamba page
+      is padded to it.
+    * ``num_blocks = available // (group_size x page)`` (``get_kv_cache_config_from_groups``,
+      ``kv_cache_planning.py:642-667``).
+    * Blocks one request of ``ctx`` tokens takes (``get_max_concurrency_for_kv_cache_config``,
+      ``kv_cache_utils.py:1061-1093``): full ``cdiv(ctx, block)``; sliding / chunked ``cdiv(min(window - 1 +
+      max_num_batched_tokens, ctx), block) + 1``; Mamba 1; summed over groups.
+
+    Returns ``bytes_per_block``, ``blocks_per_request``, ``groups`` and ``block_size`` (tokens per attention block).
+    """
+    full, swa, lin = _layer_counts(c)
+    p = np.maximum(np.asarray(pp, dtype=np.float64), 1.0)
+    lin = np.where(_flag(c["has_linear_attention"]) | (lin > 0), lin, 0.0)
+    shape = np.broadcast_shapes((len(full), 1), np.shape(p) if np.ndim(p) else (1,), np.shape(kv_per_layer),
+                                np.shape(state_per_layer))
+    F, S, M = (np.broadcast_to(np.ceil(x[:, None] / p), shape) for x in (full, swa, lin))
+    counts = np.stack(np.broadcast_arrays(F, S, M))  # (3, models, layouts)
+    present = counts > 0
+    big = np.where(present, counts, np.inf).min(axis=0)
+    most = np.where(present, counts, 0).max(axis=0)
+    gsize = np.where(most < 1.5 * big, most, big)
+    gsize = np.where(np.isfinite(gsize) & (gsize > 0), gsize, 1.0)
+    groups_t = np.where(present, np.ceil(counts / gsize), 0.0)
+    kv_l = np.broadcast_to(kv_per_layer, F.shape)
+    st_l = np.broadcast_to(state_per_layer, F.shape)
+    has_attn = (F + S) > 0
+    mult = np.where((M > 0) & has_attn & (kv_l > 0), np.ceil(st_l / np.where(kv_l > 0, kv_l * block, 1.0)), 1.0)
+    blk = block * np.maximum(mult, 1.0)
+    page = np.where(has_attn, blk * kv_l, st_l)
+    win = np.broadcast_to(_nz(c["sliding_window"], np.inf)[:, None], F.shape)
+    ctx2 = np.broadcast_to(np.asarray(ctx, dtype=np.float64)[:, None] if np.ndim(ctx) else float(ctx), F.shape)
+    swa_need = np.ceil(np.minimum(win - 1 + tokens, ctx2) / blk) + 1
+    per_req = groups_t[0] * np.ceil(ctx2 / blk) + groups_t[1] * swa_need + groups_t[2] * 1.0
+    return {"bytes_per_block": gsize * page, "blocks_per_request": per_req, "groups": groups_t.sum(axis=0),
+            "block_size": blk}
 
 
 def _capacity_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, memory_bytes: int, *, pp: int = 1,
                      ep: int = 1, kv_dtype: str = "bf16", weight_dtype: str | None = None,
                      context_len: np.ndarray | float | None = None, mem_fraction: float | None = None,
                      dp: int = 1, dp_attention: bool = False, expert_parallel: bool = False,
-                     vision_dp: bool = False) -> dict[str, np.ndarray]:
+                     vision_dp: bool = False, max_num_batched_tokens: int | None = None,
+                     max_num_seqs: int | None = None, measured_kv_bytes: float | None = None,
+                     engine_version: str | None = None, gpu_name: str = "") -> dict[str, np.ndarray]:
     tp = np.atleast_1d(np.asarray(tp, dtype=np.int64))
     t = tp.astype(np.float64)[None, :]
     n = len(c["hidden_size"])
@@ -1276,6 +1442,7 @@ def _capacity_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, m
     else:
         ctx = np.broadcast_to(np.asarray(context_len, dtype=np.float64), (n,)).astype(np.float64)
     kvb = _dtype_bytes(kv_dtype, KV_DTYPE_BYTES, "kv_dtype")
+    version = _version_tuple(engine_version, framework)
     # per-token bytes averaged over a sequence of ctx tokens (sliding windows capped), one ctx per model
     kv_tok = _kv_bytes_matrix(c, framework, tp, kv_bytes=kvb, context_len=ctx, dp=dp, dp_attention=dp_attention)
     if np.any(np.asarray(pp) > 1):  # a stage caches only its own layers: the heaviest holds ceil(L / pp) of L
@@ -1284,22 +1451,33 @@ def _capacity_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, m
     state = _state_bytes_matrix(c, tp, state_bytes=kvb if kvb >= 2 else 2.0)
     weights = _weight_bytes_matrix(c, framework, tp, pp=pp, ep=ep, weight_dtype=weight_dtype, dp=dp, dp_attention=dp_attention,
                                    expert_parallel=expert_parallel, vision_dp=vision_dp)
-    act = _activation_bytes(c, framework, t, ep, memory_bytes)
-    nt = np.broadcast_to(_non_torch_bytes(t), weights.shape)
+    act_bytes = 4.0 if str(weight_dtype).lower() in ("fp32", "float32") else 2.0
+    d_tokens, d_seqs = vllm_batch_defaults(memory_bytes, gpu_name)
+    T = float(max_num_batched_tokens) if max_num_batched_tokens is not None else float(d_tokens)
+    act = _activation_bytes(c, framework, t, ep, memory_bytes, tokens=T,
+                            seqs=float(max_num_seqs) if max_num_seqs is not None else None, act_bytes=act_bytes,
+                            gpu_name=gpu_name)
+    nt = np.broadcast_to(_non_torch_bytes(t, pp), weights.shape)
+    graph = np.zeros(weights.shape)
     M = float(memory_bytes)
     frac = mem_fraction if mem_fraction is not None else DEFAULT_FRACTION[framework]
     if framework == "vllm":
-        budget = M * frac - weights - act - nt
-        reserve = act + nt
+        graph = np.broadcast_to(_cuda_graph_bytes(c, t, pp), weights.shape)
+        charged = graph if version >= VLLM_CUDAGRAPH_IN_BUDGET_SINCE else np.zeros(weights.shape)
+        budget = M * frac - weights - act - nt - charged
+        reserve = act + nt + charged
     elif framework == "sglang":
         if frac is None:
             lay = np.broadcast_arrays(tp, np.asarray(pp), np.asarray(dp), np.asarray(dp_attention, dtype=bool))
-            fr = np.array([[sglang_default_mem_fraction_static(memory_bytes, int(x), int(p_), dp=int(d_), dp_attention=bool(a_))
+            fr = np.array([[sglang_default_mem_fraction_static(memory_bytes, int(x), int(p_), dp=int(d_), dp_attention=bool(a_),
+                                                               version=engine_version)
                             for x, p_, d_, a_ in zip(*lay)]])
         else:
             fr = np.full((1, len(tp)), float(frac))
-        budget = M * fr - weights
-        reserve = np.broadcast_to(M * (1 - fr), weights.shape)
+        startup = np.where(t > 1, SGLANG_STARTUP_BYTES["tp"], SGLANG_STARTUP_BYTES["tp1"])
+        pre_load = M - startup  # rest = (pre_load - weights) - pre_load x (1 - fraction)
+        budget = pre_load * fr - weights - SGLANG_LOAD_EXTRA_BYTES
+        reserve = np.broadcast_to(startup + pre_load * (1 - fr) + SGLANG_LOAD_EXTRA_BYTES, weights.shape)
         frac = fr
     elif framework == "tensorrt-llm":
         budget = (M - weights - act - nt) * frac
@@ -1311,26 +1489,53 @@ def _capacity_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, m
         budget = (M - weights - act - nt) * frac
         reserve = act + nt
     budget = np.broadcast_to(budget, weights.shape).astype(np.float64)
+    calibrated = np.zeros(weights.shape, dtype=bool)
+    if measured_kv_bytes is not None:  # the engine's own "Available KV cache memory" replaces the estimate
+        budget = np.full(weights.shape, float(measured_kv_bytes))
+        calibrated = np.ones(weights.shape, dtype=bool)
+        reserve = np.broadcast_to(np.maximum(M * np.asarray(frac if frac is not None else 1.0, dtype=np.float64)
+                                             - weights - budget, 0.0), weights.shape)
     block = TOKENS_PER_BLOCK[framework]
     with np.errstate(divide="ignore", invalid="ignore"):
-        tokens = np.where(kv_tok > 0, np.floor(np.maximum(budget, 0) / (kv_tok * block)) * block, np.nan)
-        seq_bytes = kv_tok * ctx[:, None] + state
-        seqs = np.floor(np.maximum(budget, 0) / seq_bytes)
+        if framework == "vllm":
+            full, swa, _ = _layer_counts(c)
+            n_attn = (full + swa)[:, None]
+            kv_layer = _kv_bytes_matrix(c, framework, tp, kv_bytes=kvb, context_len=None, dp=dp, dp_attention=dp_attention)
+            kv_layer = np.where(n_attn > 0, kv_layer / np.where(n_attn > 0, n_attn, 1.0), 0.0)
+            _, _, lin = _layer_counts(c)
+            st_layer = np.where(lin[:, None] > 0, state / np.where(lin[:, None] > 0, lin[:, None], 1.0), 0.0)
+            g = _vllm_kv_groups(c, kv_layer, st_layer, pp=pp, ctx=ctx, tokens=T, block=block)
+            blocks = np.floor(np.maximum(budget, 0) / g["bytes_per_block"])
+            ok = (g["bytes_per_block"] > 0) & np.isfinite(blocks)
+            conc = blocks / g["blocks_per_request"]
+            tokens = np.where(ok & (kv_tok > 0), np.floor(conc * ctx[:, None] + 1e-6), np.nan)
+            seqs = np.where(ok, np.floor(conc + 1e-9), np.nan)
+            blocks = np.where(ok, blocks, np.nan)
+            groups = g["groups"]
+        else:
+            tokens = np.where(kv_tok > 0, np.floor(np.maximum(budget, 0) / (kv_tok * block)) * block, np.nan)
+            seq_bytes = kv_tok * ctx[:, None] + state
+            seqs = np.floor(np.maximum(budget, 0) / seq_bytes)
+            blocks = np.where(kv_tok > 0, tokens / block, np.nan)
+            groups = np.ones(weights.shape)
     fits = (budget > 0) & (seqs >= 1) & (weights + np.broadcast_to(reserve, weights.shape) < M)
     return {
         "kv_bytes_per_token_per_rank": kv_tok, "linear_state_bytes_per_sequence_per_rank": state,
         "weight_bytes_per_gpu": weights, "activation_bytes_per_gpu": np.broadcast_to(act, weights.shape),
-        "non_torch_bytes_per_gpu": nt, "reserve_bytes_per_gpu": np.broadcast_to(reserve, weights.shape),
+        "non_torch_bytes_per_gpu": nt, "cuda_graph_bytes_per_gpu": graph,
+        "reserve_bytes_per_gpu": np.broadcast_to(reserve, weights.shape),
         "kv_budget_bytes_per_gpu": budget, "tokens_per_gpu": tokens, "concurrent_sequences": seqs,
+        "kv_blocks_per_gpu": blocks, "kv_cache_groups": np.broadcast_to(groups, weights.shape),
         "fits": fits & ~np.isnan(budget), "fraction": np.broadcast_to(np.asarray(frac, dtype=np.float64), weights.shape),
-        "context_len": np.broadcast_to(ctx[:, None], weights.shape),
+        "context_len": np.broadcast_to(ctx[:, None], weights.shape), "calibrated": calibrated,
     }
 
 
 def capacity(record: Any, framework: str, gpu: Any, tp: int, *, pp: int = 1, ep: int = 1, kv_dtype: str = "bf16",
              weight_dtype: str | None = None, context_len: int | None = None, mem_fraction: float | None = None,
              dp: int = 1, dp_attention: bool = False, expert_parallel: bool = False,
-             vision_dp: bool = False) -> dict[str, Any]:
+             vision_dp: bool = False, max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None,
+             measured_kv_bytes: float | None = None, engine_version: str | None = None) -> dict[str, Any]:
     """How much KV cache fits on each GPU of a (model, framework, GPU, TP) deployment.
 
     Parameters
@@ -1346,6 +1551,15 @@ def capacity(record: Any, framework: str, gpu: Any, tp: int, *, pp: int = 1, ep:
     mem_fraction : the framework's budget knob: vLLM ``gpu_memory_utilization`` (default 0.9), SGLang
         ``mem_fraction_static`` (default: :func:`sglang_default_mem_fraction_static`), TensorRT-LLM
         ``free_gpu_memory_fraction`` (0.9), transformers CB ``max_memory_percent`` (0.9).
+    max_num_batched_tokens, max_num_seqs : vLLM's scheduler limits the profile run uses (default
+        :func:`vllm_batch_defaults` for the GPU); they size the activation reserve.
+    measured_kv_bytes : the engine's own KV figure, bytes per GPU (vLLM "Available KV cache memory: 54.12
+        GiB" x 2**30; SGLang ``K size + V size``). It replaces the reserve estimate: ``kv_budget_bytes_per_gpu``
+        is this figure, ``calibrated`` is True, ``budget_rule`` says so, and ``reserve_bytes_per_gpu`` becomes
+        what the figure implies (fraction x memory - weights - KV).
+    engine_version : the engine release the deployment runs (``"0.19.0"``); default the release the rules
+        were read from (:data:`ENGINE_RELEASES`). vLLM before 0.21 leaves CUDA graphs out of the budget;
+        SGLang before 0.5 has the 0.4 default fraction table.
 
     Returns
     -------
@@ -1355,7 +1569,11 @@ def capacity(record: Any, framework: str, gpu: Any, tp: int, *, pp: int = 1, ep:
     rule holds back besides weights), ``kv_budget_bytes_per_gpu``, ``kv_bytes_per_token_per_rank``,
     ``linear_state_bytes_per_sequence_per_rank``, ``tokens_per_gpu`` (KV-cache tokens, rounded down to
     the framework's block size), ``concurrent_sequences`` (whole sequences of ``context_len``), ``fits``
-    (bool: weights load and at least one full-length sequence fits).
+    (bool: weights load and at least one full-length sequence fits), ``cuda_graph_bytes_per_gpu`` (vLLM),
+    ``kv_blocks_per_gpu`` (vLLM ``num_gpu_blocks``; other engines tokens / block), ``kv_cache_groups``
+    (vLLM KV-cache groups), ``calibrated`` (bool: ``measured_kv_bytes`` was used).
+    For vLLM, ``tokens_per_gpu`` is what vLLM 0.33 prints as "GPU KV cache size": ``max concurrency x
+    context_len`` with the concurrency of :func:`_vllm_kv_groups` (= blocks x 16 for full attention).
 
     Raises ``ValueError`` for an unknown framework, GPU or dtype, a ``tp``/``pp``/``ep``/``dp`` that is not
     a whole number in ``1 .. dashboard.sharding.MAX_PARALLEL``, a ``context_len`` that is not a whole
@@ -1366,18 +1584,25 @@ def capacity(record: Any, framework: str, gpu: Any, tp: int, *, pp: int = 1, ep:
         context_len = _check_context_len(context_len)
     if mem_fraction is not None:
         mem_fraction = _check_fraction(mem_fraction)
+    batch = {k: (None if v is None else sharding.parallel_size(v, k, hi=1 << 30))
+             for k, v in (("max_num_batched_tokens", max_num_batched_tokens), ("max_num_seqs", max_num_seqs))}
+    measured_kv_bytes = _check_measured(measured_kv_bytes)
     name, mem = _gpu_memory(gpu)
     c = _cols(record)
     m = _capacity_matrix(c, framework, np.array([tp]), mem, pp=pp, ep=ep, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
                          context_len=context_len, mem_fraction=mem_fraction, dp=dp, dp_attention=dp_attention,
-                         expert_parallel=expert_parallel, vision_dp=vision_dp)
+                         expert_parallel=expert_parallel, vision_dp=vision_dp, measured_kv_bytes=measured_kv_bytes,
+                         engine_version=engine_version, gpu_name=name, **batch)
+    rule = BUDGET_RULES[framework]
+    if measured_kv_bytes is not None:
+        rule = f"measured: the KV memory the engine logged ({measured_kv_bytes / GiB:.2f} GiB) replaces the reserve estimate"
     out: dict[str, Any] = {"framework": framework, "gpu": name, "tp": int(tp), "pp": int(pp), "ep": int(ep),
-                           "memory_bytes": mem, "budget_rule": BUDGET_RULES[framework]}
+                           "memory_bytes": mem, "budget_rule": rule}
     for k, v in m.items():
         x = v[0, 0]
-        if k == "fits":
+        if k in ("fits", "calibrated"):
             out[k] = bool(x)
-        elif k in ("tokens_per_gpu", "concurrent_sequences", "context_len"):
+        elif k in ("tokens_per_gpu", "concurrent_sequences", "context_len", "kv_blocks_per_gpu", "kv_cache_groups"):
             out[k] = int(x) if np.isfinite(x) else None
         else:
             out[k] = float(x)
@@ -1424,7 +1649,8 @@ def memory_grid(catalog: pd.DataFrame, tp_sizes: Sequence[int] = schema.DEFAULT_
 def layout_capacity(catalog: Any, framework: str, gpu: Any, layouts: Any, *, kv_dtype: str = "bf16",
                     weight_dtype: str | None = None, context_len: int | None = None,
                     mem_fraction: float | None = None, vision_dp: bool = False,
-                    cols: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+                    cols: dict[str, np.ndarray] | None = None, measured_kv_bytes: float | None = None,
+                    engine_version: str | None = None) -> dict[str, np.ndarray]:
     """:func:`capacity` for many models under many parallel layouts at once (numpy, no per-cell Python).
 
     Parameters
@@ -1436,6 +1662,7 @@ def layout_capacity(catalog: Any, framework: str, gpu: Any, layouts: Any, *, kv_
         (default 1), ``dp_attention``, ``expert_parallel`` (default False); meanings as in :func:`capacity`.
     kv_dtype, weight_dtype, context_len, mem_fraction, vision_dp : as in :func:`capacity`, for every cell.
     cols : the model columns already extracted by ``_cols(catalog)`` (reuse across calls); None: extracted.
+    measured_kv_bytes, engine_version : as in :func:`capacity` (a measured figure applies to every cell).
 
     Returns
     -------
@@ -1462,14 +1689,16 @@ def layout_capacity(catalog: Any, framework: str, gpu: Any, layouts: Any, *, kv_
         context_len = _check_context_len(context_len)
     if mem_fraction is not None:
         mem_fraction = _check_fraction(mem_fraction)
-    _, mem = _gpu_memory(gpu)
+    measured_kv_bytes = _check_measured(measured_kv_bytes)
+    name, mem = _gpu_memory(gpu)
     c = _cols(catalog) if cols is None else cols
     if len(lay) == 0:
         return {}
     return _capacity_matrix(c, framework, sizes["tp"], mem, pp=sizes["pp"], ep=sizes["ep"], kv_dtype=kv_dtype,
                             weight_dtype=weight_dtype, context_len=context_len, mem_fraction=mem_fraction,
                             dp=sizes["dp"], dp_attention=flags["dp_attention"],
-                            expert_parallel=flags["expert_parallel"], vision_dp=vision_dp)
+                            expert_parallel=flags["expert_parallel"], vision_dp=vision_dp,
+                            measured_kv_bytes=measured_kv_bytes, engine_version=engine_version, gpu_name=name)
 
 
 def _check(framework: str, tp: Any, **sizes: Any) -> list[int]:
@@ -1485,6 +1714,19 @@ def _check(framework: str, tp: Any, **sizes: Any) -> list[int]:
 def _check_context_len(context_len: Any) -> int:
     """Tokens per sequence: a whole number >= 1 (0 gave NaN bytes, negatives negative sequences)."""
     return sharding.parallel_size(context_len, "context_len", hi=1 << 40)
+
+
+def _check_measured(x: Any) -> float | None:
+    """A measured KV budget: None, or a finite number of bytes > 0 (ValueError otherwise)."""
+    if x is None:
+        return None
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"measured_kv_bytes must be a number of bytes > 0, got {str(x)[:40]!r}") from None
+    if not (math.isfinite(f) and f > 0):
+        raise ValueError(f"measured_kv_bytes must be a number of bytes > 0, got {str(x)[:40]!r}")
+    return f
 
 
 def _check_fraction(frac: Any) -> float:
