@@ -69,6 +69,8 @@ Modelling choices (documented constants, not measurements of your machine)
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -891,6 +893,32 @@ def _moe_intermediate_matrix(c: dict[str, np.ndarray], framework: str, t: np.nda
     return np.where(pad, lo * t, inter)
 
 
+_PARTS_MEMO: "OrderedDict[tuple, tuple]" = OrderedDict()
+_PARTS_LOCK = threading.Lock()
+
+
+def _checkpoint_weight_parts(c: dict[str, np.ndarray], framework: str) -> tuple:
+    """(``_param_parts``, base bytes, quantized bytes, experts-only flag, ``_part_quant``) of the
+    checkpoint's own dtypes: they depend on the models alone, so they are memoized per columns dict (the
+    planner reuses one dict for a model across GPU counts and frameworks). The entry holds ``c`` itself, so
+    its ``id`` cannot be reused while the entry lives; the columns dicts are never changed in place."""
+    key = (id(c), bool(np.all(_base_weight_bytes({"torch_dtype": np.array(["float32"])}, framework) == 4.0)))
+    with _PARTS_LOCK:
+        hit = _PARTS_MEMO.get(key)
+        if hit is not None and hit[0] is c:
+            _PARTS_MEMO.move_to_end(key)
+            return hit[1]
+    p = _param_parts(c)
+    base = _base_weight_bytes(c, framework)
+    qb, experts_only = _quant_weight_bytes(c, base)
+    out = (p, base, qb, experts_only, _part_quant(c, base, qb, experts_only))
+    with _PARTS_LOCK:
+        _PARTS_MEMO[key] = (c, out)
+        while len(_PARTS_MEMO) > 32:
+            _PARTS_MEMO.popitem(last=False)
+    return out
+
+
 def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, *, pp: int = 1,
                          ep: int = 1, weight_dtype: str | None = None, dp: int = 1,
                          dp_attention: bool = False, expert_parallel: bool = False,
@@ -899,12 +927,11 @@ def _weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarra
     tp = np.atleast_1d(np.asarray(tp, dtype=np.float64))
     t = tp[None, :]
     atp = attention_tp(framework, tp.astype(np.int64), dp, dp_attention).astype(np.float64)[None, :]
-    p = _param_parts(c)
-    base = _base_weight_bytes(c, framework)
     if weight_dtype is None:
-        qb, experts_only = _quant_weight_bytes(c, base)
-        pq = _part_quant(c, base, qb, experts_only)
+        p, base, qb, experts_only, pq = _checkpoint_weight_parts(c, framework)
     else:
+        p = _param_parts(c)
+        base = _base_weight_bytes(c, framework)
         qb = np.full_like(base, _dtype_bytes(weight_dtype, WEIGHT_DTYPE_BYTES, "weight_dtype"))
         if str(weight_dtype).strip().lower() in UNQUANTIZED_WEIGHT_DTYPES:
             # ``--dtype float32`` / ``float16``: every tensor (embedding, LM head, norms too) is in it
@@ -1197,13 +1224,19 @@ def gpu_row(gpu: Any) -> dict:
                 "memory_mib": mib, "memory_gib": mib / 1024, "memory_figure": "user", "source_url": "",
                 "memory_source": "given by the user", "mem_get_info_gib": float("nan"), "compute_capability": "",
                 "gpus_per_node": None, "form_factor": "", "platform_source": ""}
-    table = load_gpus()
-    key = str(gpu).strip().lower()
-    hit = table[table["gpu"].str.lower() == key]
-    if hit.empty:
-        raise ValueError(f"unknown GPU {str(gpu)[:60]!r}; known: {', '.join(table['gpu'])}; or other:<GiB> "
+    rows = _gpu_rows(str(GPUS_CSV))
+    hit = rows.get(str(gpu).strip().lower())
+    if hit is None:
+        known = ", ".join(r["gpu"] for r in rows.values())
+        raise ValueError(f"unknown GPU {str(gpu)[:60]!r}; known: {known}; or other:<GiB> "
                          "for a card given by its memory (e.g. other:24)")
-    return hit.iloc[0].to_dict()
+    return dict(hit)
+
+
+@lru_cache(maxsize=1)
+def _gpu_rows(path: str) -> dict[str, dict]:
+    """The GPU table's rows as dicts by lower-cased id, in table order (built once; callers copy)."""
+    return {str(r["gpu"]).lower(): r for r in _gpus_cached(path).to_dict("records")}
 
 
 def resolve_gpu_id(gpu: Any) -> str:
