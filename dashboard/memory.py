@@ -1710,14 +1710,8 @@ def layout_capacity(catalog: Any, framework: str, gpu: Any, layouts: Any, *, kv_
     Raises ``ValueError`` as :func:`capacity` does (unknown framework / GPU / dtype, a size that is not
     a whole number in ``1 .. MAX_PARALLEL``, a bad ``context_len`` or ``mem_fraction``).
     """
-    lay = layouts if isinstance(layouts, pd.DataFrame) else pd.DataFrame(layouts)
-    if "tp" not in lay.columns:
-        raise ValueError("layouts needs a 'tp' column")
+    sizes = flags = sharding.layout_columns(layouts)
     _check(framework, 1)
-    sizes = {k: (sharding.parallel_sizes(lay[k].fillna(1).to_numpy(), f"{k} size") if k in lay.columns
-                 else np.ones(len(lay), dtype=np.int64)) for k in ("tp", "pp", "dp", "ep")}
-    flags = {k: (lay[k].astype(object).where(lay[k].notna(), False).to_numpy(dtype=bool) if k in lay.columns
-                 else np.zeros(len(lay), dtype=bool)) for k in ("dp_attention", "expert_parallel")}
     if context_len is not None:
         context_len = _check_context_len(context_len)
     if mem_fraction is not None:
@@ -1725,7 +1719,7 @@ def layout_capacity(catalog: Any, framework: str, gpu: Any, layouts: Any, *, kv_
     measured_kv_bytes = _check_measured(measured_kv_bytes)
     name, mem = _gpu_memory(gpu)
     c = _cols(catalog) if cols is None else cols
-    if len(lay) == 0:
+    if len(sizes["tp"]) == 0:
         return {}
     return _capacity_matrix(c, framework, sizes["tp"], mem, pp=sizes["pp"], ep=sizes["ep"], kv_dtype=kv_dtype,
                             weight_dtype=weight_dtype, context_len=context_len, mem_fraction=mem_fraction,

@@ -374,14 +374,18 @@ def enumerate_layouts(n_gpus: int, framework: str, *, moe: bool, release: str | 
     return df
 
 
-def _unique_rows(lays: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
-    """The distinct rule / memory parameter rows of ``lays`` (renamed to the rules' names: ``tp, pp, dp,
-    ep, dp_attention, expert_parallel``) and, per row of ``lays``, the index of its distinct row."""
+def _unique_rows(lays: pd.DataFrame, keys: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The distinct rule / memory parameter rows of ``lays`` as columns named as the rules name them
+    (``tp, pp, dp, ep, dp_attention, expert_parallel``; a mapping of arrays, which
+    :func:`dashboard.rules.layout_grid` takes without building a frame) and, per row of ``lays``, the
+    index of its distinct row."""
     seen: dict[tuple, int] = {}
     codes = np.empty(len(lays), dtype=np.int64)
     for i, t in enumerate(zip(*(lays[k].tolist() for k in keys))):
         codes[i] = seen.setdefault(t, len(seen))
-    uniq = pd.DataFrame(list(seen), columns=["tp", "pp", "dp", "ep", "dp_attention", "expert_parallel"])
+    names = ["tp", "pp", "dp", "ep", "dp_attention", "expert_parallel"]
+    rows = list(seen)
+    uniq = {n: np.array([r[j] for r in rows], dtype=bool if j >= 4 else np.int64) for j, n in enumerate(names)}
     return uniq, codes
 
 
@@ -749,7 +753,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     uniq, u = _unique_rows(lays, keys)
     rg = rules.layout_grid(df, uniq, fws, versions=vers, detail=True, model_memo=model_memo)
     fw_pos = {fw: i for i, fw in enumerate(fws)}
-    idx = np.array([fw_pos[f] for f in fw_arr], dtype=np.int64) * len(uniq) + u
+    idx = np.array([fw_pos[f] for f in fw_arr], dtype=np.int64) * len(uniq["tp"]) + u
     valid = rg["valid"].to_numpy(dtype=bool)[idx]
     status = rg["status"].astype(object).to_numpy()[idx]
     failures = rg["failures"].to_numpy()[idx]
@@ -1090,7 +1094,7 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
     keys = ["tp", "pp", "r_dp", "r_ep", "r_dp_attention", "r_expert_parallel"]
     uniq, u = _unique_rows(lays, keys)
     lays["u"] = u
-    nu = len(uniq)
+    nu = len(uniq["tp"])
     ren = {"r_dp": "dp", "r_ep": "ep", "r_dp_attention": "dp_attention", "r_expert_parallel": "expert_parallel"}
     rg = rules.layout_grid(cat, uniq, fws, versions=vers)
     valid = rg["valid"].to_numpy(dtype=bool).reshape(len(fws), nm, nu)  # framework-major, model, layout

@@ -74,6 +74,59 @@ def parallel_sizes(values: object, name: str = "TP size", *, hi: int = MAX_PARAL
     return np.array([parallel_size(v, name, hi=hi) for v in values], dtype=np.int64)
 
 
+#: Columns of a parallel layout (see :func:`layout_columns`): sizes, then flags.
+LAYOUT_SIZES = ("tp", "pp", "dp", "ep")
+LAYOUT_FLAGS = ("dp_attention", "expert_parallel")
+
+
+def layout_columns(layouts: object) -> dict[str, np.ndarray]:
+    """Per-layout arrays of a table of parallel layouts: a DataFrame, or a mapping of equal-length
+    sequences (no DataFrame is built for a mapping: the planner calls this per framework per plan).
+
+    Returns ``tp, pp, dp, ep`` (int64, each a whole number in ``1 .. MAX_PARALLEL``; missing column or NA
+    entry -> 1) and ``dp_attention, expert_parallel`` (bool; missing / NA -> False), all of one length.
+
+    Raises ValueError without a ``tp`` column, for columns of unequal length or a scalar column, and for
+    a size that is not a whole number in range (naming it)."""
+    import pandas as pd
+
+    if isinstance(layouts, pd.DataFrame):
+        raw = {k: layouts[k].to_numpy() for k in (*LAYOUT_SIZES, *LAYOUT_FLAGS) if k in layouts.columns}
+        n = len(layouts)
+    elif hasattr(layouts, "keys") and hasattr(layouts, "__getitem__"):
+        raw = {k: np.asarray(layouts[k]) for k in (*LAYOUT_SIZES, *LAYOUT_FLAGS) if k in layouts.keys()}
+        if any(a.ndim != 1 for a in raw.values()):
+            raise ValueError("each layout column must be a sequence (one entry per layout), not a scalar")
+        lens = {a.shape[0] for a in raw.values()}
+        if len(lens) > 1:
+            raise ValueError(f"layout columns have unequal lengths {sorted(lens)}")
+        n = lens.pop() if lens else 0
+    else:
+        return layout_columns(pd.DataFrame(layouts))
+    if "tp" not in raw:
+        raise ValueError("layouts needs a 'tp' column")
+    out: dict[str, np.ndarray] = {}
+    for k in LAYOUT_SIZES:
+        a = raw.get(k)
+        if a is None:
+            out[k] = np.ones(n, dtype=np.int64)
+            continue
+        if a.dtype.kind not in "iu":  # floats with NaN, objects with None: NA is the default
+            na = pd.isna(a)
+            if na.any():
+                a = np.where(na, 1, a)
+        out[k] = parallel_sizes(a, f"{k} size")
+    for k in LAYOUT_FLAGS:
+        a = raw.get(k)
+        if a is None:
+            out[k] = np.zeros(n, dtype=bool)
+        elif a.dtype == bool:
+            out[k] = a
+        else:
+            out[k] = np.where(pd.isna(a), False, a).astype(bool)
+    return out
+
+
 def _i(x: ArrayLike) -> np.ndarray:
     return np.asarray(x, dtype=np.int64)
 

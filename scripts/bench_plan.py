@@ -45,18 +45,24 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     first = planner.plan(rec, 1, args.gpu, context_len=args.context_len)
     cold = time.perf_counter() - t0
-    times, rows = [], []
+    times, cpu, rows = [], [], []
     for n in range(1, args.max_gpus + 1):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         p = planner.plan(rec, n, args.gpu, context_len=args.context_len)
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
         rows.append(len(p))
-    ms = np.array(times) * 1e3
+    ms, cms = np.array(times) * 1e3, np.array(cpu) * 1e3
     print(f"\nplan({args.model}, N, {args.gpu}, 3 frameworks, {args.context_len}-token context), N = 1..{args.max_gpus}:")
     print(f"  cold first call: {cold * 1e3:.0f} ms ({len(first)} layouts)")
-    print(f"  p50 {np.percentile(ms, 50):.1f} ms, p90 {np.percentile(ms, 90):.1f} ms, max {ms.max():.1f} ms "
+    print(f"  wall: p50 {np.percentile(ms, 50):.1f} ms, p90 {np.percentile(ms, 90):.1f} ms, max {ms.max():.1f} ms "
           f"(at N = {int(np.argmax(ms)) + 1}); layouts per call: median {int(np.median(rows))}, max {max(rows)}")
-    print(f"  target p50 <= 50 ms: {'met' if np.percentile(ms, 50) <= 50 else 'NOT met'}")
+    # CPU time of this process: what the call costs when it has a core to itself (wall time on a shared,
+    # loaded machine also counts the time other processes held the cores)
+    print(f"  CPU:  p50 {np.percentile(cms, 50):.1f} ms, p90 {np.percentile(cms, 90):.1f} ms; "
+          f"wall / CPU at p50: {np.percentile(ms, 50) / max(np.percentile(cms, 50), 1e-9):.2f}")
+    print(f"  target p50 <= 50 ms: wall {'met' if np.percentile(ms, 50) <= 50 else 'NOT met'}, "
+          f"CPU {'met' if np.percentile(cms, 50) <= 50 else 'NOT met'}")
 
     reps = -(-args.models // len(cat))
     big = pd.concat([cat.assign(model_id=cat["model_id"].astype(str) + f"#{i}") for i in range(reps)],
@@ -67,13 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for label, frame in (("the shipped catalog's shapes repeated, as fine-tunes repeat their base", big),
                          ("every row a distinct shape (worst case)", distinct)):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         pc = planner.plan_catalog(frame, 8, args.gpu, min_sequences=16, context_len=args.context_len)
-        el = time.perf_counter() - t
+        el, cel = time.perf_counter() - t, time.process_time() - c
         serves = pc.groupby("framework")["serves"].sum().to_dict()
         print(f"plan_catalog({len(frame):,} models: {label}; N = 8, {args.gpu}, >= 16 x {args.context_len}-token "
-              f"sequences): {el:.2f} s; models served per framework: {serves}")
-        print(f"  target <= 2 s: {'met' if el <= 2 else 'NOT met'}")
+              f"sequences): wall {el:.2f} s, CPU {cel:.2f} s; models served per framework: {serves}")
+        print(f"  target <= 2 s: wall {'met' if el <= 2 else 'NOT met'}, CPU {'met' if cel <= 2 else 'NOT met'}")
     return 0
 
 

@@ -594,21 +594,10 @@ def layout_grid(
     ValueError for an unknown framework, no frameworks, no ``tp`` column, columns of unequal length, or a
     size that is not a whole number in ``1 .. MAX_PARALLEL``; TypeError for a record of another type.
     """
-    lay = pd.DataFrame(layouts) if not isinstance(layouts, pd.DataFrame) else layouts
-    if "tp" not in lay.columns:
-        raise ValueError("layouts needs a 'tp' column")
-    n_lay = len(lay)
-
-    def col(name: str, default, kind: str):
-        if name not in lay.columns:
-            return np.full(n_lay, default, dtype=np.int64 if kind == "size" else bool)
-        if kind == "size":  # a missing entry (NaN) is the default
-            return sharding.parallel_sizes(lay[name].fillna(default).to_numpy(), f"{name} size")
-        return lay[name].astype(object).where(lay[name].notna(), False).to_numpy(dtype=bool)
-
-    tp = col("tp", 1, "size")
-    pp, dp, ep = col("pp", 1, "size"), col("dp", 1, "size"), col("ep", 1, "size")
-    dpa, epf = col("dp_attention", False, "flag"), col("expert_parallel", False, "flag")
+    lc = sharding.layout_columns(layouts)  # a missing entry (NaN) is the default (1, False)
+    tp, pp, dp, ep = lc["tp"], lc["pp"], lc["dp"], lc["ep"]
+    dpa, epf = lc["dp_attention"], lc["expert_parallel"]
+    n_lay = len(tp)
     if isinstance(catalog_df, pd.DataFrame):
         models = catalog_df.reset_index(drop=True)
     else:
