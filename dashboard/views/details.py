@@ -161,6 +161,7 @@ class CellDetails(pn.viewable.Viewer):
         self._layout_note = pn.pane.HTML(visible=False, sizing_mode="stretch_width")
         self.state.param.watch(when_shown(self, "validity", self._refresh), ["model", "framework", "tp", "pp", "dp", "ep", "dp_attention", "vllm_version",
                                                                                    "sglang_version"])
+        self.param.watch(when_shown(self, "validity", self._refresh), "data")  # a model added to the session
         self._refresh()
 
     def _refresh(self, *_):

@@ -86,6 +86,7 @@ class LayoutView(pn.viewable.Viewer):
             variant="outline", css_classes=["tp-export-layout"], embed=False, width=220,
         )
         self.state.param.watch(when_shown(self, "layout", self._refresh), ["model", "framework", "tp", "dp", "dp_attention"])
+        self.param.watch(when_shown(self, "layout", self._refresh), "data")  # a model added to the session
         self._refresh()
 
     def _refresh(self, *_):

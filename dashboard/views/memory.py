@@ -230,6 +230,7 @@ class MemoryView(pn.viewable.Viewer):
         self.state.param.watch(when_shown(self, "memory", self._refresh), ["model", "framework", "frameworks", "tp_sizes", "pp", "ep", "kv_dtype",
                                                "weight_dtype", "gpu", "gpu_count", "context_len", "dp",
                                                "dp_attention", "vllm_version", "sglang_version"])
+        self.param.watch(when_shown(self, "memory", self._refresh), "data")  # a model added to the session
         self._refresh()
 
     def _show(self, note: str | None) -> None:

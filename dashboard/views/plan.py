@@ -471,7 +471,14 @@ class PlanView(pn.viewable.Viewer):
                                      stylesheets=[_TABLE_CSS])
         self._catalog_key = None
         s.param.watch(when_shown(self, "plan", self._refresh), PLAN_PARAMS)
+        self.param.watch(self._data_changed, "data")  # a model added to the session
+        self.param.watch(when_shown(self, "plan", self._refresh), "data")
         self._refresh()
+
+    def _data_changed(self, event):
+        ids = list(event.new.model_ids)
+        if list(self.model.options) != ids:
+            self.model.options = ids
 
     # ---- cluster: GPU count or nodes x GPUs per node -----------------------------------------------
     def _sync_cluster(self, *_):

@@ -174,6 +174,9 @@ class ValidityView(pn.viewable.Viewer):
         self._window = (0, 0)
         self._rows = heatmap.VISIBLE_ROWS
         self.state.param.watch(when_shown(self, "validity", self._refresh), _WATCHED)
+        # a model added to this session's catalog ("Add a model"): new rows
+        self.param.watch(lambda e: setattr(self._details, "data", e.new), "data")
+        self.param.watch(when_shown(self, "validity", self._refresh), "data")
         self.state.param.watch(self._show_selection, ["model", "tp", "framework"])
         self.state.param.watch(lambda *_: self._reveal_model(), ["model"])
         self._refresh()
