@@ -42,7 +42,7 @@ HUB_TIMEOUT_S = 4.0
 RATE_LIMIT_FETCHES = 6
 RATE_LIMIT_WINDOW_S = 60.0
 #: Most models one session may add (Hub ids and uploads together).
-MAX_ADDED_MODELS = 20
+MAX_ADDED_MODELS = 50
 #: Environment variable: ``1`` lets the dashboard send the server's Hugging Face token (``HF_TOKEN`` or
 #: the stored login) when it fetches a config; anything else (the default): anonymous requests.
 TOKEN_ENV = "TP_PLANNER_HUB_TOKEN"
@@ -211,7 +211,9 @@ def fetch_hub_model(repo_id: str, *, endpoint: str | None = None, cache_dir: str
                      f"{TOKEN_ENV}=1); upload the config.json instead" if not opt_in else
                      ", and the server's token has no access to it")
         kind = "too_large" if exc.status == "invalid_json" else (exc.status if exc.status in _HUB_MESSAGES else "error")
-        return AddOutcome(False, rid, kind, f"{head}. ({_short(exc.reason, 240)})")
+        # the Hub's own words only where they say more than the sentence (its 404 / 401 texts repeat it)
+        detail = f" ({_short(exc.reason, 200)})" if exc.status in ("unreachable", "error") else ""
+        return AddOutcome(False, rid, kind, f"{head}.{detail}")
     except Exception as exc:  # noqa: BLE001 -- fetch_config raises FetchError only; never break the session
         return AddOutcome(False, rid, "error", f"Could not fetch {rid} ({type(exc).__name__}).")
     return record_from_config(got.config, rid, source="hub", sha=got.sha, sidecars=got.sidecars,

@@ -211,7 +211,7 @@ def test_fetch_by_hub_id(hub, tmp_path):
     out = get("acme/new-7b")
     assert out.ok and out.record["num_attention_heads"] == 28 and out.record["source"] == "hub" and out.record["sha"]
     out = get("acme/missing")
-    assert out.kind == "not_found" and "was not found on the Hub" in out.message
+    assert out.kind == "not_found" and "was not found on the Hub" in out.message and "http" not in out.message
     out = get("acme/broken")
     assert out.kind == "invalid_json" and "not a JSON object" in out.message
     out = get("acme/not-a-transformer")

@@ -53,7 +53,8 @@ class AddModelPanel(pn.viewable.Viewer):
         self.hub_id.param.watch(self._on_enter, "enter_pressed")
         self.upload = pn.widgets.FileInput(accept=".json,application/json", multiple=False,
                                            css_classes=["tp-add-upload"], sizing_mode="stretch_width")
-        self.upload.param.watch(self._on_upload, "value")
+        # (one call per upload: Panel sets both at once; an empty file arrives as value None)
+        self.upload.param.watch(self._on_upload, ["value", "filename"])
         how = "with the server's Hugging Face token" if hub_token_opt_in() else "without a token (public repos only)"
         self.hint = pn.pane.HTML(
             f'<div style="font-size:13px;color:#555;line-height:1.35">The server fetches a Hub id {how}; the '
@@ -136,15 +137,17 @@ class AddModelPanel(pn.viewable.Viewer):
             self.busy = False
             self.add_button.disabled = False
 
-    def _on_upload(self, event):
-        raw = event.new
-        if raw is None:
+    def _on_upload(self, *_events):
+        raw, name = self.upload.value, self.upload.filename
+        if raw is None and not name:
             return
         try:
+            if isinstance(raw, list):  # (multiple=False: never a list; a changed widget must not crash)
+                raw = raw[0] if raw else None
             if len(self.data.added_ids) >= MAX_ADDED_MODELS:
-                out = _too_many(str(self.upload.filename or "config.json"))
+                out = _too_many(str(name or "config.json"))
             else:
-                out = uploaded_record(self.upload.filename, bytes(raw), taken=self.data.model_ids)
+                out = uploaded_record(name, bytes(raw or b""), taken=self.data.model_ids)
             self._apply(out, upload=True)
         except Exception as exc:  # noqa: BLE001 -- a hostile file must never break the session
             self._show(notice_html(f"The uploaded file could not be used ({type(exc).__name__}).", "error"))
@@ -170,6 +173,8 @@ class AddModelPanel(pn.viewable.Viewer):
             self.data = self.data.with_models([out.record])
             if not upload and out.model_id not in s.add:
                 s.add = [*s.add, out.model_id]
+            if not upload and not link and out.model_id in ((self.hub_id.value_input or "").strip(), self.hub_id.value.strip()):
+                self.hub_id.value = self.hub_id.value_input = ""
             self._select(out.model_id)
         where = ("It is in this page only: an uploaded config cannot travel in a link." if upload else
                  "The page's link now carries it, so whoever opens the link fetches it again.")
@@ -204,16 +209,21 @@ class AddModelPanel(pn.viewable.Viewer):
         return pn.Column(
             pn.Row(self.hub_id, self.add_button, sizing_mode="stretch_width"),
             pn.pane.HTML(f'<div style="font-size:14px;margin:2px 0 -4px 0">…or upload a config.json '
-                         f"(at most {esc(f'{MAX_CONFIG_BYTES // 1024:,}')} KiB):</div>", sizing_mode="stretch_width"),
+                         f"(at most {esc(_size(MAX_CONFIG_BYTES))}):</div>", sizing_mode="stretch_width"),
             self.upload, self.hint, self.notice,
             sizing_mode="stretch_width", css_classes=["tp-add-model"],
         )
 
 
-def _too_many(model_id: str) -> AddOutcome:
-    return AddOutcome(False, model_id, "too_many",
-                      f"This page has added {MAX_ADDED_MODELS} models already, the most one page may add: open a "
-                      "new page to add more.")
+def _size(n: int) -> str:
+    """``n`` bytes in words: ``1 MiB``, ``512 KiB``."""
+    return f"{n / (1 << 20):g} MiB" if n >= 1 << 20 else f"{n / 1024:g} KiB"
+
+
+def _too_many(what: str) -> AddOutcome:
+    return AddOutcome(False, what, "too_many",
+                      f"{what} was not added: this page has added {MAX_ADDED_MODELS} models already, the most one "
+                      "page may add. Open a new page to add more.")
 
 
 __all__ = ["AddModelPanel", "RATE_LIMIT_FETCHES", "RATE_LIMIT_WINDOW_S"]
