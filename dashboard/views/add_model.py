@@ -45,7 +45,7 @@ class AddModelPanel(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.limiter = RateLimiter()
-        self.hub_id = pn.widgets.TextInput(label="Hub id", placeholder="org/name, e.g. Qwen/Qwen3-8B",
+        self.hub_id = pn.widgets.TextInput(label="Hub id", placeholder="org/name",
                                            css_classes=["tp-add-hub-id"], sizing_mode="stretch_width")
         self.add_button = pn.widgets.Button(label="Add", color="primary", css_classes=["tp-add-button"], width=70,
                                             align="end")
