@@ -119,6 +119,9 @@ class DashboardApp(pn.viewable.Viewer):
         self.main_px: int | None = None
         self.controls = Controls(state=state, data=data)
         self.export = ExportPanel(state=state, data=data)
+        #: "Add a model" (in the sidebar's controls): a model added there joins this session's data only.
+        self.add_model = self.controls.add_model
+        self.add_model.param.watch(lambda e: self._set_data(e.new), "data")
         self.notice_pane = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-url-notice"])
         self._show_notices()
         # Views are built when their tab is first shown (the validity view at once unless the link opens
@@ -153,6 +156,23 @@ class DashboardApp(pn.viewable.Viewer):
                 self._follow_width(doc)
             else:
                 self._push_url()
+        # Hub ids the link adds: fetched once the page is up (a served session), or now (notebooks, tests).
+        if state.add:
+            if sync_url and pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+                pn.state.onload(self.add_model.fetch_pending)
+            else:
+                self.add_model.fetch_pending()
+
+    def _set_data(self, data: AppData) -> None:
+        """Make ``data`` (this session's catalog, extended by "Add a model") the data of every view; each
+        view redraws what depends on it. The process-wide data is never modified."""
+        if data is self.data:
+            return
+        with pn.io.hold():
+            self.data = data
+            for v in (self.controls, self.export, *self._views.values()):
+                if v.data is not data:
+                    v.data = data
 
     # -------------------------------------------------------------------------------------------
     _VIEW_CLASSES = {"validity": ValidityView, "layout": LayoutView, "memory": MemoryView, "plan": PlanView,

@@ -922,15 +922,27 @@ def _read_capped(path: Path, name: str, max_bytes: int) -> bytes:
 
 def fetch_config(repo_id: str, *, revision: str | None = None, endpoint: str | None = None,
                  token: str | bool | None = None, cache_dir: str | os.PathLike | None = None,
-                 timeout: float = 10.0, max_bytes: int = 1 << 20) -> FetchedConfig:
+                 timeout: float = 10.0, max_bytes: int = 1 << 20, interactive: bool = False) -> FetchedConfig:
     """``config.json`` and the quantization sidecars (:data:`dashboard.catalog.QUANT_SIDECARS`) of one Hub
     repo, through huggingface_hub's cache (``HF_HOME``), ``HF_TOKEN``, ``HF_ENDPOINT`` and
     ``HF_HUB_OFFLINE`` as it defines them. Offline, only the cache is read (``revision``, else ``main``,
     else the newest cached snapshot). Files larger than ``max_bytes`` are refused.
 
+    ``token``: as huggingface_hub defines it (``None``: ``HF_TOKEN`` or the stored login; ``False``: no
+    token, an anonymous request; a string: that token).
+
+    ``interactive=True`` (the dashboard's "Add a model"): each file is first asked for once with a ``HEAD``
+    (:func:`huggingface_hub.get_hf_file_metadata` without retries, ``timeout`` seconds), so a Hub that is
+    down or unreachable is reported after one attempt instead of huggingface_hub's own ~23 s of retries
+    (``http_backoff``: 1 + 2 + 4 + 8 + 8 s); only a file the Hub just answered for is then downloaded,
+    pinned to the commit it named. The cache never stands in for an answer the Hub refused or did not
+    give, and ``HF_HUB_OFFLINE`` refuses at once (status ``unreachable``): a gated config cached with the
+    operator's token is never served to an anonymous request.
+
     Raises :class:`FetchError` (never another exception) with a one-line reason: ``bad_id`` (not a repo
     id), ``not_found``, ``gated``, ``invalid_json`` (too large) or ``error`` (offline and not cached,
-    network).
+    network); with ``interactive=True`` ``unreachable`` for no answer (offline, connection refused,
+    timeout).
     """
     from dashboard.catalog import QUANT_SIDECARS
 
@@ -948,6 +960,8 @@ def fetch_config(repo_id: str, *, revision: str | None = None, endpoint: str | N
     cache = str(cache_dir) if cache_dir is not None else None
     offline = hf_constants.is_offline_mode()
     common = dict(cache_dir=cache, token=token, endpoint=endpoint, tqdm_class=_SilentTqdm)
+    if interactive:
+        return _fetch_interactive(repo_id, revision, common, timeout, max_bytes, offline, fail)
     path: Path | None = None
     if offline:
         last: BaseException | None = None
@@ -984,6 +998,62 @@ def fetch_config(repo_id: str, *, revision: str | None = None, endpoint: str | N
         except Exception:  # noqa: BLE001 - absent (404 / not cached) or unreadable: no sidecar
             continue
     return FetchedConfig(repo_id, data, sidecars, sha if sha and _SHA_RE.match(sha) else None, offline)
+
+
+def _no_answer(exc: BaseException) -> bool:
+    """True when the Hub gave no HTTP answer at all (connection refused, DNS, timeout, offline mode)."""
+    inner = _cause(exc)
+    return isinstance(inner, (*RETRY_EXCEPTIONS, OfflineModeIsEnabled, LocalEntryNotFoundError))
+
+
+def _fetch_interactive(repo_id: str, revision: str | None, common: dict[str, Any], timeout: float,
+                       max_bytes: int, offline: bool, fail: Callable[[str, str], FetchError]) -> FetchedConfig:
+    """:func:`fetch_config` with ``interactive=True``: one ``HEAD`` per file (no retries), then the download
+    pinned to the commit the ``HEAD`` named."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+    from dashboard.catalog import QUANT_SIDECARS
+
+    if offline:
+        raise fail("unreachable", "the server is offline (HF_HUB_OFFLINE is set), so it cannot ask the Hub")
+    endpoint, token = common["endpoint"], common["token"]
+
+    def head(name: str, rev: str | None):
+        url = hf_hub_url(repo_id, name, revision=rev, endpoint=endpoint)
+        return get_hf_file_metadata(url, token=token, timeout=timeout, endpoint=endpoint, retry_on_errors=False)
+
+    try:
+        meta = head("config.json", revision)
+    except Exception as exc:  # noqa: BLE001
+        if _no_answer(exc):
+            raise fail("unreachable", f"{repo_id}: the Hub did not answer ({_short_error(_cause(exc))})") from None
+        status, reason = classify_error(exc)
+        raise fail(status, f"{repo_id}: {status}: {reason}") from None
+    sha = meta.commit_hash if meta.commit_hash and _SHA_RE.match(meta.commit_hash) else None
+    if meta.size is not None and meta.size > max_bytes:
+        raise fail("invalid_json", f"{repo_id}: config.json is {meta.size} bytes (limit {max_bytes})")
+
+    def download(name: str) -> bytes:
+        p = Path(hf_hub_download(repo_id, name, revision=sha or revision, etag_timeout=timeout, **common))
+        return _read_capped(p, name, max_bytes)
+
+    try:
+        data = download("config.json")
+    except FetchError as exc:
+        raise fail(exc.status, f"{repo_id}: {exc.reason}") from None
+    except Exception as exc:  # noqa: BLE001
+        if _no_answer(exc):
+            raise fail("unreachable", f"{repo_id}: the Hub did not answer ({_short_error(_cause(exc))})") from None
+        status, reason = classify_error(exc)
+        raise fail(status, f"{repo_id}: {status}: {reason}") from None
+    sidecars: dict[str, bytes] = {}
+    for name in QUANT_SIDECARS:
+        try:
+            head(name, sha or revision)
+            sidecars[name] = download(name)
+        except Exception:  # noqa: BLE001 - absent (404), oversized or no answer: no sidecar, as the catalog does
+            continue
+    return FetchedConfig(repo_id, data, sidecars, sha, False)
 
 
 def _lock_path(catalog: Path) -> str:

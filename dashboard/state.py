@@ -79,6 +79,11 @@ DEFAULT_VERSIONS: dict[str, str] = {fw: _versions.newest_executed(fw) or "" for 
 DEFAULT_VLLM_VERSION: str = DEFAULT_VERSIONS["vllm"]
 DEFAULT_SGLANG_VERSION: str = DEFAULT_VERSIONS["sglang"]
 
+#: Most Hub ids one link may add (``add=``).
+MAX_LINK_ADDS = 5
+#: Start of the ids of uploaded configs (:data:`dashboard.addmodel.UPLOAD_ORG`).
+UPLOAD_PREFIX = "(upload)/"
+
 #: Longest query value accepted (characters); longer values are rejected with a notice.
 MAX_QUERY_VALUE = 4000
 #: Most models one URL may select.
@@ -165,6 +170,74 @@ class AppData:
 
         fw, kw = key[0], dict(key[1:])
         g = rules.grid(self.catalog, tp_sizes=TP_CHOICES, frameworks=(fw,), **kw).reset_index(drop=True)
+        with self._lock:
+            if len(self._grids) >= 64:
+                self._grids.pop(next(iter(self._grids)))
+            self._grids[key] = g
+        return g
+
+
+    def with_models(self, records: list[dict]) -> AppData:
+        """This data plus ``records`` (catalog rows, e.g. from :func:`dashboard.addmodel.record_from_config`)
+        as a new :class:`ExtendedAppData`; ``self`` is left untouched (it is shared by every session).
+
+        A record whose ``model_id`` is already an added row replaces it (in place); one whose id is in the
+        process-wide catalog is skipped (callers select that row instead). Only the added rows' validity
+        grid is computed (:meth:`ExtendedAppData._part`); the process-wide grids are reused.
+        """
+        from dashboard.catalog import catalog_from_records
+
+        base = self.base if isinstance(self, ExtendedAppData) else self
+        known = set(base.model_ids)
+        added: dict[str, dict] = {}
+        if isinstance(self, ExtendedAppData):
+            added = {str(r["model_id"]): r for r in self.extra_records}
+        for rec in records:
+            mid = str(rec["model_id"])
+            if mid not in known:
+                added[mid] = dict(rec)
+        if not added:
+            return self
+        extra = catalog_from_records(list(added.values()))
+        cat = pd.concat([base.catalog, extra], ignore_index=True)
+        n = len(added)
+        return ExtendedAppData(catalog=cat, path=f"{base.path} + {n} model{'s' if n != 1 else ''} added in this session",
+                               model_ids=tuple(str(x) for x in cat["model_id"].tolist()), base=base, extra=extra,
+                               extra_records=tuple(added.values()))
+
+    @property
+    def added_ids(self) -> tuple[str, ...]:
+        """Ids of the models added in this session (``()`` for the process-wide data)."""
+        return ()
+
+
+@dataclass(frozen=True)
+class ExtendedAppData(AppData):
+    """One session's catalog: the process-wide :class:`AppData` (``base``, shared, never modified) plus
+    rows added in the session (``extra``; see :meth:`AppData.with_models`).
+
+    Its grids are the base's grid (cached for the process) with the added rows' grid below it, so adding a
+    model computes the rules for that model only. Its memo (heatmap cells, plans) is its own.
+    """
+
+    base: AppData | None = None
+    extra: pd.DataFrame | None = None
+    extra_records: tuple[dict, ...] = ()
+
+    @property
+    def added_ids(self) -> tuple[str, ...]:
+        return tuple(str(r["model_id"]) for r in self.extra_records)
+
+    def _part(self, key: tuple) -> pd.DataFrame:
+        with self._lock:
+            hit = self._grids.get(key)
+        if hit is not None:
+            return hit
+        from dashboard import rules
+
+        fw, kw = key[0], dict(key[1:])
+        mine = rules.grid(self.extra, tp_sizes=TP_CHOICES, frameworks=(fw,), **kw).reset_index(drop=True)
+        g = _concat([self.base._part(key), mine])
         with self._lock:
             if len(self._grids) >= 64:
                 self._grids.pop(next(iter(self._grids)))
@@ -304,6 +377,13 @@ class PlannerState(param.Parameterized):
         "model_type) then total parameters; name (the repo name after the organisation, case-insensitive); "
         "size (total parameters, smallest first); or org (organisation, then name).",
     )
+    add = param.List(
+        default=[],
+        item_type=str,
+        doc="Hub model ids (org/name) added to this session's catalog with \"Add a model\"; a link carrying "
+        "them makes the page fetch them again (anonymously; see dashboard.addmodel). Uploaded configs are "
+        "never here: they cannot travel in a link.",
+    )
     # --- what to check --------------------------------------------------------------------------
     frameworks = param.ListSelector(
         default=list(DEFAULT_FRAMEWORKS),
@@ -394,7 +474,7 @@ class PlannerState(param.Parameterized):
             v = getattr(self, name)
             if _equal(v, p.default):
                 continue
-            if name in ("models", "frameworks", "tp_sizes", "plan_frameworks"):
+            if name in ("models", "frameworks", "tp_sizes", "plan_frameworks", "add"):
                 out[name] = ",".join(str(x) for x in v)
             elif isinstance(v, bool):
                 out[name] = "1" if v else "0"
@@ -441,6 +521,9 @@ class PlannerState(param.Parameterized):
         except Exception as exc:  # noqa: BLE001 -- any garbage in the URL is a notice, not a crash
             return [f"Could not read the link's query string ({type(exc).__name__}); showing defaults."]
         pairs = {k: v[-1] for k, v in lists.items()}
+        if known_models is not None and "add" in pairs and len(pairs["add"]) <= MAX_QUERY_VALUE:
+            # models the link adds (fetched once the page is up) may be selected by the same link
+            known_models = frozenset(known_models) | frozenset(added_ids(pairs["add"]))
         updates: dict[str, Any] = {}
         for key, raw in pairs.items():
             if key not in self.param or key == "name" or key.startswith("_"):
@@ -499,8 +582,15 @@ class PlannerState(param.Parameterized):
                     notices.append(f"... and {len(unknown) - 5} more unknown models dropped.")
                 ids = [m for m in ids if m in known]
             return list(dict.fromkeys(ids))
+        if key == "add":
+            ids = added_ids(raw, notices)
+            return ids
         if key == "model":
             if raw and known is not None and raw not in known:
+                if raw.startswith(UPLOAD_PREFIX):
+                    notices.append(f"Model {_short(raw)!r} was an uploaded config.json, which cannot travel in a "
+                                   "link: upload it again on this page; none selected.")
+                    return _SKIP
                 notices.append(f"Model {_short(raw)!r} from the link is not in the catalog; none selected.")
                 return _SKIP
             return raw
@@ -558,6 +648,30 @@ class PlannerState(param.Parameterized):
     def search_terms(self) -> list[str]:
         """Lower-cased non-empty terms of :attr:`search`."""
         return [t for t in re.split(r"[\s,]+", self.search.lower()) if t]
+
+
+def added_ids(raw: str, notices: list[str] | None = None) -> list[str]:
+    """Hub ids of a link's ``add=`` value (comma-separated ``org/name``), de-duplicated, in order: at most
+    :data:`MAX_LINK_ADDS`; anything that is not a Hub model id is dropped with a notice in ``notices``."""
+    from dashboard.addmodel import is_hub_id
+
+    out: list[str] = []
+    for item in (s.strip() for s in str(raw).split(",")):
+        if not item or item in out:
+            continue
+        if not is_hub_id(item):
+            if notices is not None:
+                why = ("an uploaded config.json cannot travel in a link: upload it again" if item.startswith(UPLOAD_PREFIX)
+                       else "not a Hub model id (org/name)")
+                notices.append(f"Ignored {_short(item)!r} in the link's add=: {why}.")
+            continue
+        if len(out) >= MAX_LINK_ADDS:
+            if notices is not None:
+                notices.append(f"The link adds more than {MAX_LINK_ADDS} models: only the first {MAX_LINK_ADDS} "
+                               "are fetched.")
+            break
+        out.append(item)
+    return out
 
 
 def framework_releases(framework: str) -> list[tuple[str, str, bool]]:

@@ -138,6 +138,7 @@ class CatalogView(pn.viewable.Viewer):
         self.table.on_click(self._on_click)
         s.param.watch(when_shown(self, "catalog", self._refresh), ["search", "sort", "org", "model_type", "min_params_b", "max_params_b", "heads",
                                       "kv_heads", "moe", "mla", "linear", "vision", "quant"])
+        self.param.watch(when_shown(self, "catalog", self._refresh), "data")  # a model added to the session
         self._refresh()
 
     def _refresh(self, *_):

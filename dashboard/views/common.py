@@ -158,6 +158,17 @@ def bind_as_you_type(widget: pn.widgets.TextInput, obj: param.Parameterized, pna
     obj.param.watch(p2w, pname)
 
 
+def selected_record_changed(state, event) -> bool:
+    """True when a change of a view's ``data`` (a model added to the session, :meth:`AppData.with_models`)
+    changes the row of the selected model ``state.model``: it was not in the old data (a link selected a
+    model that was still being fetched) or is a different row now. A model added and then selected
+    redraws through the ``model`` watcher alone, not twice."""
+    m = state.model
+    if not m or event.old is None:
+        return bool(m)
+    return event.old.record(m) is not event.new.record(m) and event.old.record(m) != event.new.record(m)
+
+
 def _served() -> bool:
     doc = pn.state.curdoc
     return doc is not None and doc.session_context is not None

@@ -17,6 +17,7 @@ from dashboard.state import (
     PlannerState,
     framework_releases,
 )
+from dashboard.views.add_model import AddModelPanel
 from dashboard.views.common import bind_as_you_type, bind_two_way, esc
 
 
@@ -212,6 +213,9 @@ class Controls(pn.viewable.Viewer):
             css_classes=["tp-model-picker"],
         )
         bind_two_way(self.model, s, "model")
+        #: "Add a model": owns this session's catalog (its ``data`` changes when a model is added).
+        self.add_model = AddModelPanel(state=s, data=self.data)
+        self.param.watch(self._data_changed, "data")
         self.picked = pn.pane.HTML(sizing_mode="stretch_width")
         self.clear_picks = pn.widgets.Button(label="Show all models", color="light", visible=False)
         self.clear_picks.on_click(lambda _e: setattr(s, "models", []))
@@ -258,6 +262,14 @@ class Controls(pn.viewable.Viewer):
         self.context_len = pn.widgets.IntInput(label="Context length (tokens)", start=1, end=10_000_000, step=1024)
         bind_two_way(self.context_len, s, "context_len")
 
+    def _data_changed(self, event):
+        """This session's catalog changed (a model was added): offer its models in the picker."""
+        ids = list(event.new.model_ids)
+        if list(self.model.options) != ids:
+            self.model.options = ids
+        if self.add_model.data is not event.new:
+            self.add_model.data = event.new
+
     def _picks_changed(self, *_):
         n = len(self.state.models)
         self.clear_picks.visible = n > 0
@@ -274,6 +286,7 @@ class Controls(pn.viewable.Viewer):
         h = lambda t: pn.pane.HTML(f'<div style="font-size:13px;font-weight:600;letter-spacing:.04em;color:#555;margin-top:8px">{esc(t)}</div>')  # noqa: E731
         return pn.Column(
             h("MODELS"), self.search, self.sort, self.model, self.picked, self.clear_picks,
+            h("ADD A MODEL"), self.add_model,
             h("FRAMEWORKS"), self.frameworks, self.vllm_version, self.sglang_version, self.disagreement,
             h("TP SIZES"), self.tp_sizes,
             h("SELECTED CELL"), self.cell_fw, self.tp,

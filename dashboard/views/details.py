@@ -8,7 +8,7 @@ import param
 from dashboard.plots import heatmap
 from dashboard.plots.style import framework_label
 from dashboard.state import AppData, PlannerState, state_rule_args, state_version
-from dashboard.views.common import esc, notice_html, safe_url, when_shown
+from dashboard.views.common import selected_record_changed, esc, notice_html, safe_url, when_shown
 from dashboard.views.layout import layout_object
 
 
@@ -161,6 +161,9 @@ class CellDetails(pn.viewable.Viewer):
         self._layout_note = pn.pane.HTML(visible=False, sizing_mode="stretch_width")
         self.state.param.watch(when_shown(self, "validity", self._refresh), ["model", "framework", "tp", "pp", "dp", "ep", "dp_attention", "vllm_version",
                                                                                    "sglang_version"])
+        # a model added to the session: redraw when the selected model's row changed
+        _redraw = when_shown(self, "validity", self._refresh)
+        self.param.watch(lambda e: _redraw(e) if selected_record_changed(self.state, e) else None, "data")
         self._refresh()
 
     def _refresh(self, *_):

@@ -8,7 +8,7 @@ import param
 from dashboard.plots import layout as layout_plots
 from dashboard.plots.style import framework_label
 from dashboard.state import AppData, PlannerState
-from dashboard.views.common import csv_safe, esc, notice_html, when_shown
+from dashboard.views.common import selected_record_changed, csv_safe, esc, notice_html, when_shown
 
 
 def layout_table(state: PlannerState, data: AppData):
@@ -86,6 +86,9 @@ class LayoutView(pn.viewable.Viewer):
             variant="outline", css_classes=["tp-export-layout"], embed=False, width=220,
         )
         self.state.param.watch(when_shown(self, "layout", self._refresh), ["model", "framework", "tp", "dp", "dp_attention"])
+        # a model added to the session: redraw when the selected model's row changed
+        _redraw = when_shown(self, "layout", self._refresh)
+        self.param.watch(lambda e: _redraw(e) if selected_record_changed(self.state, e) else None, "data")
         self._refresh()
 
     def _refresh(self, *_):

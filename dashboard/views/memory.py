@@ -11,7 +11,7 @@ import param
 from dashboard.plots import memory as memory_plots
 from dashboard.plots.style import framework_label
 from dashboard.state import AppData, PlannerState, state_grid_args, state_rule_args
-from dashboard.views.common import esc, notice_html, when_shown
+from dashboard.views.common import selected_record_changed, esc, notice_html, when_shown
 from dashboard.views.controls import gpu_names, resolve_gpu
 
 GIB = float(1 << 30)
@@ -230,6 +230,9 @@ class MemoryView(pn.viewable.Viewer):
         self.state.param.watch(when_shown(self, "memory", self._refresh), ["model", "framework", "frameworks", "tp_sizes", "pp", "ep", "kv_dtype",
                                                "weight_dtype", "gpu", "gpu_count", "context_len", "dp",
                                                "dp_attention", "vllm_version", "sglang_version"])
+        # a model added to the session: redraw when the selected model's row changed
+        _redraw = when_shown(self, "memory", self._refresh)
+        self.param.watch(lambda e: _redraw(e) if selected_record_changed(self.state, e) else None, "data")
         self._refresh()
 
     def _show(self, note: str | None) -> None:

@@ -23,7 +23,7 @@ import param
 from dashboard.plots import plan as plan_plots
 from dashboard.plots.style import framework_label
 from dashboard.state import MAX_MIN_SEQUENCES, PLAN_FRAMEWORKS, AppData, PlannerState
-from dashboard.views.common import bind_two_way, csv_safe, esc, notice_html, when_shown
+from dashboard.views.common import bind_two_way, csv_safe, esc, notice_html, selected_record_changed, when_shown
 from dashboard.views.controls import CheckBoxGroup, Select, _Immediate, gpu_names, gpu_picker, resolve_gpu
 
 GIB = float(1 << 30)
@@ -481,7 +481,15 @@ class PlanView(pn.viewable.Viewer):
                                      stylesheets=[_TABLE_CSS])
         self._catalog_key = None
         s.param.watch(when_shown(self, "plan", self._refresh), PLAN_PARAMS)
+        self.param.watch(self._data_changed, "data")  # a model added to the session
+        _redraw = when_shown(self, "plan", self._refresh)
+        self.param.watch(lambda e: _redraw(e) if selected_record_changed(self.state, e) else None, "data")
         self._refresh()
+
+    def _data_changed(self, event):
+        ids = list(event.new.model_ids)
+        if list(self.model.options) != ids:
+            self.model.options = ids
 
     # ---- cluster: GPU count or nodes x GPUs per node -----------------------------------------------
     def _sync_cluster(self, *_):

@@ -178,6 +178,9 @@ class ValidityView(pn.viewable.Viewer):
         self._budget = heatmap.HEATMAP_BUDGET_PX
         self._on_width = when_shown(self, "validity", self._refresh)
         self.state.param.watch(when_shown(self, "validity", self._refresh), _WATCHED)
+        # a model added to this session's catalog ("Add a model"): new rows
+        self.param.watch(lambda e: setattr(self._details, "data", e.new), "data")
+        self.param.watch(when_shown(self, "validity", self._refresh), "data")
         self.state.param.watch(self._show_selection, ["model", "tp", "framework"])
         self.state.param.watch(lambda *_: self._reveal_model(), ["model"])
         self._refresh()
