@@ -54,7 +54,7 @@ def per_rank_curves(frame: pd.DataFrame, value: str, ylabel: str, title: str, sc
         return hv.Overlay([hv.Curve([])]).opts(title=title)
     return hv.Overlay(curves).opts(
         title=title,
-        width=600,
+        width=480,
         height=400,
         legend_position="top_right",
         fontsize={"title": "16pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
@@ -162,21 +162,14 @@ def gpu_breakdown(parts: pd.DataFrame, gpu_gib: float, title: str, *, width: int
     right = max(total, gpu_gib if np.isfinite(gpu_gib) else 0.0) * 1.01 or 1.0
 
     def hook(plot, element) -> None:
-        from bokeh.models import Legend
-
         fig = plot.state
         fig.x_range.start, fig.x_range.end = 0.0, right
-        for leg in list(fig.legend):  # one row of entries under the bar
+        for leg in fig.legend:  # one row of entries under the bar
             leg.orientation = "horizontal"
-            leg.label_text_font_size = "12pt"
-            if leg in fig.center:
-                fig.center.remove(leg)
-            if not any(isinstance(x, Legend) for x in fig.below):
-                fig.add_layout(leg, "below")
 
     return hv.Bars(d, [hv.Dimension("gpu", label="GPU"), "part"], hv.Dimension("GiB", label="memory per GPU (GiB)")).opts(
         stacked=True, invert_axes=True, cmap={p: BREAKDOWN_COLORS.get(p, "#999999") for p in order},
-        width=width, height=230, title=title, tools=["hover"], show_legend=True, legend_position="bottom",
+        width=width, height=200, title=title, tools=["hover"], show_legend=True, legend_position="bottom",
         fontsize={"title": "15pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
-        yaxis=None, hooks=[style_hook, hook],
+        hooks=[style_hook, hook],
     )

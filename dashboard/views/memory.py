@@ -274,7 +274,8 @@ def evidence_html(ev: dict) -> str:
         links = ", ".join(f'<a href="{esc(u)}" target="_blank" rel="noopener noreferrer">log {i + 1}</a>'
                           for i, u in enumerate(ev["sources"][:6]))
         more = f" (+{len(ev['sources']) - 6} more)" if len(ev["sources"]) > 6 else ""
-        runs = f'<div style="font-size:13px;color:#555">Runs {esc(", ".join(ev["oracle_ids"]))}: {links}{more}</div>'
+        ids = ", ".join(ev["oracle_ids"][:6]) + (", …" if len(ev["oracle_ids"]) > 6 else "")
+        runs = f'<div style="font-size:13px;color:#555">Oracle runs {esc(ids)}; public logs: {links}{more}</div>'
     else:
         head = '<span style="color:#8a5a00;font-weight:700">⚠ not yet checked against a log</span>'
         runs = ""
@@ -309,7 +310,7 @@ class MemoryView(pn.viewable.Viewer):
             "framework and TP size shown). Leave empty to use the model's estimate.</div>", sizing_mode="stretch_width")
         self._calib_note = pn.pane.HTML(sizing_mode="stretch_width")
         self._bd_title = pn.pane.HTML(sizing_mode="stretch_width")
-        self._bd_bar = pn.pane.HoloViews(None, css_classes=["tp-mem-breakdown-bar"])
+        self._bd_bar = pn.pane.HoloViews(None, css_classes=["tp-mem-breakdown-bar"], width=760, height=210)
         self._bd_table = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-mem-breakdown-table"])
         self._evidence = pn.pane.HTML(sizing_mode="stretch_width")
         self._calib_warn = ""  # why the figure typed in the box was refused ("" when it was not)
@@ -354,7 +355,7 @@ class MemoryView(pn.viewable.Viewer):
         measured, warn = self._measured(gpu)
         label = f"{framework_label(s.framework)} TP {s.tp}" + (f" × PP {s.pp}" if s.pp > 1 else "")
         self._bd_title.object = (f'<h3 style="font-size:17px;font-weight:600;margin:10px 0 2px">Where one GPU\'s memory '
-                                 f"goes: {esc(label)} on {esc(gpu)} (GiB)</h3>")
+                                 f"goes: {esc(label)} on {esc(gpu)}</h3>")
         try:
             cap = selected_capacity(s, rec, gpu, measured)
             bd = m.memory_breakdown(cap)
@@ -364,7 +365,7 @@ class MemoryView(pn.viewable.Viewer):
             self._calib_note.object = notice_html(warn, "warning") if warn else ""
             self._evidence.object = ""
             return
-        self._bd_bar.object = memory_plots.gpu_breakdown(bd["parts"], gpu_gib, f"{label} on {gpu}")
+        self._bd_bar.object = memory_plots.gpu_breakdown(bd["parts"], gpu_gib, f"{label} on {gpu}", width=750)
         self._bd_table.object = breakdown_html(bd, cap, gpu)
         if cap.get("calibrated"):
             est = m.capacity(rec, s.framework, gpu, s.tp, pp=s.pp, **_ep_args(s, s.framework), kv_dtype=s.kv_dtype,
@@ -420,7 +421,7 @@ class MemoryView(pn.viewable.Viewer):
         layout = f"PP = {s.pp}" + (f", DP = {s.dp}" if s.dp > 1 else "") + (", DP-attention" if s.dp_attention else "")
         self._kv.object = memory_plots.per_rank_curves(per_rank, "kv_bytes_per_token",
                                                        "KV cache per token per rank (KiB)",
-                                                       f"KV cache per token, per rank ({layout})", scale=1024.0)
+                                                       f"KV cache / token / rank ({layout})", scale=1024.0)
         self._w.object = memory_plots.per_rank_curves(per_rank, "weight_bytes", "weights per rank (GiB)",
                                                       f"Weights per rank ({layout})", scale=GIB)
         gaps = per_rank.loc[per_rank["refused"] != ""]
@@ -473,9 +474,9 @@ class MemoryView(pn.viewable.Viewer):
         )
 
     def __panel__(self):
-        # FlexBox: the two per-rank charts sit side by side when the page is wide enough and wrap otherwise
-        # (a Row clipped the right-hand chart at 1366 px with the sidebar open).
+        # the two per-rank charts are 480 px wide each (plots.memory.per_rank_curves): side by side they fit
+        # the 1366 px page with the sidebar open (at 680 px the right-hand one was clipped).
         return pn.Column(self._title, self._notice, self._calib_help, self._calib, self._calib_note,
-                         self._bd_title, self._evidence, pn.FlexBox(self._bd_bar, self._bd_table, flex_wrap="wrap"),
-                         pn.FlexBox(self._kv, self._w, flex_wrap="wrap"), self._chart_note, self._bars,
+                         self._bd_title, self._evidence, self._bd_bar, self._bd_table,
+                         pn.Row(self._kv, self._w), self._chart_note, self._bars,
                          self._table, sizing_mode="stretch_width")
