@@ -300,7 +300,7 @@ class MemoryView(pn.viewable.Viewer):
         self._chart_note = pn.pane.HTML(sizing_mode="stretch_width", visible=False)
         self._table = pn.pane.HTML(sizing_mode="stretch_width")
         self._calib = pn.widgets.FloatInput(
-            name="Measured KV cache memory (GiB)", value=self.state.kv_measured_gib, start=0.0, step=0.01,
+            label="Measured KV cache memory (GiB)", value=self.state.kv_measured_gib, start=0.0, step=0.01,
             placeholder="e.g. 54.12", width=260, css_classes=["tp-mem-calib"],
             description="From your engine's log line 'Available KV cache memory: 54.12 GiB' (vLLM; SGLang: K size "
                         "+ V size), per GPU, for the layout shown below. Empty: the model's own estimate.")
