@@ -83,6 +83,8 @@ DEFAULT_SGLANG_VERSION: str = DEFAULT_VERSIONS["sglang"]
 MAX_LINK_ADDS = 5
 #: Start of the ids of uploaded configs (:data:`dashboard.addmodel.UPLOAD_ORG`).
 UPLOAD_PREFIX = "(upload)/"
+#: Largest per-GPU memory a calibration figure may name, GiB (dashboard.memory.OTHER_GIB_RANGE's top).
+MAX_GPU_GIB = 4096.0
 
 #: Longest query value accepted (characters); longer values are rejected with a notice.
 MAX_QUERY_VALUE = 4000
@@ -356,6 +358,34 @@ def app_data_from_catalog(df: pd.DataFrame, path: str = "<in memory>") -> AppDat
 # ------------------------------------------------------------------------------------------------
 
 
+def calibration_problem(gib: Any, gpu: str) -> str:
+    """Why ``gib`` (a measured KV-cache memory per GPU, GiB) cannot calibrate the memory model on ``gpu``
+    (a GPU id, ``other:<GiB>``, or empty for the default card), or ``""`` when it can: it must be a finite
+    number > 0 and at most the card's memory (``data/gpus.csv`` ``memory_bytes``). An unknown GPU is not
+    this value's problem: only the positive, finite check applies then."""
+    try:
+        v = float(gib)
+    except (TypeError, ValueError):
+        return "expected a number of GiB"
+    if not (v == v and v not in (float("inf"), float("-inf"))):
+        return "expected a finite number of GiB"
+    if v <= 0:
+        return "the measured KV-cache memory must be more than 0 GiB"
+    try:
+        from dashboard import memory
+
+        name = gpu or "H100-80GB"
+        row = memory.gpu_row(name)
+        cap = float(row["memory_bytes"]) / float(1 << 30)
+    except Exception:  # noqa: BLE001 -- no GPU table / unknown id: nothing to compare with
+        return ""
+    if v > cap:
+        return (f"{v:g} GiB of KV cache is more than the {cap:.1f} GiB of memory of one {_short(str(name), 40)}; "
+                "enter the per-GPU figure from the engine's log")
+    return ""
+
+
+
 class PlannerState(param.Parameterized):
     """Everything one session has chosen. Every parameter is in the URL (see :meth:`to_query`)."""
 
@@ -428,6 +458,11 @@ class PlannerState(param.Parameterized):
     context_len = param.Integer(
         default=32768, bounds=(1, 10_000_000), doc="Context length (tokens per sequence) for concurrency."
     )
+    kv_measured_gib = param.Number(
+        default=None, allow_None=True, bounds=(0.0, MAX_GPU_GIB), inclusive_bounds=(False, True),
+        doc="Memory view calibration: the KV-cache memory per GPU your engine logged, GiB (vLLM 'Available KV "
+        "cache memory: 54.12 GiB'; SGLang K size + V size). Empty: not given, the model's reserve estimate is "
+        "used. Must be > 0 and at most the chosen GPU's memory (a link with more is refused with a notice).")
     # --- plan ---------------------------------------------------------------------------------------
     gpus_per_node = param.Integer(
         default=0, bounds=(0, 1024),
@@ -562,6 +597,11 @@ class PlannerState(param.Parameterized):
                 notices.append(f"Ignored link parameter {key}={_short(raw)!r}: {_short(why, 160)}")
                 continue
             updates[key] = value
+        if updates.get("kv_measured_gib") is not None:
+            why = calibration_problem(updates["kv_measured_gib"], updates.get("gpu", self.gpu))
+            if why:
+                notices.append(f"Ignored link parameter kv_measured_gib={_short(pairs['kv_measured_gib'])!r}: {why}")
+                del updates["kv_measured_gib"]
         try:
             self.param.update(**updates)
         except Exception as exc:  # noqa: BLE001 -- defensive: a combination param rejects
@@ -629,6 +669,8 @@ class PlannerState(param.Parameterized):
             if not re.fullmatch(r"[+-]?\d{1,9}", raw.strip()):
                 raise ValueError("expected a whole number")
             return int(raw)
+        if key == "kv_measured_gib" and not raw.strip():
+            return None  # an empty box: not given
         if isinstance(p, param.Number):
             v = float(raw)
             if v != v or v in (float("inf"), float("-inf")):

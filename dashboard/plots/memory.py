@@ -54,7 +54,7 @@ def per_rank_curves(frame: pd.DataFrame, value: str, ylabel: str, title: str, sc
         return hv.Overlay([hv.Curve([])]).opts(title=title)
     return hv.Overlay(curves).opts(
         title=title,
-        width=680,
+        width=480,
         height=400,
         legend_position="top_right",
         fontsize={"title": "16pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
@@ -87,7 +87,7 @@ def memory_bars(frame: pd.DataFrame, gpu_gib: float, title: str) -> hv.Overlay:
                    hv.Dimension("GiB", label="memory per GPU (GiB)")).opts(
         stacked=True,
         cmap=MEMORY_COLORS,
-        width=960,
+        width=900,
         height=440,
         title=title,
         tools=["hover"],
@@ -138,3 +138,38 @@ def _categorical_x_hook(tps: Sequence[str]):
             plot.state.x_range.factors = list(tps)
 
     return hook
+
+
+#: Colour of each part of :func:`gpu_breakdown` (keys: :data:`dashboard.memory.BREAKDOWN_PARTS`); the
+#: weights and KV colours match :data:`MEMORY_COLORS`.
+BREAKDOWN_COLORS = {
+    "weights": "#0072B2", "activation peak": "#E69F00", "CUDA graphs": "#CC79A7", "non-torch": "#56B4E9",
+    "reserve implied by your log": "#D55E00", "KV cache": "#009E73", "free": "#DDDDDD",
+}
+
+
+def gpu_breakdown(parts: pd.DataFrame, gpu_gib: float, title: str, *, width: int = 900) -> hv.Bars:
+    """One horizontal stacked bar of a GPU's memory (GiB) split into parts, left to right in ``parts`` order.
+
+    ``parts`` columns: part (a key of :data:`BREAKDOWN_COLORS`), gib. The x axis runs from 0 to the card's
+    memory ``gpu_gib`` (GiB); the legend sits below the bar so long part names never widen the figure.
+    """
+    order = [str(p) for p in parts["part"]]
+    d = pd.DataFrame({"gpu": "one GPU", "part": parts["part"].astype(str).astype(object),
+                      "GiB": parts["gib"].astype(float).clip(lower=0.0)})
+    d["gpu"] = d["gpu"].astype(object)
+    total = float(d["GiB"].sum())
+    right = max(total, gpu_gib if np.isfinite(gpu_gib) else 0.0) * 1.01 or 1.0
+
+    def hook(plot, element) -> None:
+        fig = plot.state
+        fig.x_range.start, fig.x_range.end = 0.0, right
+        for leg in fig.legend:  # one row of entries under the bar
+            leg.orientation = "horizontal"
+
+    return hv.Bars(d, [hv.Dimension("gpu", label="GPU"), "part"], hv.Dimension("GiB", label="memory per GPU (GiB)")).opts(
+        stacked=True, invert_axes=True, cmap={p: BREAKDOWN_COLORS.get(p, "#999999") for p in order},
+        width=width, height=200, title=title, tools=["hover"], show_legend=True, legend_position="bottom",
+        fontsize={"title": "15pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
+        hooks=[style_hook, hook],
+    )

@@ -48,13 +48,13 @@ class Server:
 
 
 def start_server(tmp: Path, env_extra: dict[str, str] | None = None, timeout: float = 240.0,
-                 extra_args: tuple[str, ...] = ()) -> Server:
-    """Start ``panel serve dashboard`` on a free loopback port; wait until /dashboard answers.
+                 extra_args: tuple[str, ...] = (), port: int | None = None) -> Server:
+    """Start ``panel serve dashboard`` on ``port`` (default: a free loopback port); wait until /dashboard answers.
 
     The environment carries no ``BOKEH_*`` setting, so the server loads its resources exactly as the
     README's plain ``panel serve dashboard`` does (the air-gap assertions hold for that command).
     """
-    port = _free_port()
+    port = port or _free_port()
     log = tmp / f"panel-{port}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOKEH_")}
     env = {**env, **(env_extra or {}), "PYTHONUNBUFFERED": "1"}
