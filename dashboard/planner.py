@@ -503,15 +503,49 @@ def dtype_check_note(gpu: GPU) -> str:
             "was not checked (nothing refused for its dtype).")
 
 
-def _dtype_refusal(gpu: GPU, weight_kind: str, kv_dtype: str, framework: str) -> str:
+#: vLLM 0.33.0 model types that refuse float16 (``_FLOAT16_NOT_SUPPORTED_MODELS``,
+#: ``vllm/config/model.py:2398-2403``): on a GPU without bfloat16 ``--dtype auto`` falls back to float32.
+VLLM_NO_FP16_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})
+
+
+def _cc_below(gpu: GPU, major_minor: float) -> bool:
+    cc = (gpu.compute_capability or "").strip()
+    try:
+        return float(cc) < major_minor
+    except ValueError:  # AMD (gfx...) or unknown: no CUDA capability to compare
+        return False
+
+
+def vllm_auto_dtype(gpu: GPU, weight_kind: str, model_type: str, explicit: bool) -> tuple[str | None, str]:
+    """What vLLM's ``--dtype auto`` (the launch commands' default) runs a bfloat16 checkpoint in on a GPU
+    without bfloat16 (compute capability below 8.0): ``(weight dtype, note)``, or ``(None, "")`` when
+    nothing changes. vLLM 0.33.0 ``_resolve_auto_dtype`` (``vllm/config/model.py:2423-2462``) takes the
+    platform's first supported dtype -- float16 on Pascal to Turing (``platforms/cuda.py:257-266``), float32
+    for the model types that refuse float16 -- and logs "Your device ... doesn't support torch.bfloat16.
+    Falling back to ... for compatibility." (``model.py:2458``); only an explicit ``--dtype bfloat16``
+    (``explicit``: the plan's ``weight_dtype`` was given) raises "Bfloat16 is only supported ..."."""
+    if explicit or weight_kind != "bf16" or not _cc_below(gpu, 8.0):
+        return None, ""
+    to = "fp32" if str(model_type).lower() in VLLM_NO_FP16_MODEL_TYPES else "fp16"
+    name = {"fp16": "torch.float16", "fp32": "torch.float32"}[to]
+    return to, (f"vLLM runs this bfloat16 checkpoint in {name} on {gpu.name} (compute capability "
+                f"{gpu.compute_capability}): with --dtype auto it logs \"Your device ... doesn't support "
+                f"torch.bfloat16. Falling back to {name} for compatibility.\" (vllm/config/model.py:2458); "
+                "weights and KV cache are sized in that dtype.")
+
+
+def _dtype_refusal(gpu: GPU, weight_kind: str, kv_dtype: str, framework: str, *, explicit: bool = True) -> str:
     """The refusal for a weight / KV dtype the GPU cannot run natively ('' when it can or the table does
-    not say)."""
+    not say). ``explicit``: the weight dtype was asked for (vLLM ``--dtype``); otherwise vLLM's ``--dtype
+    auto`` casts a bfloat16 checkpoint to a dtype the GPU has (:func:`vllm_auto_dtype`) and its KV cache
+    (``--kv-cache-dtype auto``) follows, so neither is refused."""
     needs: list[tuple[str, str]] = []
-    if weight_kind in ("bf16", "fp8", "nvfp4"):
+    vllm_auto = framework == "vllm" and not explicit
+    if weight_kind in ("bf16", "fp8", "nvfp4") and not (vllm_auto and weight_kind == "bf16"):
         needs.append((weight_kind, "weights"))
     kv = str(kv_dtype).lower()
     kv_kind = "fp8" if kv.startswith("fp8") else ("bf16" if kv in ("bf16", "bfloat16") else "")
-    if kv_kind:
+    if kv_kind and not (framework == "vllm" and kv_kind == "bf16"):  # vLLM: --kv-cache-dtype auto
         needs.append((kv_kind, "KV cache"))
     cc = gpu.compute_capability or "unknown"
     for dtype, what in needs:
@@ -776,11 +810,18 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     mc = {key: np.full(n_rows, np.nan) for key in ("weight_bytes_per_gpu", "kv_budget_bytes_per_gpu",
                                                  "kv_bytes_per_token_per_rank", "tokens_per_gpu", "fraction",
                                                  "concurrent_sequences", "reserve_bytes_per_gpu")}
+    wk = _weight_kind_cols(cols, weight_dtype)
+    text_type = str(memory._text_model_type(cols)[0])
+    auto_dtype, auto_note = vllm_auto_dtype(gpu, wk, text_type, weight_dtype is not None)
     for fw in fws:
         m = fw_arr == fw
         sel = {"tp": L["tp"][m], "pp": L["pp"][m], "dp": L["r_dp"][m], "ep": L["r_ep"][m],
                "dp_attention": L["r_dp_attention"][m], "expert_parallel": L["r_expert_parallel"][m]}
-        cap = memory.layout_capacity(df, fw, gpu.memory_bytes, sel, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
+        w_fw, kv_fw = weight_dtype, kv_dtype
+        if fw == "vllm" and auto_dtype:  # --dtype auto's fallback; the KV cache (auto) follows the weights
+            w_fw = auto_dtype
+            kv_fw = auto_dtype if str(kv_dtype).lower() in ("bf16", "bfloat16") else kv_dtype
+        cap = memory.layout_capacity(df, fw, gpu.memory_bytes, sel, kv_dtype=kv_fw, weight_dtype=w_fw,
                                      context_len=ctx, cols=cols)
         for key in mc:
             mc[key][m] = np.asarray(cap[key])[0]
@@ -798,9 +839,8 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
                                 TRTLLM_MAX_BATCH_SIZE * groups)).astype(np.int64)
 
     # why a layout would not start, in the order the user meets it
-    wk = _weight_kind_cols(cols, weight_dtype)
     M = float(gpu.memory_bytes)
-    dtype_msg = {fw: _dtype_refusal(gpu, wk, kv_dtype, fw) for fw in fws}
+    dtype_msg = {fw: _dtype_refusal(gpu, wk, kv_dtype, fw, explicit=weight_dtype is not None) for fw in fws}
     cross = (tp > gpn) | ((n > gpn) & (gpn % tp != 0))
     kind, refusal = [], []
     for i in range(n_rows):
@@ -872,7 +912,8 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     out.attrs.update(model_id=model_id, gpus=n, gpu=gpu.gpu, gpus_per_node=gpn, context_len=ctx,
                      kv_dtype=str(kv_dtype), weight_dtype=weight_dtype, min_sequences=need,
                      cross_node_tp=bool(cross_node_tp), releases=releases, moe=moe,
-                     gpu_memory_bytes=int(gpu.memory_bytes), dtype_check=dtype_check_note(gpu))
+                     gpu_memory_bytes=int(gpu.memory_bytes),
+                     dtype_check=" ".join(x for x in (dtype_check_note(gpu), auto_note if "vllm" in fws else "") if x))
     return out
 
 
@@ -1109,10 +1150,25 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
         sel = lf[["tp", "pp", "r_dp", "r_ep", "r_dp_attention", "r_expert_parallel"]].rename(columns=ren)
         cap = memory.layout_capacity(cat, fw, gpu.memory_bytes, sel, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
                                      context_len=ctx, cols=cols)
+        if fw == "vllm" and weight_dtype is None and _cc_below(gpu, 8.0):
+            # --dtype auto on a GPU without bfloat16 (vllm_auto_dtype): bf16 checkpoints run in float16 (the
+            # same bytes) or, for the model types that refuse float16, in float32: size those in float32
+            f32 = (wk_all["kinds"][wk_all["codes"]] == "bf16") & np.isin(memory._text_model_type(cols),
+                                                                        list(VLLM_NO_FP16_MODEL_TYPES))
+            if f32.any():
+                kv32 = "fp32" if str(kv_dtype).lower() in ("bf16", "bfloat16") else kv_dtype
+                cap32 = memory.layout_capacity(cat[f32], fw, gpu.memory_bytes, sel, kv_dtype=kv32,
+                                               weight_dtype="fp32", context_len=ctx)
+                cap = dict(cap)
+                for key, val in cap32.items():
+                    if np.ndim(val) == 2 and key in cap:
+                        cap[key] = cap[key].astype(np.result_type(cap[key], val))  # a copy: cap is not shared
+                        cap[key][f32] = val
         v = valid[fi][:, lf["u"].to_numpy()]  # (models, layouts)
         tp = lf["tp"].to_numpy()
         node_ok = np.ones(nl, dtype=bool) if cross_node_tp else ~((tp > gpn) | ((n > gpn) & (gpn % tp != 0)))
-        dtype_ok = np.array([not _dtype_refusal(gpu, w, kv_dtype, fw) for w in wk_all["kinds"]])[wk_all["codes"]]
+        dtype_ok = np.array([not _dtype_refusal(gpu, w, kv_dtype, fw, explicit=weight_dtype is not None)
+                             for w in wk_all["kinds"]])[wk_all["codes"]]
         w = cap["weight_bytes_per_gpu"]
         seqg = np.nan_to_num(cap["concurrent_sequences"], nan=0.0)
         mem_ok = (np.isfinite(w) & (w + cap["reserve_bytes_per_gpu"] < M) & (cap["kv_budget_bytes_per_gpu"] > 0)

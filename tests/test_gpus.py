@@ -10,6 +10,7 @@ import re
 import pandas as pd
 import pytest
 
+from dashboard.catalog import load_catalog
 from dashboard import check as chk
 from dashboard import memory, planner
 from dashboard.state import PlannerState
@@ -139,17 +140,41 @@ def test_planner_on_other_skips_the_dtype_check_and_says_so():
     assert known.attrs["dtype_check"] == "" and (known["refusal_kind"] == "dtype").all()
 
 
-def test_t4_refuses_bf16_with_vllms_message():
+def test_t4_runs_a_bf16_checkpoint_in_fp16_under_vllms_dtype_auto_and_refuses_an_explicit_bf16():
+    # --dtype auto (the launch commands' default): vLLM falls back to float16 and starts
     p = planner.plan(LLAMA8, 4, "T4-16GB", context_len=4096, frameworks=("vllm",), commands=False)
-    assert p.attrs["gpus_per_node"] == 4 and p.attrs["dtype_check"] == ""
-    assert (p["refusal_kind"].isin(["dtype", "rule"])).all() and (p["refusal_kind"] == "dtype").any()
-    msg = p.loc[p["refusal_kind"] == "dtype", "refusal"].iloc[0]
-    assert msg.startswith("Bfloat16 is only supported on GPUs with compute capability of at least 8.0. "
-                          "Your Tesla T4 GPU has compute capability 7.5.")
-    # fp16 weights run on a T4
+    assert p.attrs["gpus_per_node"] == 4
+    assert not (p["refusal_kind"] == "dtype").any() and p["starts"].any()
+    assert "Falling back to torch.float16 for compatibility" in p.attrs["dtype_check"]
+    assert "Tesla T4" in p.attrs["dtype_check"]
     fp16 = planner.plan(LLAMA8, 4, "T4-16GB", context_len=4096, weight_dtype="fp16", kv_dtype="fp16",
                         frameworks=("vllm",), commands=False)
-    assert not (fp16["refusal_kind"] == "dtype").any()
+    assert fp16["weight_bytes_per_gpu"].tolist() == p["weight_bytes_per_gpu"].tolist()
+    # an explicit bf16 (--dtype bfloat16) is refused with vLLM's own message
+    b = planner.plan(LLAMA8, 4, "T4-16GB", context_len=4096, weight_dtype="bf16", frameworks=("vllm",),
+                     commands=False)
+    msg = b.loc[b["refusal_kind"] == "dtype", "refusal"].iloc[0]
+    assert msg.startswith("Bfloat16 is only supported on GPUs with compute capability of at least 8.0. "
+                          "Your Tesla T4 GPU has compute capability 7.5.")
+    # SGLang takes the checkpoint's bf16 as is: still refused on a T4 (a planner rule, marked as ours)
+    sg = planner.plan(LLAMA8, 4, "T4-16GB", context_len=4096, frameworks=("sglang",), commands=False)
+    assert (sg["refusal_kind"] == "dtype").any() and "planner rule" in sg.loc[sg["refusal_kind"] == "dtype",
+                                                                              "refusal"].iloc[0]
+
+
+def test_vllm_runs_float16_refusing_models_in_float32_on_a_t4():
+    cat = load_catalog()
+    gem = cat[(cat["model_type"].astype(str) == "gemma2") & (cat["torch_dtype"].astype(str) == "bfloat16")]
+    assert len(gem), "the catalog has a bf16 Gemma-2"
+    rec = gem.iloc[[0]]
+    p = planner.plan(rec, 4, "T4-16GB", context_len=4096, frameworks=("vllm",), commands=False)
+    assert "Falling back to torch.float32" in p.attrs["dtype_check"]
+    f32 = planner.plan(rec, 4, "T4-16GB", context_len=4096, weight_dtype="fp32", kv_dtype="fp32",
+                       frameworks=("vllm",), commands=False)
+    assert p["weight_bytes_per_gpu"].tolist() == f32["weight_bytes_per_gpu"].tolist()
+    pc = planner.plan_catalog(rec, 4, "T4-16GB", min_sequences=1, context_len=4096, frameworks=("vllm",))
+    best = p[p["starts"]]["sequences_total"].max() if p["starts"].any() else 0
+    assert int(pc["sequences_total"].iloc[0]) == int(best)
 
 
 def test_l4_node_size_comes_from_the_table():
