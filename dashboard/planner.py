@@ -963,6 +963,12 @@ def _memory_refusal(fw: str, weights: float, budget: float, reserve: float, M: f
 # ----------------------------------------------------------------------------------------------------
 
 
+#: What the ranking weighs, said wherever a plan is shown.
+RANKING_NOTE = ("Ranked by concurrent sequences (KV-cache capacity), then fewest GPUs per replica, then fewest "
+                "pipeline stages. Latency and throughput are not modelled: a deep pipeline or a small TP group "
+                "holds more sequences but serves each one more slowly.")
+
+
 def without_attrs(plan_df: pd.DataFrame) -> pd.DataFrame:
     """A shallow copy of ``plan_df`` without ``attrs``. pandas deep-copies ``attrs`` into every frame or
     Series derived from a frame (each ``df[col]``, ``df.loc[...]``), which dominates the cost of small
@@ -1275,6 +1281,7 @@ def format_table(plan_df: pd.DataFrame, *, limit: int | None = None, width: int 
             str(r["sequences_per_replica"]), str(r["sequences_total"]), r["limited_by"],
             why if len(why) <= width else why[: width - 1] + "…"])
     widths = [max(len(c), *(len(x[i]) for x in rows)) if rows else len(c) for i, c in enumerate(cols)]
+    head += "\n" + RANKING_NOTE
     if a.get("dtype_check"):
         head += "\nNote: " + str(a["dtype_check"])
     lines = [head, "", "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip(),
@@ -1296,7 +1303,8 @@ def format_table(plan_df: pd.DataFrame, *, limit: int | None = None, width: int 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``tp-planner plan MODEL --gpus N --gpu GPU [...]``: print :func:`plan` as a table or JSON.
-    Exit status 0, or 2 for bad usage / input (message on stderr)."""
+    Exit status 0 when some layout fits (starts and holds ``--min-sequences``), 1 when none does (the plan
+    is still printed: every refusal and shortfall), 2 for bad usage / input (message on stderr)."""
     import argparse
     import json
     import sys
@@ -1375,7 +1383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(plan_to_dict(df), indent=1, ensure_ascii=False))
     else:
         print(format_table(df, limit=None if args.limit == 0 else args.limit))
-    return 0
+    return 0 if bool(df["fits"].any()) else 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -263,8 +263,10 @@ def test_gpu_picker_round_trip():
     assert s.gpu == "other:24" and gib.visible
     gib.value = 40
     assert s.gpu == "other:40"
-    gib.value = 99999  # out of range: the state keeps the last good value
-    assert s.gpu == "other:40"
+    gib.value = 99999  # out of range: the state keeps the last good value, and so does the box
+    assert s.gpu == "other:40" and gib.value == 40
+    gib.value = -5
+    assert s.gpu == "other:40" and gib.value == 40
     sel.value = "L4-24GB"
     assert s.gpu == "L4-24GB" and not gib.visible
     s.gpu = "other:12"  # a link sets it: the widgets follow

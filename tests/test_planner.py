@@ -394,6 +394,11 @@ def test_cli_table_and_json():
     assert j.returncode == 0, j.stderr
     d = json.loads(j.stdout)
     assert d["schema_version"] == 1 and {x["framework"] for x in d["layouts"]} == {"vllm"}
+    assert "Ranked by concurrent sequences" in r.stdout and "Latency and throughput are not modelled" in r.stdout
+    # nothing fits: the plan is printed and the exit status is 1 (a launch script can stop on it)
+    none = _cli(LLAMA, "--gpus", "8", "--gpu", "H100-80GB", "--min-sequences", "100000", "--framework", "vllm")
+    assert none.returncode == 1, none.stderr
+    assert "fewer than the 100000 asked" in none.stdout or "refused" in none.stdout
 
 
 @pytest.mark.parametrize("args, text", [

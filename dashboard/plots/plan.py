@@ -61,7 +61,7 @@ def sequences_figure():
     src = ColumnDataSource({"y": [], "sequences": [], "color": [], "text": [], "alpha": [], "layout": [],
                             "label": []})
     fig = figure(
-        name=FIGURE_NAME, y_range=FactorRange(factors=[]), x_range=Range1d(0, 1), height=FRAME_PX + ROW_PX,
+        name=FIGURE_NAME, y_range=FactorRange(factors=[(" ", " ")]), x_range=Range1d(0, 1), height=FRAME_PX + ROW_PX,
         sizing_mode="stretch_width", min_width=480, toolbar_location=None, tools="",
         title="Concurrent sequences per layout", css_classes=["tp-plan-chart"],
     )
@@ -104,7 +104,10 @@ def update_sequences(fig, frame: pd.DataFrame, *, title: str, xlabel: str, minim
     span = next(r for r in fig.center if getattr(r, "name", "") == "tp-plan-minimum")
     span.location = float(minimum)
     span.visible = minimum > 1
-    fig.y_range.factors = list(reversed(frame["y"].tolist())) if n else []
+    # the factors stay two-level even with no bars (a blank placeholder): switching a FactorRange between
+    # nested and flat factors while the renderers still hold the other kind makes BokehJS throw
+    # "Attempted to map 2 levels of factors with an L1FactorMap"
+    fig.y_range.factors = list(reversed(frame["y"].tolist())) if n else [(" ", " ")]
     src.data = {
         "y": list(frame["y"]), "sequences": [int(x) for x in frame["sequences"]], "color": list(frame["color"]),
         "text": list(frame["text"]), "alpha": [1.0 if f else 0.45 for f in frame["fits"]],

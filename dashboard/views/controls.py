@@ -179,7 +179,9 @@ def gpu_picker(state: PlannerState, *, width: int, css_class: str) -> tuple[pn.w
             return
         try:
             new = memory.other_gpu(event.new)
-        except ValueError:
+        except ValueError:  # outside 1..4096 GiB: snap back to the GiB in use, so the box never shows a
+            # figure the plan does not use
+            gib.value = memory.parse_other_gpu(other_gpu_id(state.gpu) or "") or 24.0
             return
         if new != state.gpu:
             state.gpu = new

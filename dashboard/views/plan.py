@@ -20,6 +20,7 @@ import pandas as pd
 import panel as pn
 import param
 
+from dashboard.planner import RANKING_NOTE
 from dashboard.plots import plan as plan_plots
 from dashboard.plots.style import framework_label
 from dashboard.state import MAX_MIN_SEQUENCES, PLAN_FRAMEWORKS, AppData, PlannerState
@@ -55,7 +56,7 @@ table.tp-plan td.copy { width: 1%; white-space: nowrap; }
 table.tp-plan td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 table.tp-plan td.lay { white-space: nowrap; font-weight: 600; }
 table.tp-plan tr.below td { color: #8a5a00; }
-pre.tp-cmd, details.tp-more pre { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12.5px;
+pre.tp-cmd, details.tp-more pre { margin: 0; white-space: pre-wrap; overflow-wrap: break-word; word-break: normal; font-size: 12.5px;
   line-height: 1.35; background: #f5f7fa; border: 1px solid #e1e6ee; border-radius: 4px; padding: 4px 6px;
   color: #1d2733; }
 button.tp-plan-copy { font-size: 14px; padding: 3px 10px; border: 1px solid #0b3d6b; color: #0b3d6b;
@@ -529,7 +530,8 @@ class PlanView(pn.viewable.Viewer):
             f'{esc(s.model or "no model selected")}</h2>'
             '<div style="font-size:15px;color:#444">Every way to split the GPUs (TP × PP × DP, expert and '
             "attention data parallelism where the framework has them), as each framework judges it, with the "
-            f"concurrent sequences it holds. KV cache {esc(s.kv_dtype)}, weights {esc(s.weight_dtype)}.</div>"
+            f"concurrent sequences it holds. KV cache {esc(s.kv_dtype)}, weights {esc(s.weight_dtype)}. "
+            f"{esc(RANKING_NOTE)}</div>"
         )
         self._mark_catalog_stale()
         df, why = state_plan(s, self.data)
