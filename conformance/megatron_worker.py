@@ -582,27 +582,25 @@ def _te_installed() -> bool:
     return importlib.util.find_spec("transformer_engine") is not None
 
 
+def setup(platform_kind: str) -> str:
+    """Import Megatron-Core and its GPT model, install the CUDA stand-in; returns Megatron-Core's version."""
+    import importlib.metadata as md
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import megatron.core  # noqa: F401
+        from megatron.core.models.gpt import gpt_model  # noqa: F401
+    install_cuda_standin()
+    return md.version("megatron-core")
+
+
 def main() -> int:
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
-    job = json.loads(sys.stdin.readline())
-    platform_kind = "cpu-meta"
-    models = job["models"] if "models" in job else [job]
-    try:
-        import importlib.metadata as md
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import megatron.core  # noqa: F401
-            from megatron.core.models.gpt import gpt_model  # noqa: F401
-        install_cuda_standin()
-        version = md.version("megatron-core")
-    except Exception as e:  # noqa: BLE001
-        wc.fail_every_cell(models, exc_record(e), "Megatron-Core import failed")
-        return 0
-    wc.run_job(job, models, version, registry,
-               lambda m: run_model(m, platform_kind, version, use_cache=not job.get("no_cache")))
-    return 0
+    return wc.serve(setup, exc_record, "Megatron-Core import failed", registry,
+                    lambda m, platform_kind, version, job: run_model(m, platform_kind, version,
+                                                                    use_cache=not job.get("no_cache")),
+                    platform="cpu-meta")
 
 
 if __name__ == "__main__":

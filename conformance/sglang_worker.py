@@ -55,7 +55,6 @@ Stand-ins (what is simulated, and nothing else):
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
@@ -599,29 +598,28 @@ def registry(version: str) -> dict:
             "model_types": wc.config_model_types("sglang.srt.utils.hf_transformers")}
 
 
+def setup(platform_kind: str) -> str:
+    """Install the GPU stand-ins (nvidia-smi, torch.cuda), import SGLang's launcher modules once, then
+    DeepGEMM's; returns SGLang's version."""
+    install_nvidia_smi()
+    install_cuda()
+    import sglang
+    from sglang.srt import server_args  # noqa: F401 - the launcher's imports, once
+    from sglang.srt.model_loader import loader  # noqa: F401
+
+    install_deep_gemm()
+    version = getattr(sglang, "__version__", None)
+    if not version:
+        import importlib.metadata as md
+
+        version = md.version("sglang")
+    return version
+
+
 def main() -> int:
     set_worker_env()
-    job = json.loads(sys.stdin.readline())
-    platform_kind = job.get("platform", "cuda-sm90")
-    models = job["models"] if "models" in job else [job]
-    try:
-        install_nvidia_smi()
-        install_cuda()
-        import sglang
-        from sglang.srt import server_args  # noqa: F401 - the launcher's imports, once
-        from sglang.srt.model_loader import loader  # noqa: F401
-
-        install_deep_gemm()
-        version = getattr(sglang, "__version__", None)
-        if not version:
-            import importlib.metadata as md
-
-            version = md.version("sglang")
-    except Exception as e:  # noqa: BLE001
-        wc.fail_every_cell(models, exc_record(e), "SGLang import or GPU stand-in failed")
-        return 0
-    wc.run_job(job, models, version, registry, lambda m: run_model(m, platform_kind, version))
-    return 0
+    return wc.serve(setup, exc_record, "SGLang import or GPU stand-in failed", registry,
+                    lambda m, platform_kind, version, job: run_model(m, platform_kind, version))
 
 
 if __name__ == "__main__":

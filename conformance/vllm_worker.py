@@ -465,24 +465,21 @@ def registry(version: str) -> dict:
             "model_types": wc.config_model_types("vllm.transformers_utils")}
 
 
+def setup(platform_kind: str) -> str:
+    """Install the platform stand-in, import vLLM, then the in-process inspection and stream stand-ins;
+    returns vLLM's version."""
+    install_platform(platform_kind)
+    import vllm
+
+    inspect_in_process()
+    install_streams()
+    return vllm.__version__
+
+
 def main() -> int:
     set_worker_env()
-    job = json.loads(sys.stdin.readline())
-    platform_kind = job.get("platform", "cuda-sm90")
-    models = job["models"] if "models" in job else [job]
-    try:
-        install_platform(platform_kind)
-        import vllm  # noqa: F401
-
-        inspect_in_process()
-        install_streams()
-
-        version = vllm.__version__
-    except Exception as e:  # noqa: BLE001
-        wc.fail_every_cell(models, exc_record(e), "vLLM import or platform stand-in failed")
-        return 0
-    wc.run_job(job, models, version, registry, lambda m: run_model(m, platform_kind, version))
-    return 0
+    return wc.serve(setup, exc_record, "vLLM import or platform stand-in failed", registry,
+                    lambda m, platform_kind, version, job: run_model(m, platform_kind, version))
 
 
 if __name__ == "__main__":

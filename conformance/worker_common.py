@@ -243,16 +243,28 @@ def fail_every_cell(models: list[dict], fields: dict, reason: str) -> None:
         sys.stdout.write(MODEL_DONE + json.dumps(m["model_id"]) + "\n")
 
 
-def run_job(job: dict, models: list[dict], version: str, registry, run_model) -> None:
-    """Write ``registry(version)`` to the job's ``registry_out`` (when it names one), then each model:
-    ``@@MODEL_START "<id>"`` and ``run_model(model)``."""
+def serve(setup, exc_record, failure_reason: str, registry, run_model, platform: str | None = None) -> int:
+    """A worker's main loop. The job is the first line on stdin; its platform is ``platform`` when given, else
+    the job's (default ``cuda-sm90``). ``setup(platform_kind)`` imports the framework and installs the
+    stand-ins, returning its version; when it raises, every cell is a ``harness_error`` with
+    ``failure_reason``. Else ``registry(version)`` goes to the job's ``registry_out`` (when it names one), then
+    each model: ``@@MODEL_START "<id>"`` and ``run_model(model, platform_kind, version, job)``."""
+    job = json.loads(sys.stdin.readline())
+    platform_kind = platform or job.get("platform", "cuda-sm90")
+    models = job["models"] if "models" in job else [job]
+    try:
+        version = setup(platform_kind)
+    except Exception as e:  # noqa: BLE001
+        fail_every_cell(models, exc_record(e), failure_reason)
+        return 0
     if job.get("registry_out"):
         with open(job["registry_out"], "w") as fh:
             json.dump(registry(version), fh, indent=0)
     for m in models:
         sys.stdout.write(MODEL_START + json.dumps(m["model_id"]) + "\n")
         sys.stdout.flush()
-        run_model(m)
+        run_model(m, platform_kind, version, job)
+    return 0
 
 
 def config_model_types(package: str, name: str = "config") -> list[str]:
