@@ -227,17 +227,8 @@ def cpu_device_mode():
     return wc.cuda_redirect_mode("cpu", default_device=False, any_function=False, pin_memory=True)
 
 
-class StubProcessGroup:
+class StubProcessGroup(wc.StubProcessGroup):
     """``torch.distributed.ProcessGroup`` stand-in: construction-time code reads only size and rank."""
-
-    def __init__(self, world_size: int) -> None:
-        self._n = int(world_size)
-
-    def size(self) -> int:
-        return self._n
-
-    def rank(self) -> int:
-        return 0
 
     def __repr__(self) -> str:
         return f"<harness process group of {self._n}>"

@@ -167,18 +167,7 @@ def inspect_in_process() -> None:
     registry._run_in_subprocess = lambda fn: fn()
 
 
-class StubProcessGroup:
-    """``torch.distributed.ProcessGroup`` stand-in for ``group.device_group``/``cpu_group``: model
-    classes read only ``size()`` and ``rank()`` at construction."""
-
-    def __init__(self, world_size: int) -> None:
-        self._n = int(world_size)
-
-    def size(self) -> int:
-        return self._n
-
-    def rank(self) -> int:
-        return 0
+StubProcessGroup = wc.StubProcessGroup
 
 
 class StubGroup:

@@ -127,6 +127,20 @@ def param_list(model) -> list[list]:
     return out
 
 
+class StubProcessGroup:
+    """``torch.distributed.ProcessGroup`` stand-in (``group.device_group``/``cpu_group``) of ``world_size``
+    ranks: construction-time code reads only ``size()`` and ``rank()`` (this process is rank 0)."""
+
+    def __init__(self, world_size: int) -> None:
+        self._n = int(world_size)
+
+    def size(self) -> int:
+        return self._n
+
+    def rank(self) -> int:
+        return 0
+
+
 def cuda_redirect_mode(target: str, *, default_device: bool, any_function: bool, pin_memory: bool):
     """A ``TorchFunctionMode`` that moves CUDA tensors to ``target`` (``"meta"`` or ``"cpu"``): factories given a
     CUDA device (``device="cuda"``, ``device=0``), ``Tensor.to("cuda")``; ``Tensor.cuda()`` (and with
