@@ -62,16 +62,11 @@ import json
 import os
 import sys
 import time
-import traceback
 
 try:  # imported by the project (tests, driver)
-    from conformance.worker_common import (MODEL_DONE, MODEL_START, emit, innermost_site, package_raise_site,
-                                           param_bytes, param_list)
+    from conformance import worker_common as wc
 except ImportError:  # run as a script by the framework venv's interpreter: the sibling file
-    from worker_common import (MODEL_DONE, MODEL_START, emit, innermost_site, package_raise_site, param_bytes,
-                               param_list)
-
-MEGATRON_MARK = os.sep + "megatron" + os.sep + "core" + os.sep  # raise sites: megatron/core/...
+    import worker_common as wc
 
 # ----------------------------------------------------------------------------------------------------
 # HF config -> Megatron-Core config (as Megatron-Bridge's providers map it)
@@ -258,23 +253,16 @@ def hf_to_megatron(raw: dict) -> dict:
 def raise_site(exc: BaseException) -> tuple[str, int, str]:
     """``(file, line, function)`` of the innermost frame inside the megatron package, relative to the
     package root (``megatron/core/...``); the innermost frame overall when no megatron frame is on the stack."""
-    return package_raise_site(exc, "megatron/core")
+    return wc.package_raise_site(exc, "megatron/core")
 
 
 def mcore_stack(exc: BaseException, keep: int = 8) -> list[str]:
-    out = []
-    for fr in traceback.extract_tb(exc.__traceback__):
-        i = fr.filename.rfind(MEGATRON_MARK)
-        if i >= 0 and "conformance" not in fr.filename:
-            out.append(f"{fr.filename[i + 1:]}:{fr.lineno} {fr.name}")
-    return out[-keep:]
+    """The last ``keep`` frames inside ``megatron/core``, innermost last, as ``file:line function``."""
+    return wc.package_stack(exc, "megatron/core", keep)
 
 
 def exc_record(exc: BaseException) -> dict:
-    f, line, func = raise_site(exc)
-    inner_f, inner_line = innermost_site(exc)
-    return {"exc_type": type(exc).__name__, "message": str(exc)[:4000], "file": f, "line": line,
-            "function": func, "innermost": f"{inner_f}:{inner_line}", "stack": mcore_stack(exc)}
+    return wc.exc_fields(exc, "megatron/core")
 
 
 HARNESS_MARKERS = (
@@ -427,9 +415,9 @@ def build_model(spec: dict, config):
 
 def dedup_param_bytes(model, counts: list[int]) -> tuple[int, int, dict]:
     """Rank 0's parameter bytes when each built decoder layer stands for ``counts[i]`` layers."""
-    b, n, by = param_bytes(model)
+    b, n, by = wc.param_bytes(model)
     for layer, k in zip(model.decoder.layers, counts):
-        lb, ln, lby = param_bytes(layer)
+        lb, ln, lby = wc.param_bytes(layer)
         b += (k - 1) * lb
         n += (k - 1) * ln
         for dt, v in lby.items():
@@ -465,15 +453,12 @@ def run_cell(spec: dict, cell: dict) -> dict:
             rec["outcome"] = "refused_build" if stage == "model" else "refused_engine"
         rec["stage"] = stage
     else:
-        if counts is None:
-            b, n, by_dtype = param_bytes(model)
-        else:
-            b, n, by_dtype = dedup_param_bytes(model, counts)
+        counted = None
+        if counts is not None:
+            counted = dedup_param_bytes(model, counts)
             rec["reason"] = (f"each distinct layer built once ({len(counts)} of {sum(counts)} layers of the stage; "
                              "parameter bytes summed per layer)")
-        rec.update(outcome="built", param_bytes=b, param_count=n, param_bytes_by_dtype=by_dtype)
-        if cell.get("params_detail"):
-            rec["params"] = param_list(model)
+        wc.add_params(rec, model, cell, counted)
     finally:
         try:
             destroy_groups()
@@ -548,28 +533,17 @@ def run_model(job_model: dict, platform_kind: str, version: str, use_cache: bool
         spec, why = None, str(e)
     except Exception as e:  # noqa: BLE001 - a config the mapping cannot read
         spec, why = None, f"config not mappable: {type(e).__name__}: {e}"
+    # the quantization sidecars the driver passes (driver.sidecars_for) are named, as in the other
+    # tables, but not read: the harness builds the architecture, not the checkpoint's quantization
+    sidecars = sorted(job_model.get("sidecars") or {})
     for cell in job_model["cells"]:
         if spec is None:
             r = dict(cell, outcome="not_run", reason=why)
         else:
-            try:
-                r = cached_cell(spec, cell, version, use_cache)
-            except BaseException as e:  # noqa: BLE001 - one cell never stops the others
-                if isinstance(e, KeyboardInterrupt):
-                    raise
-                r = dict(cell)
-                r.update(exc_record(e))
-                r.update(outcome="harness_error", reason="worker exception outside the cell")
-        r.pop("params_detail", None)
-        # the quantization sidecars the driver passes (driver.sidecars_for) are named, as in the other
-        # tables, but not read: the harness builds the architecture, not the checkpoint's quantization
-        r["sidecars"] = sorted(job_model.get("sidecars") or {})
-        r["version"] = version
-        r["platform"] = platform_kind
-        r["model_id"] = job_model["model_id"]
-        emit(r)
-    sys.stdout.write(MODEL_DONE + json.dumps(job_model["model_id"]) + "\n")
-    sys.stdout.flush()
+            r = wc.guarded_cell(lambda c: cached_cell(spec, c, version, use_cache), cell, exc_record,
+                                reraise=(KeyboardInterrupt,))
+        wc.emit_cell(r, job_model, version, platform_kind, list(sidecars))
+    wc.model_done(job_model["model_id"])
 
 
 def registry(version: str) -> dict:
@@ -608,38 +582,25 @@ def _te_installed() -> bool:
     return importlib.util.find_spec("transformer_engine") is not None
 
 
+def setup(platform_kind: str) -> str:
+    """Import Megatron-Core and its GPT model, install the CUDA stand-in; returns Megatron-Core's version."""
+    import importlib.metadata as md
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import megatron.core  # noqa: F401
+        from megatron.core.models.gpt import gpt_model  # noqa: F401
+    install_cuda_standin()
+    return md.version("megatron-core")
+
+
 def main() -> int:
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
-    job = json.loads(sys.stdin.readline())
-    platform_kind = "cpu-meta"
-    models = job["models"] if "models" in job else [job]
-    try:
-        import importlib.metadata as md
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import megatron.core  # noqa: F401
-            from megatron.core.models.gpt import gpt_model  # noqa: F401
-        install_cuda_standin()
-        version = md.version("megatron-core")
-    except Exception as e:  # noqa: BLE001
-        for m in models:
-            for cell in m["cells"]:
-                r = dict(cell)
-                r.update(exc_record(e))
-                r.update(outcome="harness_error", reason="Megatron-Core import failed", model_id=m["model_id"])
-                emit(r)
-            sys.stdout.write(MODEL_DONE + json.dumps(m["model_id"]) + "\n")
-        return 0
-    if job.get("registry_out"):
-        with open(job["registry_out"], "w") as fh:
-            json.dump(registry(version), fh, indent=0)
-    for m in models:
-        sys.stdout.write(MODEL_START + json.dumps(m["model_id"]) + "\n")
-        sys.stdout.flush()
-        run_model(m, platform_kind, version, use_cache=not job.get("no_cache"))
-    return 0
+    return wc.serve(setup, exc_record, "Megatron-Core import failed", registry,
+                    lambda m, platform_kind, version, job: run_model(m, platform_kind, version,
+                                                                    use_cache=not job.get("no_cache")),
+                    platform="cpu-meta")
 
 
 if __name__ == "__main__":

@@ -55,35 +55,16 @@ Stand-ins (what is simulated, and nothing else):
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import stat
 import sys
 import tempfile
 import time
-import traceback
 
 try:  # imported by the project (tests, driver)
-    from conformance.worker_common import (
-        MODEL_DONE,
-        MODEL_START,
-        emit,
-        innermost_site,
-        package_raise_site,
-        param_bytes,
-        param_list,
-    )
+    from conformance import worker_common as wc
 except ImportError:  # run as a script by the framework venv's interpreter: the sibling file
-    from worker_common import (
-        MODEL_DONE,
-        MODEL_START,
-        emit,
-        innermost_site,
-        package_raise_site,
-        param_bytes,
-        param_list,
-    )
+    import worker_common as wc
 
 
 def set_worker_env() -> None:
@@ -236,85 +217,18 @@ def meta_device_mode():
     """A ``TorchFunctionMode`` that puts every tensor on the meta device: the default device of
     factories and also explicit CUDA devices (``device="cuda"``, ``device=0``, ``empty_like(...,
     device="cuda")``), ``Tensor.to("cuda")`` and ``.cuda()``. Shapes and dtypes are unchanged; no memory is allocated."""
-    import torch
-    from torch.overrides import TorchFunctionMode
-    from torch.utils._device import _device_constructors
-
-    ctors = _device_constructors()
-    meta = torch.device("meta")
-
-    def _is_cuda(d) -> bool:
-        if isinstance(d, torch.device):
-            return d.type == "cuda"
-        return isinstance(d, str) and d.startswith("cuda")
-
-    class MetaEverywhere(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = dict(kwargs or {})
-            d = kwargs.get("device")
-            if func in ctors:
-                if d is None or _is_cuda(d) or (isinstance(d, int) and not isinstance(d, bool)):
-                    kwargs["device"] = meta
-            elif func in (torch.Tensor.to,):
-                if _is_cuda(d):
-                    kwargs["device"] = meta
-                args = tuple(meta if (i > 0 and _is_cuda(a) and not isinstance(a, torch.dtype)) else a
-                             for i, a in enumerate(args))
-            elif func in (torch.Tensor.cuda, torch.Tensor.pin_memory):
-                return args[0]
-            elif _is_cuda(d):  # ``torch.empty_like(x, device="cuda")`` and the like
-                kwargs["device"] = meta
-            return func(*args, **kwargs)
-
-    return MetaEverywhere()
+    return wc.cuda_redirect_mode("meta", default_device=True, any_function=True, pin_memory=True)
 
 
 def cpu_device_mode():
     """A ``TorchFunctionMode`` that puts CUDA tensors on the CPU: for the small integer tables the
     model runner computes before the model exists (the expert-location maps), whose values matter and
     whose size is a few KB."""
-    import torch
-    from torch.overrides import TorchFunctionMode
-    from torch.utils._device import _device_constructors
-
-    ctors = _device_constructors()
-    cpu = torch.device("cpu")
-
-    def _is_cuda(d) -> bool:
-        if isinstance(d, torch.device):
-            return d.type == "cuda"
-        return isinstance(d, str) and d.startswith("cuda")
-
-    class CpuForCuda(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = dict(kwargs or {})
-            if func in ctors:
-                d = kwargs.get("device")
-                if _is_cuda(d) or (isinstance(d, int) and not isinstance(d, bool)):
-                    kwargs["device"] = cpu
-            elif func in (torch.Tensor.to,):
-                if _is_cuda(kwargs.get("device")):
-                    kwargs["device"] = cpu
-                args = tuple(cpu if (i > 0 and _is_cuda(a) and not isinstance(a, torch.dtype)) else a
-                             for i, a in enumerate(args))
-            elif func in (torch.Tensor.cuda, torch.Tensor.pin_memory):
-                return args[0]
-            return func(*args, **kwargs)
-
-    return CpuForCuda()
+    return wc.cuda_redirect_mode("cpu", default_device=False, any_function=False, pin_memory=True)
 
 
-class StubProcessGroup:
+class StubProcessGroup(wc.StubProcessGroup):
     """``torch.distributed.ProcessGroup`` stand-in: construction-time code reads only size and rank."""
-
-    def __init__(self, world_size: int) -> None:
-        self._n = int(world_size)
-
-    def size(self) -> int:
-        return self._n
-
-    def rank(self) -> int:
-        return 0
 
     def __repr__(self) -> str:
         return f"<harness process group of {self._n}>"
@@ -415,23 +329,15 @@ def reset_state() -> None:
 # one cell
 # ----------------------------------------------------------------------------------------------------
 
-SGL_MARK = os.sep + "sglang" + os.sep
-
-
 def raise_site(exc: BaseException) -> tuple[str, int, str]:
     """``(file, line, function)`` of the innermost frame inside the sglang package, relative to the
     package root (``sglang/...``); the innermost frame overall when no sglang frame is on the stack."""
-    return package_raise_site(exc, "sglang")
+    return wc.package_raise_site(exc, "sglang")
 
 
 def sgl_stack(exc: BaseException, keep: int = 8) -> list[str]:
     """The last ``keep`` frames inside the sglang package, innermost last, as ``file:line function``."""
-    out = []
-    for fr in traceback.extract_tb(exc.__traceback__):
-        i = fr.filename.rfind(SGL_MARK)
-        if i >= 0 and "conformance" not in fr.filename:
-            out.append(f"{fr.filename[i + 1:]}:{fr.lineno} {fr.name}")
-    return out[-keep:]
+    return wc.package_stack(exc, "sglang", keep)
 
 
 REMOTE_CODE_MARKERS = ("trust_remote_code", "trust-remote-code", "execute the configuration file",
@@ -447,17 +353,7 @@ def is_remote_code_error(exc: BaseException) -> bool:
 
 
 def exc_record(exc: BaseException) -> dict:
-    f, line, func = raise_site(exc)
-    inner_f, inner_line = innermost_site(exc)
-    return {
-        "exc_type": type(exc).__name__,
-        "message": str(exc)[:4000],
-        "file": f,
-        "line": line,
-        "function": func,
-        "innermost": f"{inner_f}:{inner_line}",
-        "stack": sgl_stack(exc),
-    }
+    return wc.exc_fields(exc, "sglang")
 
 
 HARNESS_MARKERS = (
@@ -673,43 +569,14 @@ def run_cell(model_dir: str, cell: dict) -> dict:
                 rec["reason"] = harness
         rec["seconds"] = round(time.perf_counter() - t0, 3)
         return rec
-    b, n, by_dtype = param_bytes(model)
-    rec.update(outcome="built", param_bytes=b, param_count=n, param_bytes_by_dtype=by_dtype)
-    if cell.get("params_detail"):
-        rec["params"] = param_list(model)
+    wc.add_params(rec, model, cell)
     rec["seconds"] = round(time.perf_counter() - t0, 3)
     del model
     return rec
 
 
 def run_model(job_model: dict, platform_kind: str, version: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="conf-") as d:
-        with open(job_model["config_path"], "rb") as src, open(os.path.join(d, "config.json"), "wb") as dst:
-            dst.write(src.read())
-        sidecars = sorted((job_model.get("sidecars") or {}).items())
-        quantization = None
-        for name, path in sidecars:
-            shutil.copyfile(path, os.path.join(d, os.path.basename(name)))
-            if os.path.basename(name) == "quantize_config.json":
-                with open(path) as fh:
-                    quantization = json.load(fh).get("quant_method") or "gptq"
-        for cell in job_model["cells"]:
-            cell = dict(cell, quantization=quantization)
-            try:
-                r = run_cell(d, cell)
-            except BaseException as e:  # noqa: BLE001 - one cell never stops the others
-                r = dict(cell)
-                r.update(exc_record(e))
-                r.update(outcome="harness_error", reason="worker exception outside the cell")
-            r.pop("params_detail", None)
-            r.pop("quantization", None)
-            r["sidecars"] = [n for n, _ in sidecars]
-            r["version"] = version
-            r["platform"] = platform_kind
-            r["model_id"] = job_model["model_id"]
-            emit(r)
-    sys.stdout.write(MODEL_DONE + json.dumps(job_model["model_id"]) + "\n")
-    sys.stdout.flush()
+    wc.run_in_model_folder(job_model, platform_kind, version, run_cell, exc_record)
 
 
 def registry(version: str) -> dict:
@@ -717,58 +584,33 @@ def registry(version: str) -> dict:
     from sglang.srt.models.registry import ModelRegistry
 
     archs = ModelRegistry.get_supported_archs()
-    model_types: set[str] = set()
-    try:  # config model_types readable without remote code: SGLang's config classes + transformers'
-        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    # config model_types readable without remote code: SGLang's config classes + transformers'
+    return {"version": version, "architectures": list(archs),
+            "model_types": wc.config_model_types("sglang.srt.utils.hf_transformers")}
 
-        model_types |= set(CONFIG_MAPPING_NAMES)
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        from sglang.srt.utils.hf_transformers import config as scfg
 
-        model_types |= set(getattr(scfg, "_CONFIG_REGISTRY", {}))
-    except Exception:  # noqa: BLE001
-        pass
-    return {"version": version, "architectures": list(archs), "model_types": sorted(model_types)}
+def setup(platform_kind: str) -> str:
+    """Install the GPU stand-ins (nvidia-smi, torch.cuda), import SGLang's launcher modules once, then
+    DeepGEMM's; returns SGLang's version."""
+    install_nvidia_smi()
+    install_cuda()
+    import sglang
+    from sglang.srt import server_args  # noqa: F401 - the launcher's imports, once
+    from sglang.srt.model_loader import loader  # noqa: F401
+
+    install_deep_gemm()
+    version = getattr(sglang, "__version__", None)
+    if not version:
+        import importlib.metadata as md
+
+        version = md.version("sglang")
+    return version
 
 
 def main() -> int:
     set_worker_env()
-    job = json.loads(sys.stdin.readline())
-    platform_kind = job.get("platform", "cuda-sm90")
-    models = job["models"] if "models" in job else [job]
-    try:
-        install_nvidia_smi()
-        install_cuda()
-        import sglang
-        from sglang.srt import server_args  # noqa: F401 - the launcher's imports, once
-        from sglang.srt.model_loader import loader  # noqa: F401
-
-        install_deep_gemm()
-        version = getattr(sglang, "__version__", None)
-        if not version:
-            import importlib.metadata as md
-
-            version = md.version("sglang")
-    except Exception as e:  # noqa: BLE001
-        for m in models:
-            for cell in m["cells"]:
-                r = dict(cell)
-                r.update(exc_record(e))
-                r.update(outcome="harness_error", reason="SGLang import or GPU stand-in failed",
-                         model_id=m["model_id"])
-                emit(r)
-            sys.stdout.write(MODEL_DONE + json.dumps(m["model_id"]) + "\n")
-        return 0
-    if job.get("registry_out"):
-        with open(job["registry_out"], "w") as fh:
-            json.dump(registry(version), fh, indent=0)
-    for m in models:
-        sys.stdout.write(MODEL_START + json.dumps(m["model_id"]) + "\n")
-        sys.stdout.flush()
-        run_model(m, platform_kind, version)
-    return 0
+    return wc.serve(setup, exc_record, "SGLang import or GPU stand-in failed", registry,
+                    lambda m, platform_kind, version, job: run_model(m, platform_kind, version))
 
 
 if __name__ == "__main__":

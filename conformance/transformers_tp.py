@@ -171,14 +171,19 @@ def build(tiny: Tiny, folder: Path) -> Path:
     return path
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (the torchrun rendezvous)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 def _stop(proc: subprocess.Popen, out: Path) -> None:
-    """Stop a torchrun we started, and its ranks (each wrote its pid to ``out/pids``)."""
+    """Stop a torchrun we started and its ranks: SIGTERM (torchrun forwards it), then SIGKILL.
+
+    The ranks run in their own sessions (torch elastic starts them so), so the process group of
+    torchrun does not reach them: each rank wrote its pid to ``out/pids/`` and is killed by pid.
+    """
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
@@ -193,27 +198,38 @@ def _stop(proc: subprocess.Popen, out: Path) -> None:
             pass
 
 
-def _torchrun(tp: int, spec: list[dict], out: Path, timeout_s: float) -> bool:
-    (out / "spec.json").write_text(json.dumps(spec))
+def torchrun(worker: Path, tp: int, spec: list[dict], out: Path, timeout_s: float, *, log: Path | None = None,
+             extra_env: dict[str, str] | None = None) -> tuple[bool, float]:
+    """Run ``worker`` (a torchrun script taking ``--spec FILE --out DIR``) on ``spec`` with ``tp`` ranks
+    (gloo on loopback, offline, one thread each); output to ``log`` (default ``out/torchrun.log``).
+
+    A run over ``timeout_s`` seconds is stopped with its ranks. Returns (finished in time, wall seconds).
+    """
+    spec_file = out / "spec.json"
+    spec_file.write_text(json.dumps(spec))
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={tp}", "--nnodes=1",
-           "--master-addr=127.0.0.1", f"--master-port={_free_port()}", str(WORKER), "--spec",
-           str(out / "spec.json"), "--out", str(out)]
+           "--master-addr=127.0.0.1", f"--master-port={free_port()}", str(worker), "--spec",
+           str(spec_file), "--out", str(out)]
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false",
                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
+    env.update(extra_env or {})
     env.pop("CUDA_VISIBLE_DEVICES", None)
-    if Path("/sys/class/net/lo").exists():
+    if Path("/sys/class/net/lo").exists():  # keep gloo on loopback (no hostname resolution)
         env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    with (out / "torchrun.log").open("ab") as lf:
+    t0 = time.perf_counter()
+    with (log or out / "torchrun.log").open("ab") as lf:
         proc = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
             proc.wait(timeout=timeout_s)
-            return True
+            finished = True
         except subprocess.TimeoutExpired:
             _stop(proc, out)
-            return False
+            finished = False
+    return finished, time.perf_counter() - t0
 
 
-def _read(out: Path) -> dict[str, list[dict]]:
+def read_rank_files(out: Path) -> dict[str, list[dict]]:
+    """The workers' records in ``out/rank*.jsonl``, per ``case_id`` (ranks in file order)."""
     got: dict[str, list[dict]] = {}
     for f in sorted(out.glob("rank*.jsonl")):
         for line in f.read_text(encoding="utf-8").splitlines():
@@ -238,8 +254,8 @@ def run_tp(tp: int, cases: list[Tiny], models: Path, scratch: Path, *, timeout_s
         out.mkdir(parents=True)
         spec = [{"case_id": c.case_id, "path": str(paths[c.case_id]), "mode": "cb" if c.cb else "forward",
                  "vocab": VOCAB, "dtype": c.dtype} for c in pending]
-        finished = _torchrun(tp, spec, out, timeout_s)
-        got = _read(out)
+        finished, _ = torchrun(WORKER, tp, spec, out, timeout_s)
+        got = read_rank_files(out)
         still, stuck = [], False
         for c in pending:
             recs = got.get(c.case_id, [])
@@ -287,11 +303,11 @@ def run(tps=RUN_TP, *, scratch: Path | None = None, log=print) -> tuple[str, Pat
     return version, wd
 
 
-def versions() -> dict[str, str]:
-    import torch
-    import transformers
+def versions(*more: str) -> dict[str, str]:
+    """Versions of transformers, torch and the ``more`` packages named (import names)."""
+    import importlib
 
-    return {"transformers": transformers.__version__, "torch": torch.__version__}
+    return {name: importlib.import_module(name).__version__ for name in ("transformers", "torch", *more)}
 
 
 def load_runs(version: str) -> list[dict]:

@@ -1,22 +1,25 @@
-"""torchrun worker of ``python -m conformance transformers runs`` (a copy of ``tests/tp_matrix/worker.py``
-with full messages and ``transformers/``-relative raise sites): load each tiny model with transformers
-native TP and run it; record what happened.
+"""torchrun worker of ``python -m conformance transformers runs`` and of the tests' TP matrix
+(``tests/tp_matrix/worker.py`` runs it with ``--max-error-chars 600 --bare-sites``): load each tiny model
+with transformers native TP and run it; record what happened.
 
-Usage (``conformance/transformers_tp.py`` builds the command)::
+Usage (``conformance/transformers_tp.py`` and ``tests/tp_matrix/run.py`` build the command)::
 
     OMP_NUM_THREADS=1 torchrun --nproc-per-node N --master-addr 127.0.0.1 --master-port P \
-        conformance/transformers_tp_worker.py --spec spec.json --out OUTDIR
+        conformance/transformers_tp_worker.py --spec spec.json --out OUTDIR \
+        [--max-error-chars C] [--bare-sites]
 
-``spec.json`` is a list of ``{"case_id", "path", "mode", "vocab"}``. Every rank runs every case in
+``spec.json`` is a list of ``{"case_id", "path", "mode", "vocab"[, "dtype"]}``. Every rank runs every case in
 order and appends one JSON line per case to ``OUTDIR/rank{R}.jsonl`` (flushed at once, so a run that
 hangs or dies still leaves the finished cases). A line holds: ``case_id``, ``rank``, ``world_size``,
 ``load_ok``, ``forward_ok``, ``stage`` (``load`` / ``forward`` / ``reference`` / ``done``: where the
-native-TP path stopped), ``error_type``, ``error`` (message, truncated), ``where`` (deepest traceback
-frame inside transformers, ``file:line function``), ``where_code`` (that frame's source line, e.g.
+native-TP path stopped), ``error_type``, ``error`` (message, cut at ``--max-error-chars`` characters,
+default 4000), ``where`` (deepest traceback frame inside transformers, ``transformers/file:line function``;
+``file:line function`` relative to the package with ``--bare-sites``), ``where_code`` (that frame's source line, e.g.
 ``query_states = self.q_proj(hidden_states).view(hidden_shape)...``), ``where_last`` (deepest frame overall),
 ``max_abs_diff`` (TP logits vs the same checkpoint run without TP on this rank), ``seconds``; and for
 mode ``cb`` (``generate_batch`` with the paged cache, run right after loading and independently of the
-forward): ``cb_ok``, ``cb_error_type``, ``cb_error``, ``cb_where`` (``cb_ok`` is ``None`` otherwise).
+forward): ``cb_ok``, ``cb_error_type``, ``cb_error``, ``cb_where``, ``cb_where_code`` (``cb_ok`` is ``None``
+otherwise).
 
 The model is loaded with ``from_pretrained(path, tp_plan="auto")`` (transformers 5.x turns the
 ``tp_plan`` keyword into ``DistributedConfig(tp_plan="auto")``, modeling_utils.py ``from_pretrained``);
@@ -36,7 +39,10 @@ import traceback
 import warnings
 from pathlib import Path
 
+#: Characters of an exception message kept in a record (``--max-error-chars``).
 MAX_ERROR_CHARS = 4000
+#: Prefix of a raise site's path inside the transformers package (``--bare-sites``: none).
+SITE_PREFIX = "transformers/"
 SEQ_LEN = 8
 
 
@@ -46,7 +52,7 @@ def _frames(exc: BaseException) -> tuple[str, str, str]:
     where_tf, code = "", ""
     for fr in tb:
         if "/transformers/" in fr.filename:
-            where_tf = f"transformers/{fr.filename.split('/transformers/', 1)[1]}:{fr.lineno} {fr.name}"
+            where_tf = f"{SITE_PREFIX}{fr.filename.split('/transformers/', 1)[1]}:{fr.lineno} {fr.name}"
             code = (fr.line or "").strip()
     last = tb[-1] if tb else None
     where_last = f"{last.filename.rsplit('/site-packages/', 1)[-1]}:{last.lineno} {last.name}" if last else ""
@@ -207,11 +213,22 @@ def _die_with_parent() -> None:
         pass
 
 
+def _set_format(max_error_chars: int, site_prefix: str) -> None:
+    """The record format of this process: message length kept (characters) and raise-site path prefix."""
+    global MAX_ERROR_CHARS, SITE_PREFIX
+    MAX_ERROR_CHARS, SITE_PREFIX = max(1, int(max_error_chars)), site_prefix
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spec", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--max-error-chars", type=int, default=MAX_ERROR_CHARS,
+                    help="characters of an exception message kept (default %(default)s)")
+    ap.add_argument("--bare-sites", action="store_true",
+                    help="raise sites relative to the transformers package, without the 'transformers/' prefix")
     args = ap.parse_args(argv)
+    _set_format(args.max_error_chars, "" if args.bare_sites else "transformers/")
 
     _die_with_parent()
     pids = Path(args.out) / "pids"

@@ -27,32 +27,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
-import traceback
 
 try:  # imported by the project (tests, driver)
-    from conformance.worker_common import (
-        MODEL_DONE,
-        MODEL_START,
-        emit,
-        innermost_site,
-        package_raise_site,
-        param_bytes,
-        param_list,
-    )
+    from conformance import worker_common as wc
 except ImportError:  # run as a script by the framework venv's interpreter: the sibling file
-    from worker_common import (
-        MODEL_DONE,
-        MODEL_START,
-        emit,
-        innermost_site,
-        package_raise_site,
-        param_bytes,
-        param_list,
-    )
+    import worker_common as wc
 
 
 def set_worker_env() -> None:
@@ -186,18 +167,7 @@ def inspect_in_process() -> None:
     registry._run_in_subprocess = lambda fn: fn()
 
 
-class StubProcessGroup:
-    """``torch.distributed.ProcessGroup`` stand-in for ``group.device_group``/``cpu_group``: model
-    classes read only ``size()`` and ``rank()`` at construction."""
-
-    def __init__(self, world_size: int) -> None:
-        self._n = int(world_size)
-
-    def size(self) -> int:
-        return self._n
-
-    def rank(self) -> int:
-        return 0
+StubProcessGroup = wc.StubProcessGroup
 
 
 class StubGroup:
@@ -236,35 +206,7 @@ def meta_device_mode():
     factories (as ``torch.device("meta")`` does) and also explicit CUDA devices that some model
     classes pass (``device=current_platform.device_type`` buffers in DeepSeek-V3.2/V4), and
     ``Tensor.to("cuda")``/``.cuda()``. Shapes and dtypes are unchanged; no memory is allocated."""
-    import torch
-    from torch.overrides import TorchFunctionMode
-    from torch.utils._device import _device_constructors
-
-    ctors = _device_constructors()
-    meta = torch.device("meta")
-
-    def _is_cuda(d) -> bool:
-        if isinstance(d, torch.device):
-            return d.type == "cuda"
-        return isinstance(d, str) and d.startswith("cuda")
-
-    class MetaEverywhere(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = dict(kwargs or {})
-            if func in ctors:
-                d = kwargs.get("device")
-                if d is None or _is_cuda(d) or (isinstance(d, int) and not isinstance(d, bool)):
-                    kwargs["device"] = meta
-            elif func in (torch.Tensor.to,):
-                if _is_cuda(kwargs.get("device")):
-                    kwargs["device"] = meta
-                args = tuple(meta if (i > 0 and _is_cuda(a) and not isinstance(a, torch.dtype)) else a
-                             for i, a in enumerate(args))
-            elif func in (torch.Tensor.cuda,):
-                return args[0]
-            return func(*args, **kwargs)
-
-    return MetaEverywhere()
+    return wc.cuda_redirect_mode("meta", default_device=True, any_function=False, pin_memory=False)
 
 
 def install_groups(tp: int, pp: int, dp: int, ep_world: int) -> None:
@@ -289,14 +231,11 @@ def install_groups(tp: int, pp: int, dp: int, ep_world: int) -> None:
 # one cell
 # ----------------------------------------------------------------------------------------------------
 
-VLLM_MARK = os.sep + "vllm" + os.sep
-
-
 def raise_site(exc: BaseException) -> tuple[str, int, str]:
     """``(file, line, function)`` of the innermost frame inside the vllm package (the raise the user
     sees in the traceback), relative to the package root (``vllm/...``); the innermost frame overall
     when no vllm frame is on the stack."""
-    return package_raise_site(exc, "vllm")
+    return wc.package_raise_site(exc, "vllm")
 
 
 REMOTE_CODE_MARKERS = ("trust_remote_code", "trust-remote-code", "execute the configuration file",
@@ -326,29 +265,15 @@ def _unwrap(exc: BaseException) -> tuple[BaseException, str]:
 
 def vllm_stack(exc: BaseException, keep: int = 8) -> list[str]:
     """The last ``keep`` frames inside the vllm package, innermost last, as ``file:line function``."""
-    out = []
-    for fr in traceback.extract_tb(exc.__traceback__):
-        i = fr.filename.rfind(VLLM_MARK)
-        if i >= 0:
-            out.append(f"{fr.filename[i + 1:]}:{fr.lineno} {fr.name}")
-    return out[-keep:]
+    return wc.package_stack(exc, "vllm", keep, skip_harness=False)
 
 
 def exc_record(exc: BaseException) -> dict:
     inner, wrapper = _unwrap(exc)
-    f, line, func = raise_site(inner)
-    inner_f, inner_line = innermost_site(inner)
-    return {
-        "exc_type": type(inner).__name__,
-        "wrapper": wrapper,
-        "message": str(inner)[:4000],
-        "shown": str(exc)[:4000] if wrapper else "",
-        "file": f,
-        "line": line,
-        "function": func,
-        "innermost": f"{inner_f}:{inner_line}",
-        "stack": vllm_stack(inner),
-    }
+    rec = wc.exc_fields(inner, "vllm", skip_harness=False)
+    shown = str(exc)[:wc.MAX_MESSAGE] if wrapper else ""
+    return {"exc_type": rec.pop("exc_type"), "wrapper": wrapper, "message": rec.pop("message"), "shown": shown,
+            **rec}
 
 
 HARNESS_MARKERS = (
@@ -493,10 +418,7 @@ def run_cell(model_dir: str, cell: dict) -> dict:
             rec["reason"] = harness
         rec["seconds"] = round(time.perf_counter() - t0, 3)
         return rec
-    b, n, by_dtype = param_bytes(model)
-    rec.update(outcome="built", param_bytes=b, param_count=n, param_bytes_by_dtype=by_dtype)
-    if cell.get("params_detail"):
-        rec["params"] = param_list(model)
+    wc.add_params(rec, model, cell)
     try:
         rec["kv_cache"] = kv_specs(vllm_config)
     except Exception as e:  # noqa: BLE001
@@ -506,101 +428,47 @@ def run_cell(model_dir: str, cell: dict) -> dict:
     return rec
 
 
-def _known_model_types() -> list[str]:
-    out: set[str] = set()
+def _auto_map(raw: bytes) -> dict:
+    """``auto_map``: whether the config names remote code (:func:`run_cell` tells a remote-code refusal by it)."""
     try:
-        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-
-        out |= set(CONFIG_MAPPING_NAMES)
+        return {"auto_map": bool(json.loads(raw).get("auto_map"))}
     except Exception:  # noqa: BLE001
-        pass
-    try:
-        from vllm.transformers_utils import config as vcfg
-
-        out |= set(getattr(vcfg, "_CONFIG_REGISTRY", {}))
-    except Exception:  # noqa: BLE001
-        pass
-    return sorted(out)
+        return {"auto_map": False}
 
 
 def run_model(job_model: dict, platform_kind: str, version: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="conf-") as d:
-        with open(job_model["config_path"], "rb") as src, open(os.path.join(d, "config.json"), "wb") as dst:
-            raw = src.read()
-            dst.write(raw)
-        # files a real checkpoint keeps beside config.json (hf_quant_config.json, quantize_config.json):
-        # only when the caller hands them (``python -m conformance params --sidecar``)
-        sidecars = sorted((job_model.get("sidecars") or {}).items())
-        quantization = None
-        for name, path in sidecars:
-            shutil.copyfile(path, os.path.join(d, os.path.basename(name)))
-            if os.path.basename(name) == "quantize_config.json":
-                with open(path) as fh:
-                    quantization = json.load(fh).get("quant_method") or "gptq"
-        try:
-            auto_map = bool(json.loads(raw).get("auto_map"))
-        except Exception:  # noqa: BLE001
-            auto_map = False
-        for cell in job_model["cells"]:
-            cell = dict(cell, auto_map=auto_map, quantization=quantization)
-            try:
-                r = run_cell(d, cell)
-            except BaseException as e:  # noqa: BLE001 - one cell never stops the others
-                r = dict(cell)
-                r.update(exc_record(e))
-                r.update(outcome="harness_error", reason="worker exception outside the cell")
-            r.pop("auto_map", None)
-            r.pop("params_detail", None)
-            r.pop("quantization", None)
-            r["sidecars"] = [n for n, _ in sidecars]
-            r["version"] = version
-            r["platform"] = platform_kind
-            r["model_id"] = job_model["model_id"]
-            emit(r)
-    sys.stdout.write(MODEL_DONE + json.dumps(job_model["model_id"]) + "\n")
-    sys.stdout.flush()
+    wc.run_in_model_folder(job_model, platform_kind, version, run_cell, exc_record, cell_extra=_auto_map)
+
+
+def registry(version: str) -> dict:
+    """The architectures vLLM's model registry knows (``python -m conformance run`` writes them)."""
+    from vllm.model_executor.models import registry as reg
+
+    return {"version": version,
+            # insertion order: vLLM prints this dict_keys view in its "not supported" message
+            "architectures": list(reg.ModelRegistry.get_supported_archs()),
+            "previously_supported": dict(getattr(reg, "_PREVIOUSLY_SUPPORTED_MODELS", {})),
+            "out_of_tree": dict(getattr(reg, "_OOT_SUPPORTED_MODELS", {})),
+            # config model_types the release can read without remote code: its own config
+            # classes plus those of the transformers it installs
+            "model_types": wc.config_model_types("vllm.transformers_utils")}
+
+
+def setup(platform_kind: str) -> str:
+    """Install the platform stand-in, import vLLM, then the in-process inspection and stream stand-ins;
+    returns vLLM's version."""
+    install_platform(platform_kind)
+    import vllm
+
+    inspect_in_process()
+    install_streams()
+    return vllm.__version__
 
 
 def main() -> int:
     set_worker_env()
-    job = json.loads(sys.stdin.readline())
-    platform_kind = job.get("platform", "cuda-sm90")
-    models = job["models"] if "models" in job else [job]
-    try:
-        install_platform(platform_kind)
-        import vllm  # noqa: F401
-
-        inspect_in_process()
-        install_streams()
-
-        version = vllm.__version__
-    except Exception as e:  # noqa: BLE001
-        for m in models:
-            for cell in m["cells"]:
-                r = dict(cell)
-                r.update(exc_record(e))
-                r.update(outcome="harness_error", reason="vLLM import or platform stand-in failed",
-                         model_id=m["model_id"])
-                emit(r)
-            sys.stdout.write(MODEL_DONE + json.dumps(m["model_id"]) + "\n")
-        return 0
-    if job.get("registry_out"):
-        from vllm.model_executor.models import registry as reg
-
-        with open(job["registry_out"], "w") as fh:
-            json.dump({"version": version,
-                       # insertion order: vLLM prints this dict_keys view in its "not supported" message
-                       "architectures": list(reg.ModelRegistry.get_supported_archs()),
-                       "previously_supported": dict(getattr(reg, "_PREVIOUSLY_SUPPORTED_MODELS", {})),
-                       "out_of_tree": dict(getattr(reg, "_OOT_SUPPORTED_MODELS", {})),
-                       # config model_types the release can read without remote code: its own config
-                       # classes plus those of the transformers it installs
-                       "model_types": _known_model_types()}, fh, indent=0)
-    for m in models:
-        sys.stdout.write(MODEL_START + json.dumps(m["model_id"]) + "\n")
-        sys.stdout.flush()
-        run_model(m, platform_kind, version)
-    return 0
+    return wc.serve(setup, exc_record, "vLLM import or platform stand-in failed", registry,
+                    lambda m, platform_kind, version, job: run_model(m, platform_kind, version))
 
 
 if __name__ == "__main__":

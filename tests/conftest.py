@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,3 +33,12 @@ def shared_dir() -> Path:
             pytest.fail(f"{SHARED} is missing: CI must run with shared/ beside the clone")
         pytest.skip(f"{SHARED} not present")
     return SHARED
+
+
+@pytest.fixture(scope="module")
+def catalog() -> pd.DataFrame:
+    """The shipped catalog (``dashboard.catalog.load_catalog``), loaded once per test module; a module
+    that needs another catalog defines its own ``catalog`` fixture."""
+    from dashboard.catalog import load_catalog
+
+    return load_catalog()

@@ -11,41 +11,32 @@ reason, while that release's table is not committed.
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from conformance_helpers import (
+    ROOT,
+    committed_table,
+    readme_mismatch_rows,
+    release_fixture,
+    remaining_mismatches,
+)
 
 from conformance import compare, driver
 from dashboard import rules
-from dashboard.catalog import load_catalog
 from dashboard.rules import megatron_executed as M
 from dashboard.rules import versions
 
-ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "data" / "conformance" / "README.md"
 FW = "megatron-core"
 RELEASES = versions.EXECUTED[FW]
 
 
-@pytest.fixture(scope="module")
-def catalog() -> pd.DataFrame:
-    return load_catalog()
-
-
-@pytest.fixture(scope="module", params=RELEASES)
-def release(request) -> str:
-    return request.param
+release = release_fixture(RELEASES)
 
 
 @pytest.fixture(scope="module")
 def table(release) -> pd.DataFrame:
-    path = driver.table_path(FW, release)
-    if not path.is_file():
-        pytest.skip(f"{path.relative_to(ROOT)} is not committed yet (assemble it with: python -m conformance "
-                    f"assemble --framework {FW} --version {release})")
-    return driver.load_table(FW, release)
+    return committed_table(FW, release)
 
 
 @pytest.fixture(scope="module")
@@ -95,20 +86,12 @@ def test_first_error_matches_on_every_refused_cell(comparison) -> None:
 
 
 def _documented(release: str) -> set[tuple[str, int, int, int]]:
-    text = README.read_text(encoding="utf-8")
-    m = re.search(rf"<!-- mismatches {FW}-{re.escape(release)} -->(.*?)<!-- /mismatches -->", text, re.S)
-    assert m, f"README has no Megatron-Core mismatch list for {release}"
-    out = set()
-    for line in m.group(1).splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 5 and cells[1].isdigit():
-            out.add((cells[0].strip("`"), int(cells[1]), int(cells[2]), int(cells[3])))
-    return out
+    return {(c[0].strip("`"), int(c[1]), int(c[2]), int(c[3]))
+            for c in readme_mismatch_rows(f"{FW}-{release}", f"Megatron-Core mismatch list for {release}", 5)}
 
 
 def test_every_remaining_first_error_mismatch_is_listed_in_the_readme(comparison, release) -> None:
-    refused = comparison[~comparison["table_valid"] & comparison["verdict_ok"]]
-    miss = refused[~(refused["message_ok"] & refused["location_ok"])]
+    miss = remaining_mismatches(comparison)
     actual = {(r.model_id, int(r.tp), int(r.pp), int(r.dp) if r.ep else 1) for r in miss.itertuples()}
     assert actual == _documented(release), \
         f"regenerate with: python -m conformance report --framework {FW} --version {release}"

@@ -10,39 +10,31 @@ are the evidence, these tests hold the engine to them.
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from conformance_helpers import (
+    ROOT,
+    assert_harness_errors_rare_and_explained,
+    committed_table,
+    readme_mismatch_rows,
+    release_fixture,
+    remaining_mismatches,
+)
 
 from conformance import compare, driver, report
 from dashboard import rules
-from dashboard.catalog import load_catalog
 from dashboard.rules import versions
 
-ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "data" / "conformance" / "README.md"
 RELEASES = versions.EXECUTED["sglang"]
 
 
-@pytest.fixture(scope="module")
-def catalog() -> pd.DataFrame:
-    return load_catalog()
-
-
-@pytest.fixture(scope="module", params=RELEASES)
-def release(request) -> str:
-    return request.param
+release = release_fixture(RELEASES)
 
 
 @pytest.fixture(scope="module")
 def table(release) -> pd.DataFrame:
-    path = driver.table_path("sglang", release)
-    if not path.is_file():
-        pytest.skip(f"{path.relative_to(ROOT)} is not committed yet (assemble it with: python -m conformance "
-                    f"assemble --framework sglang --version {release})")
-    return driver.load_table("sglang", release)
+    return committed_table("sglang", release)
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +65,7 @@ def test_table_covers_the_whole_catalog(table, catalog, release) -> None:
 
 
 def test_harness_errors_are_rare_and_explained(table) -> None:
-    share = (table["outcome"] == "harness_error").mean()
-    assert share <= 0.05, f"{share:.1%} harness_error cells"
-    he = table[table["outcome"] == "harness_error"]
-    assert (he["reason"] != "").all()
-    nr = table[table["outcome"] == "not_run"]
-    assert (nr["reason"] == "remote code").all()
+    assert_harness_errors_rare_and_explained(table)
 
 
 def test_unjudged_cells_are_few(stale) -> None:
@@ -102,20 +89,12 @@ def test_first_error_matches_on_98_percent_of_refused_cells(comparison) -> None:
 
 
 def _documented(release: str) -> set[tuple[str, int, int, bool]]:
-    text = README.read_text(encoding="utf-8")
-    m = re.search(rf"<!-- mismatches sglang-{re.escape(release)} -->(.*?)<!-- /mismatches -->", text, re.S)
-    assert m, f"README has no SGLang mismatch list for {release}"
-    out = set()
-    for line in m.group(1).splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 5 and cells[1].isdigit():
-            out.add((cells[0].strip("`"), int(cells[1]), int(cells[2]), cells[3] == "on"))
-    return out
+    return {(c[0].strip("`"), int(c[1]), int(c[2]), c[3] == "on")
+            for c in readme_mismatch_rows(f"sglang-{release}", f"SGLang mismatch list for {release}", 5)}
 
 
 def test_every_remaining_first_error_mismatch_is_listed_in_the_readme(comparison, release) -> None:
-    refused = comparison[~comparison["table_valid"] & comparison["verdict_ok"]]
-    miss = refused[~(refused["message_ok"] & refused["location_ok"])]
+    miss = remaining_mismatches(comparison)
     actual = {(r.model_id, int(r.tp), int(r.dp), bool(r.ep)) for r in miss.itertuples()}
     assert actual == _documented(release), \
         "regenerate with: python -m conformance report --framework sglang --version " + release

@@ -17,32 +17,22 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from conformance_helpers import README, ROOT, release_fixture
 
 from conformance import transformers_plans as TP_PLANS
 from conformance import transformers_table as T
 from dashboard import rules
-from dashboard.catalog import load_catalog
 from dashboard.rules import transformers_executed as X
 from dashboard.rules import versions
 
-ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "data" / "conformance" / "README.md"
 FRAMEWORKS = (T.NATIVE, T.CB)
 RELEASES = versions.EXECUTED[T.NATIVE]
 
 
-@pytest.fixture(scope="module")
-def catalog() -> pd.DataFrame:
-    return load_catalog()
-
-
-@pytest.fixture(scope="module", params=RELEASES)
-def release(request) -> str:
-    return request.param
+release = release_fixture(RELEASES)
 
 
 @pytest.fixture(scope="module")

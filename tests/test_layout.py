@@ -8,13 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashboard import schema
-from dashboard.catalog import load_catalog
 from dashboard.layout import COMPONENTS, LayoutError, heads_per_rank, rank_layout
-
-
-@pytest.fixture(scope="module")
-def catalog() -> pd.DataFrame:
-    return load_catalog()
 
 
 @pytest.fixture(scope="module")

@@ -17,15 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashboard import memory, schema, sharding
-from dashboard.catalog import load_catalog
 
 GiB = 2**30
 SERVING = ("vllm", "sglang", "tensorrt-llm")
-
-
-@pytest.fixture(scope="module")
-def catalog() -> pd.DataFrame:
-    return load_catalog()
 
 
 @pytest.fixture(scope="module")

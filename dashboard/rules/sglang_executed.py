@@ -32,13 +32,12 @@ failures read ``{a} is not divisible by {b}`` (an ``AssertionError`` with a mess
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
 from dashboard import sharding
+from dashboard.rules import _executed_common as X
 from dashboard.rules import _preds as P
 from dashboard.rules.common import Ctx, Rule, not_multiple
 
@@ -50,8 +49,7 @@ EXECUTED = ("0.5.21", "0.5.23")
 def release_range(release: str) -> str:
     """The releases whose behaviour the executed ``release`` stands for: from it up to the next
     executed release (releases in between were not run: evidence ``source``)."""
-    i = EXECUTED.index(release)
-    return f">={release}" + (f",<{EXECUTED[i + 1]}" if i + 1 < len(EXECUTED) else "")
+    return X.release_range(EXECUTED, release)
 
 
 DIVIDE = "{a} is not divisible by {b}"
@@ -61,16 +59,10 @@ MERGED_SITE = "sglang/srt/layers/linear.py:693"
 REPO = "https://github.com/sgl-project/sglang/blob"
 SRC = f"{REPO}/v0.5.23/python/"
 
-_CONF = Path(__file__).resolve().parents[2] / "data" / "conformance"
-
-
 @lru_cache(maxsize=None)
 def registry(release: str) -> dict:
     """The release's model registry as the harness read it (``sglang-<release>-architectures.json``)."""
-    p = _CONF / f"sglang-{release}-architectures.json"
-    if not p.is_file():
-        return {"architectures": [], "model_types": []}
-    return json.loads(p.read_text(encoding="utf-8"))
+    return X.read_registry(f"sglang-{release}-architectures.json", {"architectures": [], "model_types": []})
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -1045,20 +1037,14 @@ def _rule(id: str, kind: str, condition: str, message: str, sites: dict[str, str
           exc_type: str = "AssertionError", archs=(), exclude=(), needs=(), note: str = "",
           severity: str = "error", ours: bool = False, versions: str = V, src: str = "",
           effect: str = "") -> Rule:
-    from packaging.version import Version
+    return X.executed_rule(FW, EXECUTED, NOT_SEEN_FIRST, _url, id, kind, condition, message,
+                           {r: _site(s) for r, s in sites.items()}, predicate, exc_type=exc_type, archs=archs,
+                           exclude=exclude, needs=needs, note=note, severity=severity, ours=ours,
+                           versions=versions, src=src, effect=effect)
 
-    sites = {r: _site(s) for r, s in sites.items()}
-    url = src
-    if sites and not url:
-        rel = sorted(sites, key=Version)[-1]
-        path, _, line = sites[rel].rpartition(":")
-        url = f"{REPO}/v{rel}/python/{path}#L{line}"
-    executed_in = tuple(r for r in EXECUTED if r in sites and id not in NOT_SEEN_FIRST.get(r, ()))
-    return Rule(id=id, framework=FW, kind=kind, versions=versions, condition=condition, message=message,
-                source_url=url, predicate=predicate, severity=severity, effect=effect,
-                needs=tuple(needs), note=note, architectures=tuple(archs), exclude_architectures=tuple(exclude),
-                sites=dict(sites), evidence="executed" if executed_in else "source",
-                executed_in=executed_in, exc_type=exc_type if not ours else "", ours=ours)
+
+def _url(release: str, path: str, line: str) -> str:
+    return f"{REPO}/v{release}/python/{path}#L{line}"
 
 
 def _attention_rules(archs_filter) -> list[Rule]:
@@ -1445,18 +1431,9 @@ def _bind() -> None:
     release's data and valid for :func:`release_range`."""
     import dataclasses
 
-    from packaging.specifiers import SpecifierSet
-
     out: list[Rule] = []
     for r in RULES:
-        spec = SpecifierSet(r.versions)
-        extra = {rel: _site(SITES[rel][r.id]) for rel in SITES
-                 if r.id in SITES[rel] and rel not in r.sites and spec.contains(rel)}
-        if extra:
-            sites = {**r.sites, **extra}
-            executed_in = tuple(x for x in EXECUTED if x in sites and r.id not in NOT_SEEN_FIRST.get(x, ()))
-            r = dataclasses.replace(r, sites=sites, executed_in=executed_in,
-                                    evidence="executed" if executed_in else "source")
+        r = X.join_release_sites(r, SITES, EXECUTED, NOT_SEEN_FIRST, _site)
         if r.id == "sglang.config.unknown_model_type":
             for rel in EXECUTED:
                 out.append(dataclasses.replace(r, predicate=unknown_model_type(rel), versions=release_range(rel)))

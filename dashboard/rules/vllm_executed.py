@@ -20,12 +20,11 @@ are per release (:attr:`Rule.sites`); the engine fills them in for the release a
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
+from dashboard.rules import _executed_common as X
 from dashboard.rules import _preds as P
 from dashboard.rules.common import Ctx, Rule, not_multiple
 
@@ -37,23 +36,20 @@ EXECUTED = ("0.22.0", "0.33.0")
 def release_range(release: str) -> str:
     """The releases whose behaviour the executed ``release`` stands for: from it up to the next
     executed release (releases in between were not run: evidence ``source``)."""
-    i = EXECUTED.index(release)
-    return f">={release}" + (f",<{EXECUTED[i + 1]}" if i + 1 < len(EXECUTED) else "")
+    return X.release_range(EXECUTED, release)
+
+
 DIVIDE = "{a} is not divisible by {b}"
 BARE = "AssertionError (no message) at {site}"
 DIVIDE_SITE = {"0.22.0": "vllm/distributed/utils.py:55", "0.33.0": "vllm/distributed/utils.py:53"}
 SRC = "https://github.com/vllm-project/vllm/blob/v0.33.0/"
 
-_CONF = Path(__file__).resolve().parents[2] / "data" / "conformance"
-
 
 @lru_cache(maxsize=None)
 def registry(release: str) -> dict:
     """The release's model registry as the harness read it (``<release>-architectures.json``)."""
-    p = _CONF / f"vllm-{release}-architectures.json"
-    if not p.is_file():
-        return {"architectures": [], "previously_supported": {}, "out_of_tree": {}}
-    return json.loads(p.read_text(encoding="utf-8"))
+    return X.read_registry(f"vllm-{release}-architectures.json",
+                           {"architectures": [], "previously_supported": {}, "out_of_tree": {}})
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -464,19 +460,13 @@ _MSG_K = "Weight input_size_per_partition = {size} is not divisible by weight qu
 def _rule(id: str, kind: str, condition: str, message: str, sites: dict[str, str], predicate, *,
           exc_type: str = "AssertionError", archs=(), exclude=(), needs=(), note: str = "",
           severity: str = "error", ours: bool = False, versions: str = V, src: str = "") -> Rule:
-    from packaging.version import Version
+    return X.executed_rule(FW, EXECUTED, {}, _url, id, kind, condition, message, sites, predicate,
+                           exc_type=exc_type, archs=archs, exclude=exclude, needs=needs, note=note,
+                           severity=severity, ours=ours, versions=versions, src=src)
 
-    url = src
-    if sites and not url:
-        rel = sorted(sites, key=Version)[-1]
-        path, _, line = sites[rel].rpartition(":")
-        url = f"https://github.com/vllm-project/vllm/blob/v{rel}/{path}#L{line}"
-    executed_in = tuple(r for r in EXECUTED if r in sites)
-    return Rule(id=id, framework=FW, kind=kind, versions=versions, condition=condition, message=message,
-                source_url=url, predicate=predicate, severity=severity,
-                needs=tuple(needs), note=note, architectures=tuple(archs), exclude_architectures=tuple(exclude),
-                sites=dict(sites), evidence="executed" if executed_in else "source",
-                executed_in=executed_in, exc_type=exc_type if not ours else "", ours=ours)
+
+def _url(release: str, path: str, line: str) -> str:
+    return f"https://github.com/vllm-project/vllm/blob/v{release}/{path}#L{line}"
 
 
 def _kv_rules() -> list[Rule]:
@@ -822,17 +812,8 @@ def _bind() -> None:
                    "vllm.architecture.out_of_tree": lambda rel: _registry_state(rel, "oot"),
                    "vllm.architecture.unsupported": lambda rel: _registry_state(rel, "unsupported")}
     out: list[Rule] = []
-    for i, r in enumerate(RULES):
-        from packaging.specifiers import SpecifierSet
-
-        spec = SpecifierSet(r.versions)
-        extra = {rel: SITES[rel][r.id] for rel in SITES
-                 if r.id in SITES[rel] and rel not in r.sites and spec.contains(rel)}
-        if extra:
-            sites = {**r.sites, **extra}
-            executed_in = tuple(x for x in EXECUTED if x in sites)
-            r = dataclasses.replace(r, sites=sites, executed_in=executed_in,
-                                    evidence="executed" if executed_in else "source")
+    for r in RULES:
+        r = X.join_release_sites(r, SITES, EXECUTED, {})
         if r.id == "vllm.moe_experts.uneven":
             out.append(dataclasses.replace(r, predicate=_uneven))
         elif r.id in per_release:

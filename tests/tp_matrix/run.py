@@ -11,11 +11,7 @@ report, and the remaining cases of that TP size are retried in a fresh torchrun.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -23,11 +19,15 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root: conformance
     from tp_matrix.build import build_model  # type: ignore[no-redef]
     from tp_matrix.cases import MATRIX, Case, by_tp  # type: ignore[no-redef]
 else:
     from .build import build_model
     from .cases import MATRIX, Case, by_tp
+
+from conformance.transformers_tp import read_rank_files, torchrun
+from conformance.transformers_tp import versions as _versions
 
 WORKER = Path(__file__).resolve().with_name("worker.py")
 
@@ -93,74 +93,6 @@ class CaseOutcome:
         return max((r.get("seconds", 0.0) for r in self.ranks), default=0.0)
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _read_rank_files(out: Path) -> dict[str, list[dict]]:
-    got: dict[str, list[dict]] = {}
-    for f in sorted(out.glob("rank*.jsonl")):
-        for line in f.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                got.setdefault(rec["case_id"], []).append(rec)
-    return got
-
-
-def _stop(proc: subprocess.Popen, out: Path) -> None:
-    """Stop a torchrun we started and its ranks: SIGTERM (torchrun forwards it), then SIGKILL.
-
-    The ranks run in their own sessions (torch elastic starts them so), so the process group of
-    torchrun does not reach them: each rank wrote its pid to ``out/pids/`` and is killed by pid.
-    """
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=5)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-    for pid_file in (out / "pids").glob("*"):
-        try:
-            os.kill(int(pid_file.name), signal.SIGKILL)
-        except (ProcessLookupError, ValueError, PermissionError):
-            pass
-
-
-def _torchrun(
-    tp: int, spec: list[dict], out: Path, timeout_s: float, log: Path, extra_env: dict | None = None
-) -> tuple[bool, float]:
-    """Run the worker under torchrun; True when it finished in time. Returns (finished, wall seconds)."""
-    spec_file = out / "spec.json"
-    spec_file.write_text(json.dumps(spec))
-    cmd = [
-        sys.executable, "-m", "torch.distributed.run",
-        f"--nproc-per-node={tp}", "--nnodes=1", "--master-addr=127.0.0.1", f"--master-port={free_port()}",
-        str(WORKER), "--spec", str(spec_file), "--out", str(out),
-    ]  # fmt: skip
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false",
-               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")  # fmt: skip
-    env.update(extra_env or {})
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    if Path("/sys/class/net/lo").exists():  # keep gloo on loopback (no hostname resolution)
-        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    t0 = time.perf_counter()
-    with log.open("ab") as lf:
-        proc = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        try:
-            proc.wait(timeout=timeout_s)
-            finished = True
-        except subprocess.TimeoutExpired:
-            _stop(proc, out)
-            finished = False
-    return finished, time.perf_counter() - t0
-
-
 def run_matrix(
     cases: tuple[Case, ...] | list[Case] = MATRIX,
     workdir: Path | None = None,
@@ -215,11 +147,11 @@ def run_matrix(
                 {"case_id": c.case_id, "path": str(paths[c.case_id]), "mode": c.mode, "vocab": c.vocab}
                 for c in pending
             ]
-            finished, wall = _torchrun(
-                tp, spec, out, min(run_timeout_s, remaining), workdir / f"tp{tp}.log", extra_env
+            finished, wall = torchrun(
+                WORKER, tp, spec, out, min(run_timeout_s, remaining), log=workdir / f"tp{tp}.log", extra_env=extra_env
             )
             torchrun_s.setdefault(tp, []).append(round(wall, 2))
-            got = _read_rank_files(out)
+            got = read_rank_files(out)
             still: list[Case] = []
             stuck_seen = False
             for c in pending:
@@ -251,11 +183,8 @@ def run_matrix(
 
 
 def versions() -> dict[str, str]:
-    import accelerate
-    import torch
-    import transformers
-
-    return {"transformers": transformers.__version__, "torch": torch.__version__, "accelerate": accelerate.__version__}
+    """Versions of transformers, torch and accelerate."""
+    return _versions("accelerate")
 
 
 def format_table(outcomes: list[CaseOutcome]) -> str:
