@@ -524,6 +524,12 @@ class PlanView(pn.viewable.Viewer):
         return tuple((k, repr(v)) for k, v in plan_args(self.state).items())
 
     def _refresh(self, *_):
+        # one websocket message for the title, notice, summary, chart, table and refusals (each assignment
+        # would otherwise be its own patch, and the browser lays the page out after each)
+        with pn.io.hold():
+            self._repaint()
+
+    def _repaint(self) -> None:
         s = self.state
         self._title.object = (
             f'<h2 class="tp-plan-title" style="margin:4px 0;font-size:22px">Plan: '
