@@ -171,5 +171,5 @@ def gpu_breakdown(parts: pd.DataFrame, gpu_gib: float, title: str, *, width: int
         stacked=True, invert_axes=True, cmap={p: BREAKDOWN_COLORS.get(p, "#999999") for p in order},
         width=width, height=200, title=title, tools=["hover"], show_legend=True, legend_position="bottom",
         fontsize={"title": "15pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
-        hooks=[style_hook, hook],
+        hooks=[style_hook, hook], toolbar=None, default_tools=[],
     )
