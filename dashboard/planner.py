@@ -1143,7 +1143,7 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
     lays["u"] = u
     nu = len(uniq["tp"])
     ren = {"r_dp": "dp", "r_ep": "ep", "r_dp_attention": "dp_attention", "r_expert_parallel": "expert_parallel"}
-    rg = rules.layout_grid(cat, uniq, fws, versions=vers)
+    rg = rules.layout_grid(cat, uniq, fws, versions=vers, messages=False)
     valid = rg["valid"].to_numpy(dtype=bool).reshape(len(fws), nm, nu)  # framework-major, model, layout
     cols = memory._cols(cat)
     moe = memory._flag(cols["is_moe"]) | (memory._nz(cols["num_experts"]) > 0)

@@ -290,6 +290,10 @@ def test_layout_grid_equals_grid_per_layout(cat):
     lay = pd.DataFrame([dict(tp=8, pp=2, dp=1), dict(tp=4, pp=1, dp=2, expert_parallel=True),
                         dict(tp=8, dp=4, dp_attention=True), dict(tp=6, ep=2), dict(tp=2, pp=3, dp=2)])
     g = rules.layout_grid(sub, lay, ("vllm", "sglang", "tensorrt-llm"))
+    quick = rules.layout_grid(sub, lay, ("vllm", "sglang", "tensorrt-llm"), messages=False)
+    for c in ("valid", "status", "rule_id", "n_failures"):
+        assert quick[c].astype(object).tolist() == g[c].astype(object).tolist(), c
+    assert (quick["message"].astype(str) == "").all()
     for i, r in lay.fillna({"pp": 1, "dp": 1, "ep": 1, "dp_attention": False, "expert_parallel": False}).iterrows():
         for fw in ("vllm", "sglang", "tensorrt-llm"):
             ref = rules.grid(sub, [int(r.tp)], [fw], pp=int(r.pp), dp=int(r.dp), ep=int(r.ep),

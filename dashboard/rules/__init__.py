@@ -414,7 +414,7 @@ def _join_codes(code_arrays: list[np.ndarray], interned: _Strings) -> np.ndarray
 
 
 def _grid_arrays(ctx: Ctx, framework: str, version: str | None, interned: _Strings,
-                 rule_ids: _Strings, detail: bool = False) -> dict[str, np.ndarray]:
+                 rule_ids: _Strings, detail: bool = False, messages: bool = True) -> dict[str, np.ndarray]:
     ev = _evaluate(ctx, framework, version)
     n = ctx.n
     errors = [(r, f, fl) for r, f, fl in zip(ev.rules, ev.fire, ev.fields) if r.severity == "error"]
@@ -424,6 +424,10 @@ def _grid_arrays(ctx: Ctx, framework: str, version: str | None, interned: _Strin
     code_arrays, fired = [], []
     for r, f, fl in errors:
         if not f.any():  # most rules fire nowhere: no message codes to build
+            continue
+        if not messages:  # verdicts only: the first failing rule, no message text
+            first_rule[f & (first_rule == 0)] = rule_ids.code(r.id)
+            n_fail += f
             continue
         codes = _message_codes(r, f, fl, interned)
         code_arrays.append(codes)
@@ -556,6 +560,7 @@ def layout_grid(
     vision_dp: bool = False,
     detail: bool = False,
     model_memo: dict | None = None,
+    messages: bool = True,
 ) -> pd.DataFrame:
     """Validity of every catalog model under many parallel layouts at once (one evaluation per framework).
 
@@ -580,6 +585,8 @@ def layout_grid(
         per cell: meant for one model, not a whole catalog.
     model_memo : a dict the per-model derived columns are kept in across calls over the *same*
         ``catalog_df`` frame (see :class:`~dashboard.rules.common.Ctx`); None: recomputed per call.
+    messages : build the message columns; False leaves ``message`` and ``messages`` empty (verdicts,
+        statuses and first failing rules only: a whole catalog's plan needs no text).
 
     Returns
     -------
@@ -616,7 +623,9 @@ def layout_grid(
                                  expert_parallel=epf, model_memo=model_memo)
     interned, rule_ids = _Strings(), _Strings()
     n_cells = len(models) * n_lay
-    parts = [] if empty else [_grid_arrays(ctx, fw, versions.get(fw), interned, rule_ids, detail) for fw in fws]
+    parts = [] if empty else [_grid_arrays(ctx, fw, versions.get(fw), interned, rule_ids, detail,
+                                           messages or detail)
+                              for fw in fws]
 
     def cat_col(key: str, dtype=np.int64) -> np.ndarray:
         if not parts:
