@@ -121,7 +121,7 @@ def derive_limits(text: Mapping, model_type: str | None, attribute_map: Mapping[
 
     Returns
     -------
-    dict: ``max_model_len_vllm`` (tokens, float or int as vLLM computes it; None when no key is present
+    dict: ``max_model_len_vllm`` (tokens, float; None when no key is present
     -- vLLM then accepts any ``--max-model-len`` -- or a value is unreadable), ``max_model_len_key``
     (the key it came from), ``max_model_len_vllm_source`` (the text vLLM's error prints in its
     parenthesis, e.g. ``"max_position_embeddings=1024 or model_max_length=None"``),
@@ -168,7 +168,7 @@ def derive_limits(text: Mapping, model_type: str | None, attribute_map: Mapping[
                         or factor <= 0:
                     raise _Bad(f"rope factor {str(factor)[:20]!r} is not a positive number")
                 derived = derived * factor
-            out["max_model_len_vllm"] = derived
+            out["max_model_len_vllm"] = float(derived)  # the catalog column is float64; the text keeps vLLM's type
             out["max_model_len_key"] = key
             out["max_model_len_vllm_source"] = f"{key}={derived} or model_max_length={mml}"
     except _Bad as e:
