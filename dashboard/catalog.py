@@ -79,7 +79,7 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard import quant_coverage, schema
+from dashboard import context, quant_coverage, schema
 from dashboard.atomic import atomic_write, atomic_write_text
 
 __all__ = [
@@ -714,6 +714,7 @@ def _fill(rec: dict[str, Any], cfg: Mapping, notes: list[str], sidecar: tuple[st
     rec["num_hidden_layers"] = layers
     rec["vocab_size"] = r.int("vocab_size")
     rec["max_position_embeddings"] = r.int("max_position_embeddings")
+    rec.update(context.derive_limits(text, rec["text_model_type"], r.amap(False), notes))
     tie, tkey2 = r.raw("tie_word_embeddings")
     tied = _as_bool(tie, "tie_word_embeddings", notes) if tkey2 else None
     if tied is None:

@@ -30,13 +30,13 @@ import math
 import os
 import re
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from dashboard import schema
+from dashboard import context, schema
 from dashboard.launch import (
     MAX_GPUS,
     Launch,
@@ -520,6 +520,22 @@ def alternatives(rec, req: Request, kv: str, *, limit_same: int = 3) -> list[dic
     return out
 
 
+def context_issue(rec: dict[str, Any], req: Request) -> Issue | None:
+    """The engine's refusal of ``--max-model-len`` / ``--context-length`` above the length it derives from
+    the config (:mod:`dashboard.context`: vLLM 0.33.0, SGLang 0.5.23; other frameworks not modelled);
+    None when no length is given or it is accepted."""
+    if not req.max_model_len or req.framework not in context.RAISE_SITES:
+        return None
+    msg = context.context_message(req.framework, int(req.max_model_len), rec)
+    if not msg:
+        return None
+    site, rel, url = context.RAISE_SITES[req.framework]
+    flag = "--max-model-len" if req.framework == "vllm" else "--context-length"
+    return Issue(f"context.{req.framework}.max_model_len", msg, "ValueError", site, url, "source", False, "context",
+                 f"{flag} {int(req.max_model_len)} > the longest context the engine derives from config.json "
+                 f"({context.limit(req.framework, rec)} tokens; {context.__name__} port of {rel})")
+
+
 def _command_for(req: Request, model: str, lay: dict[str, Any], max_model_len: int | None = None) -> str:
     if req.launch is not None:
         extra = {"max_model_len": max_model_len} if max_model_len else {}
@@ -569,6 +585,9 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
             "source", False, "quantization",
             "ModelConfig._verify_quantization: the checkpoint's quant_method and --quantization differ (vLLM "
             "also accepts its own overrides such as gptq -> gptq_marlin)"))
+    ctx_issue = context_issue(rec, req)
+    if ctx_issue is not None:
+        issues.insert(0, ctx_issue)  # ModelConfig raises it before any parallel-layout check
     kv = _kv_dtype(req.kv_cache_dtype, rec)
     mem = None
     if req.gpu:
@@ -597,9 +616,19 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     lay = req.layout()
     alts: list[dict[str, Any]] = []
     if not accepted:
-        for a in alternatives(rec, req, kv):
-            a["command"] = printable(_command_for(req, src.model_id, {k: a[k] for k in lay}), 4000)
-            alts.append(a)
+        # a context refusal: every layout meets it, so the nearest layouts are planned at the model's length
+        lim = context.limit(req.framework, rec) if ctx_issue is not None else None
+        areq = replace(req, max_model_len=lim) if lim else req
+        if lim and len(issues) == 1:
+            if _fits(rec, areq, lay, kv):
+                alts.append(dict(why="model_context", gpus=gpu_count(req.framework, lay), **lay, max_model_len=lim,
+                                 command=printable(_command_for(req, src.model_id, lay, lim), 4000)))
+        elif ctx_issue is None or lim:
+            for a in alternatives(rec, areq, kv):
+                a["command"] = printable(_command_for(req, src.model_id, {k: a[k] for k in lay}, lim), 4000)
+                if lim:
+                    a["max_model_len"] = lim
+                alts.append(a)
         if mem is not None and not v.failures and mem["kv_tokens_per_gpu"] > 0 and \
                 mem["kv_tokens_per_gpu"] < mem["max_model_len"]:
             block = 16 if req.framework == "vllm" else 1
@@ -718,7 +747,8 @@ def render_text(doc: dict[str, Any]) -> str:
         lines.append("Nearest valid layouts:" if mem else
                      "Nearest valid layouts (rules only: memory not checked; add --gpu to keep only layouts that fit):")
         label = {"same_gpus": "same {g} GPUs", "smaller_tp": "smaller TP ({g} GPUs)",
-                 "larger_tp": "larger TP ({g} GPUs)", "shorter_context": "shorter context"}
+                 "larger_tp": "larger TP ({g} GPUs)", "shorter_context": "shorter context",
+                 "model_context": "the model's context"}
         for a in doc["alternatives"]:
             lines.append(f"  {label[a['why']].format(g=a['gpus'])}: {a['command']}")
     elif doc["verdict"] == "refused":

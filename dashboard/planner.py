@@ -64,7 +64,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dashboard import memory, rules, schema, sharding
+from dashboard import context, memory, rules, schema, sharding
 
 #: Version of the ``--json`` output of ``tp-planner plan`` and of :func:`plan_to_dict` (bumped on any
 #: change of field names or meanings; the README lists the fields).
@@ -131,7 +131,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("sequences_total", "sequences_per_replica x dp: concurrent context_len sequences on all N GPUs"),
     ("limited_by", "'kv' or 'scheduler': which of the two sets sequences_per_replica"),
     ("starts", "the framework would start this layout (rules, node, dtype and memory checks pass)"),
-    ("refusal_kind", "'' or why it would not start: rule | cross_node_tp | dtype | memory"),
+    ("refusal_kind", "'' or why it would not start: context | rule | cross_node_tp | dtype | memory"),
     ("refusal", "the message the user would see ('' when it starts)"),
     ("fits", "starts and holds >= min_sequences (>= 1 when not given) sequences"),
     ("why_not", "'' when it fits, else the refusal or the shortfall"),
@@ -841,17 +841,21 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     # why a layout would not start, in the order the user meets it
     M = float(gpu.memory_bytes)
     dtype_msg = {fw: _dtype_refusal(gpu, wk, kv_dtype, fw, explicit=weight_dtype is not None) for fw in fws}
-    cross = (tp > gpn) | ((n > gpn) & (gpn % tp != 0))
+    cross, uneven = _cross_node(tp, pp, n, gpn, fw_arr)
+    rec0 = {c: df[c].iloc[0] for c in CONTEXT_COLUMNS if c in df.columns}
+    ctx_msg = {fw: context.context_refusal(fw, ctx, rec0) for fw in fws}
     kind, refusal = [], []
     for i in range(n_rows):
         fw = fw_arr[i]
-        if not valid[i]:
+        if ctx_msg[fw]:
+            kind.append("context")
+            refusal.append(ctx_msg[fw])
+        elif not valid[i]:
             kind.append("rule")
             refusal.append(first[i])
         elif cross[i] and not cross_node_tp:
             kind.append("cross_node_tp")
-            refusal.append(f"TP {tp[i]} spans nodes of {gpn} GPUs: tensor parallelism stays within a node "
-                           f"(NVLink) unless cross-node TP is allowed (cross_node_tp=True, --cross-node-tp).")
+            refusal.append(_cross_node_message(int(tp[i]), int(pp[i]), gpn, fw, bool(uneven[i])))
         elif dtype_msg[fw]:
             kind.append("dtype")
             refusal.append(dtype_msg[fw])
@@ -915,6 +919,52 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
                      gpu_memory_bytes=int(gpu.memory_bytes),
                      dtype_check=" ".join(x for x in (dtype_check_note(gpu), auto_note if "vllm" in fws else "") if x))
     return out
+
+
+#: Catalog columns the context-length check reads (:mod:`dashboard.context`).
+CONTEXT_COLUMNS = ("max_model_len_vllm", "max_model_len_vllm_source", "context_length_sglang")
+
+#: Frameworks that spread one replica's ranks evenly over the nodes it spans: vLLM ``--nnodes``
+#: (``ParallelConfig.local_world_size = world_size // nnodes_within_dp``, vllm/config/parallel.py:838-840,
+#: 0.33.0; ranks are TP-innermost) and SGLang ``--nnodes`` (whole pipeline stages per node,
+#: ``_calculate_rank_ranges``, python/sglang/srt/entrypoints/engine.py:2061-2076, 0.5.23). TensorRT-LLM's
+#: ``mpirun --host a:G,b:G`` fills each node's slots first, so a TP group stays in a node when G % TP == 0.
+EVEN_SPREAD_FRAMEWORKS = ("vllm", "sglang")
+
+
+def _cross_node(tp: np.ndarray, pp: np.ndarray, n: int, gpn: int, fw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a TP group spans nodes, and that is because the replica's ranks are spread evenly) per layout.
+
+    A TP group spans nodes when TP > gpus_per_node, or when the layout spans nodes and TP does not divide
+    gpus_per_node. A replica of ``tp * pp`` ranks larger than a node is launched with ``--nnodes`` over
+    ``ceil(tp * pp / gpus_per_node)`` nodes; vLLM and SGLang (:data:`EVEN_SPREAD_FRAMEWORKS`) put the same
+    number of ranks on each, so its TP groups stay within a node only when the ranks split evenly and the
+    ranks per node are a multiple of TP."""
+    tp = np.asarray(tp, dtype=np.int64)
+    pp = np.asarray(pp, dtype=np.int64)
+    base = (tp > gpn) | ((n > gpn) & (gpn % tp != 0))
+    rep = tp * pp
+    nodes = -(-rep // gpn)
+    spread = np.isin(np.asarray(fw, dtype=object), EVEN_SPREAD_FRAMEWORKS) & (rep > gpn) & (tp <= gpn)
+    uneven = spread & ((rep % nodes != 0) | ((rep // np.maximum(nodes, 1)) % tp != 0))
+    return base | uneven, uneven & ~base
+
+
+def _cross_node_message(tp: int, pp: int, gpn: int, fw: str, even_spread: bool) -> str:
+    """The planner's refusal of a layout whose TP group would span nodes (this project's wording)."""
+    tail = ("tensor parallelism stays within a node (NVLink) unless cross-node TP is allowed "
+            "(cross_node_tp=True, --cross-node-tp).")
+    if not even_spread:
+        return f"TP {tp} spans nodes of {gpn} GPUs: {tail}"
+    rep = tp * pp
+    nodes = -(-rep // gpn)
+    who = {"vllm": "vLLM --nnodes", "sglang": "SGLang --nnodes"}.get(fw, fw)
+    if rep % nodes:
+        split = f"{rep} ranks do not split evenly over {nodes} nodes"
+    else:
+        split = f"{rep} ranks over {nodes} nodes = {rep // nodes} per node"
+    return (f"TP {tp} x PP {pp} on nodes of {gpn} GPUs: {who} spreads a replica's ranks evenly over its nodes, "
+            f"and {split}: a TP group of {tp} would span nodes; {tail}")
 
 
 def _memory_refusal(fw: str, weights: float, budget: float, reserve: float, M: float, seq_group: float, ctx: int,
@@ -1111,7 +1161,7 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
     Vectorized: the layouts of N GPUs are enumerated once (EP variants for every model; they are refused
     for models without experts), then one :func:`dashboard.rules.layout_grid` over catalog x layouts x
     frameworks and one :func:`dashboard.memory.layout_capacity` per framework; the best layout per
-    (model, framework) is a groupby. The start-up checks are :func:`plan`'s (rules, cross-node TP, GPU
+    (model, framework) is a groupby. The start-up checks are :func:`plan`'s (context length, rules, cross-node TP, GPU
     dtypes, memory); messages are not built (call :func:`plan` on a model for them).
 
     Returns
@@ -1172,7 +1222,9 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
                         cap[key][f32] = val
         v = valid[fi][:, lf["u"].to_numpy()]  # (models, layouts)
         tp = lf["tp"].to_numpy()
-        node_ok = np.ones(nl, dtype=bool) if cross_node_tp else ~((tp > gpn) | ((n > gpn) & (gpn % tp != 0)))
+        node_ok = (np.ones(nl, dtype=bool) if cross_node_tp
+                   else ~_cross_node(tp, lf["pp"].to_numpy(), n, gpn, np.full(nl, fw, dtype=object))[0])
+        ctx_ok = _context_ok(cat, fw, ctx)
         dtype_ok = np.array([not _dtype_refusal(gpu, w, kv_dtype, fw, explicit=weight_dtype is not None)
                              for w in wk_all["kinds"]])[wk_all["codes"]]
         w = cap["weight_bytes_per_gpu"]
@@ -1182,7 +1234,7 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
         # EP variants are planned for MoE models only (as plan() does): a dense model's rows are masked
         ep_layout = (lf["ep"].to_numpy() > 1)[None, :]
         v = v & ~(ep_layout & ~moe[:, None])
-        starts = v & node_ok[None, :] & dtype_ok[:, None] & mem_ok
+        starts = v & node_ok[None, :] & dtype_ok[:, None] & mem_ok & ctx_ok[:, None]
         groups = lf["attn_dp"].to_numpy()[None, :]
         kv_rep = np.maximum(seqg, 0) * groups
         tok = np.nan_to_num(cap["tokens_per_gpu"], nan=0.0)
@@ -1203,8 +1255,8 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
         serves = any_start & (bt >= k)
         why = np.where(serves, "", np.where(
             any_start, f"fewer than {k} sequences of {ctx} tokens",
-            np.where(~v.any(axis=1), "rule", np.where(~(v & node_ok[None, :]).any(axis=1), "cross_node_tp",
-                     np.where(~dtype_ok, "dtype", "memory")))))
+            np.where(~ctx_ok, "context", np.where(~v.any(axis=1), "rule", np.where(~(v & node_ok[None, :]).any(axis=1), "cross_node_tp",
+                     np.where(~dtype_ok, "dtype", "memory"))))))
         b = lf.iloc[bi].reset_index(drop=True)
         label = np.array([_layout_label(*x, fw) for x in zip(b["tp"], b["pp"], b["dp"], b["attn_dp"], b["ep"])],
                          dtype=object)
@@ -1228,6 +1280,16 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
                      dtype_check=dtype_check_note(gpu),
                      kv_dtype=str(kv_dtype), weight_dtype=weight_dtype, releases=releases)
     return out
+
+
+def _context_ok(cat: pd.DataFrame, fw: str, ctx: int) -> np.ndarray:
+    """Per model, whether ``fw`` accepts ``ctx`` tokens (:func:`dashboard.context.context_refusal`'s test
+    over the catalog columns; True when the limit is unknown or the framework is not modelled)."""
+    col = {"vllm": "max_model_len_vllm", "sglang": "context_length_sglang"}.get(fw)
+    if col is None or col not in cat.columns:
+        return np.ones(len(cat), dtype=bool)
+    lim = pd.to_numeric(cat[col], errors="coerce").astype("float64").to_numpy(na_value=np.nan)
+    return ~(np.isfinite(lim) & (ctx > lim))
 
 
 def _weight_kinds(cat: pd.DataFrame, weight_dtype: str | None) -> dict[str, np.ndarray]:

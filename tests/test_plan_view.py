@@ -35,7 +35,8 @@ def shipped():
 @pytest.fixture(scope="module")
 def small_data():
     recs = [
-        cat.normalize_config(llama_config(32, 8), "meta-llama/Llama-3.1-8B"),
+        # its real length: without one SGLang derives 2048 tokens and refuses the default 32,768 (context)
+        cat.normalize_config(llama_config(32, 8, max_position_embeddings=131072), "meta-llama/Llama-3.1-8B"),
         cat.normalize_config(llama_config(32, 8), HOSTILE),
         cat.normalize_config(llama_config(32, 8), "acme/it's-$(rm -rf)"),
         cat.normalize_config("{not json", "broken/config"),

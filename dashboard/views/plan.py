@@ -40,7 +40,7 @@ PLAN_PARAMS = ["model", "gpu", "gpu_count", "gpus_per_node", "context_len", "min
 _COPY_JS = ("const b=this;navigator.clipboard.writeText(b.dataset.cmd).then(()=>{b.textContent='Copied ✓';"
             "setTimeout(()=>{b.textContent='Copy'},1500)},()=>{b.textContent='Copy failed'})")
 
-_KIND_LABELS = {"rule": "framework rule", "cross_node_tp": "TP across nodes", "dtype": "GPU dtype",
+_KIND_LABELS = {"context": "context length", "rule": "framework rule", "cross_node_tp": "TP across nodes", "dtype": "GPU dtype",
                 "memory": "memory"}
 
 _TABLE_CSS = """
