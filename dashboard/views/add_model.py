@@ -103,7 +103,12 @@ class AddModelPanel(pn.viewable.Viewer):
         if rid in self.data.model_ids:
             where = "added already" if rid in self.data.added_ids else "in the catalog already"
             self._show(notice_html(f"{rid} is {where}: selected it.", "info"))
-            self._select(rid)
+            if _served():  # as a fetched model is selected: from the event loop, not inside the click's
+                # own document lock (selecting there left the heatmap and the link half-updated and made
+                # Bokeh raise "_pending_writes should be non-None when we have a document lock")
+                pn.state.execute(partial(self._select_later, rid))
+            else:
+                self._select(rid)
             return
         if _served():
             pn.state.execute(partial(self._fetch_async, [rid], False))
@@ -178,8 +183,8 @@ class AddModelPanel(pn.viewable.Viewer):
             self._select(out.model_id)
         where = ("It is in this page only: an uploaded config cannot travel in a link." if upload else
                  "The page's link now carries it, so whoever opens the link fetches it again.")
-        text = (f"Added {out.model_id} to this page's catalog and selected it: it is the last row of the "
-                f"heatmap. {where}")
+        text = (f"Added {out.model_id} to this page's catalog and selected it: the heatmap shows it among "
+                f"its family (or where the chosen order puts it) with its selected cell outlined. {where}")
         hidden = s.search_terms() and not any(t in out.model_id.lower() for t in s.search_terms())
         if hidden:
             text += " The name filter hides it on the heatmap: clear the filter to see it."
@@ -187,6 +192,10 @@ class AddModelPanel(pn.viewable.Viewer):
         if out.notes:
             html += notice_html(f"The config was read with notes: {out.notes[:600]}", "warning")
         self._show(html)
+
+    async def _select_later(self, model_id: str) -> None:
+        with pn.io.hold():
+            self._select(model_id)
 
     def _select(self, model_id: str) -> None:
         s = self.state

@@ -312,3 +312,21 @@ def test_gated_repo_is_read_with_the_servers_token_when_opted_in(opt_in_server, 
     _wait_row(page, GATED)
     assert any(auth == f"Bearer {SECRET}" for _m, _p, auth, _t in hub.requests)
     _clean(rpage)
+
+
+def test_adding_a_model_already_in_the_catalog_selects_it_cleanly(add_server, hub, rpage):
+    """An id the catalog has is selected without a fetch, as a fetched one is: the link gains model=,
+    the selected cell is outlined, and the server logs no Bokeh document-lock error."""
+    hub.reset_counts()
+    page = _open(rpage, add_server.url)
+    have = "Qwen/Qwen3-8B"
+    assert have in _names(page)
+    _add(page, have)
+    text = _wait_notice(page, f"{have} is in the catalog already")
+    assert "selected it" in text
+    page.wait_for_function("(m) => decodeURIComponent(location.search).includes('model=' + m)", arg=have,
+                           timeout=30_000)
+    assert hub.count() == 0
+    log = add_server.log.read_text(errors="replace")
+    assert "_pending_writes" not in log and "Traceback" not in log
+    _clean(rpage)
