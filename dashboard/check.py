@@ -190,6 +190,46 @@ def _load_local(arg: str, model_id: str | None) -> tuple[bytes, dict[str, bytes]
     return data, sidecars, Source(mid or "local", kind, str(p), sidecars=sorted(sidecars))
 
 
+#: Longest a Hub fetch may take, seconds (``TP_PLANNER_HUB_DEADLINE_S`` overrides): huggingface_hub retries
+#: each request with its own timeouts, so a Hub that accepts connections but never answers could otherwise
+#: keep the command waiting for minutes.
+HUB_DEADLINE_S = 60.0
+
+
+def _fetch_with_deadline(repo_id: str):
+    """:func:`dashboard.hub.fetch_config` bounded by :data:`HUB_DEADLINE_S` (a worker thread; on expiry the
+    command gives up with one line and the thread is left to die with the process). huggingface_hub's
+    per-retry warnings are silenced: the outcome is reported once, by the caller."""
+    import logging
+    import threading
+
+    from dashboard import hub
+
+    try:
+        deadline = float(os.environ.get("TP_PLANNER_HUB_DEADLINE_S") or HUB_DEADLINE_S)
+    except ValueError:
+        deadline = HUB_DEADLINE_S
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["ok"] = hub.fetch_config(repo_id, max_bytes=MAX_CONFIG_BYTES)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["err"] = exc
+
+    t = threading.Thread(target=run, name="hub-fetch", daemon=True)
+    t.start()
+    t.join(max(deadline, 0.1))
+    if t.is_alive():
+        endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+        raise hub.FetchError("unreachable", f"{repo_id}: the Hub ({printable(endpoint, 100)}) did not answer within "
+                                            f"{deadline:g} s; try again later, or give a local config.json")
+    if "err" in box:
+        raise box["err"]
+    return box["ok"]
+
+
 def load_model(arg: str, *, stdin: Any = None, model_id: str | None = None) -> tuple[dict[str, Any], Source]:
     """The normalized catalog record of MODEL (Hub id, folder, file or ``-``) and where it came from.
     Raises :class:`CheckInputError` for anything that cannot be judged."""
@@ -204,7 +244,7 @@ def load_model(arg: str, *, stdin: Any = None, model_id: str | None = None) -> t
         from dashboard import hub
 
         try:
-            got = hub.fetch_config(arg.strip(), max_bytes=MAX_CONFIG_BYTES)
+            got = _fetch_with_deadline(arg.strip())
         except hub.FetchError as e:
             if e.status == "bad_id":
                 raise CheckInputError(f"{printable(arg, 120)} is neither a local path nor a Hub repo id "
@@ -215,7 +255,9 @@ def load_model(arg: str, *, stdin: Any = None, model_id: str | None = None) -> t
     rec = normalize_config(data, src.model_id, source="check", sha=src.sha, sidecars=sidecars or None)
     if rec.get("status") != "ok":
         reason = printable(rec.get("status_reason") or rec.get("status"), 300)
-        raise CheckInputError(f"unreadable config ({src.kind} {printable(src.where or src.model_id, 200)}): {reason}")
+        what = (f"Hub repo {printable(src.model_id, 200)}" if src.kind == "hub"
+                else f"{src.kind} {printable(src.where or src.model_id, 200)}")
+        raise CheckInputError(f"unreadable config ({what}): {reason}")
     return rec, src
 
 

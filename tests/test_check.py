@@ -356,3 +356,22 @@ def test_a_version_the_command_cannot_honour_is_bad_input(tmp_path, version, nee
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and needle in err[0]
     assert chk.main([str(cfg), "--framework", "vllm", "--tp", "2", "--version", "2025-05"]) == 0
+
+
+def test_a_hub_that_never_answers_is_exit_2_with_one_line_within_the_deadline(tmp_path):
+    """huggingface_hub retries each request with its own timeouts: a Hub that accepts connections but never
+    answers must not hold the command for minutes (a newcomer waited 399 s). The fetch is bounded by
+    TP_PLANNER_HUB_DEADLINE_S and reported in one line, without huggingface_hub's retry chatter."""
+    import time
+
+    with FakeHub() as hub:
+        hub.add(LLAMA_70B, LLAMA_70B_CONFIG)
+        hub.inject(LLAMA_70B, "resolve", *({"sleep": 60} for _ in range(20)))
+        env = _env(hub.url, tmp_path / "hf-home", TP_PLANNER_HUB_DEADLINE_S="4")
+        t0 = time.monotonic()
+        r = _cli(LLAMA_70B, "--framework", "vllm", "--tp", "8", env=env)
+        took = time.monotonic() - t0
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "did not answer within 4 s" in lines[0] and "Traceback" not in r.stderr
+    assert took < 60, took
