@@ -326,3 +326,18 @@ def test_app_rate_limit_per_session(hub, app_factory):
     assert "Too many Hub fetches" in app.add_model.notice.object
     assert hub.count("head", f"acme/m{am.RATE_LIMIT_FETCHES}") == 0
     assert app_factory().add_model.limiter.remaining() == am.RATE_LIMIT_FETCHES  # another session's own limit
+
+
+def test_a_malformed_id_says_so_even_when_the_rate_limit_is_spent(hub, app_factory):
+    for i in range(am.RATE_LIMIT_FETCHES):
+        hub.add(f"acme/n{i}")
+    app = app_factory()
+    for i in range(am.RATE_LIMIT_FETCHES):
+        app.add_model.hub_id.value = f"acme/n{i}"
+        app.add_model._on_add_click()
+    before = app.add_model.limiter.remaining()
+    app.add_model.hub_id.value = "not a repo id"
+    app.add_model._on_add_click()
+    assert app.add_model.outcomes[-1].kind == "bad_id"
+    assert "is not a Hub model id" in app.add_model.notice.object
+    assert app.add_model.limiter.remaining() == before == 0

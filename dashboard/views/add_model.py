@@ -25,6 +25,7 @@ from dashboard.addmodel import (
     RateLimiter,
     fetch_hub_model,
     hub_token_opt_in,
+    is_hub_id,
     rate_limited,
     uploaded_record,
 )
@@ -118,6 +119,8 @@ class AddModelPanel(pn.viewable.Viewer):
     def _fetch_now(self, rid: str) -> AddOutcome:
         if len(self.data.added_ids) >= MAX_ADDED_MODELS:
             return _too_many(rid)
+        if not is_hub_id(rid):  # a malformed id costs no fetch: say what is wrong, not "too many fetches"
+            return fetch_hub_model(rid)
         wait = self.limiter.try_acquire()
         return rate_limited(rid, wait) if wait else fetch_hub_model(rid)
 
@@ -131,6 +134,8 @@ class AddModelPanel(pn.viewable.Viewer):
                                        f"{int(HUB_TIMEOUT_S * 2)} s)…", "info"), keep=False)
                 if len(self.data.added_ids) >= MAX_ADDED_MODELS:
                     out = _too_many(rid)
+                elif not is_hub_id(rid):  # malformed: its notice, without spending a fetch
+                    out = fetch_hub_model(rid)
                 else:
                     wait = self.limiter.try_acquire()
                     out = (rate_limited(rid, wait) if wait else
