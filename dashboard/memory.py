@@ -398,11 +398,15 @@ def linear_state_bytes_per_sequence_per_rank(record: Any, framework: str, tp: in
 # --------------------------------------------------------------------------------------------
 # Weights
 # --------------------------------------------------------------------------------------------
+#: Frameworks that keep a float32 checkpoint in float32 (the serving engines load it in 16-bit).
+KEEP_FP32_FRAMEWORKS = frozenset({"transformers-native-tp", "transformers-cb-cache", "megatron-core"})
+
+
 def _base_weight_bytes(c: dict[str, np.ndarray], framework: str) -> np.ndarray:
     """Unquantized tensor bytes: 2 (serving frameworks load float32 checkpoints in 16-bit; transformers
     and Megatron keep float32)."""
     fp32 = np.isin(c["torch_dtype"], ["float32", "fp32"])
-    if framework in ("transformers-native-tp", "transformers-cb-cache", "megatron-core"):
+    if framework in KEEP_FP32_FRAMEWORKS:
         return np.where(fp32, 4.0, 2.0)
     return np.full(len(fp32), 2.0)
 
@@ -902,7 +906,7 @@ def _checkpoint_weight_parts(c: dict[str, np.ndarray], framework: str) -> tuple:
     checkpoint's own dtypes: they depend on the models alone, so they are memoized per columns dict (the
     planner reuses one dict for a model across GPU counts and frameworks). The entry holds ``c`` itself, so
     its ``id`` cannot be reused while the entry lives; the columns dicts are never changed in place."""
-    key = (id(c), bool(np.all(_base_weight_bytes({"torch_dtype": np.array(["float32"])}, framework) == 4.0)))
+    key = (id(c), framework in KEEP_FP32_FRAMEWORKS)
     with _PARTS_LOCK:
         hit = _PARTS_MEMO.get(key)
         if hit is not None and hit[0] is c:

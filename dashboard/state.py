@@ -164,14 +164,23 @@ class AppData:
 
     def _part(self, key: tuple) -> pd.DataFrame:
         """One framework's grid for a :func:`_part_key` (cached)."""
+        return self._cached_part(key, lambda: self._grid_of(self.catalog, key))
+
+    @staticmethod
+    def _grid_of(catalog: pd.DataFrame, key: tuple) -> pd.DataFrame:
+        """:func:`dashboard.rules.grid` of ``catalog`` for one :func:`_part_key`."""
+        from dashboard import rules  # imported lazily: the rules engine is a sibling module
+
+        fw, kw = key[0], dict(key[1:])
+        return rules.grid(catalog, tp_sizes=TP_CHOICES, frameworks=(fw,), **kw).reset_index(drop=True)
+
+    def _cached_part(self, key: tuple, build) -> pd.DataFrame:
+        """``build()`` once per ``key`` in this data's grid cache (at most 64 parts, oldest dropped)."""
         with self._lock:
             hit = self._grids.get(key)
         if hit is not None:
             return hit
-        from dashboard import rules  # imported lazily: the rules engine is a sibling module
-
-        fw, kw = key[0], dict(key[1:])
-        g = rules.grid(self.catalog, tp_sizes=TP_CHOICES, frameworks=(fw,), **kw).reset_index(drop=True)
+        g = build()
         with self._lock:
             if len(self._grids) >= 64:
                 self._grids.pop(next(iter(self._grids)))
@@ -231,20 +240,8 @@ class ExtendedAppData(AppData):
         return tuple(str(r["model_id"]) for r in self.extra_records)
 
     def _part(self, key: tuple) -> pd.DataFrame:
-        with self._lock:
-            hit = self._grids.get(key)
-        if hit is not None:
-            return hit
-        from dashboard import rules
-
-        fw, kw = key[0], dict(key[1:])
-        mine = rules.grid(self.extra, tp_sizes=TP_CHOICES, frameworks=(fw,), **kw).reset_index(drop=True)
-        g = _concat([self.base._part(key), mine])
-        with self._lock:
-            if len(self._grids) >= 64:
-                self._grids.pop(next(iter(self._grids)))
-            self._grids[key] = g
-        return g
+        """The shared grid's part plus the rules over the added rows only (cached per session)."""
+        return self._cached_part(key, lambda: _concat([self.base._part(key), self._grid_of(self.extra, key)]))
 
 
 def rule_args(framework: str, *, pp: int = 1, dp: int = 1, ep: int = 1, dp_attention: bool = False,
