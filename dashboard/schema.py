@@ -21,26 +21,14 @@ from __future__ import annotations
 
 from typing import Final
 
-#: Frameworks the rules engine knows, in display order. These ids are used everywhere
-#: (rules, grid, layout, memory, dashboard URLs, tests, ``../shared/cases``).
-FRAMEWORKS: Final[tuple[str, ...]] = (
-    "vllm",
-    "sglang",
-    "transformers-native-tp",
-    "transformers-cb-cache",
-    "tensorrt-llm",
-    "megatron-core",
-)
+from dashboard import frameworks as _frameworks
 
-#: Human labels for :data:`FRAMEWORKS`.
-FRAMEWORK_LABELS: Final[dict[str, str]] = {
-    "vllm": "vLLM",
-    "sglang": "SGLang",
-    "transformers-native-tp": "transformers (native TP)",
-    "transformers-cb-cache": "transformers (continuous-batching cache)",
-    "tensorrt-llm": "TensorRT-LLM",
-    "megatron-core": "Megatron-Core",
-}
+#: Frameworks the rules engine knows, in display order: the ids of :data:`dashboard.frameworks.REGISTRY`
+#: (used everywhere: rules, grid, layout, memory, dashboard URLs, tests, ``../shared/cases``).
+FRAMEWORKS: Final[tuple[str, ...]] = _frameworks.names()
+
+#: Human labels for :data:`FRAMEWORKS` (each framework's ``label``).
+FRAMEWORK_LABELS: Final[dict[str, str]] = _frameworks.labels()
 
 #: TP sizes the grid and the dashboard use by default.
 DEFAULT_TP_SIZES: Final[tuple[int, ...]] = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)

@@ -20,14 +20,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from dashboard import frameworks as _frameworks
+
 DATA = Path(__file__).resolve().parents[2] / "data"
 
-#: Releases run through the conformance harness, newest last (the tables in data/conformance/).
-#: Kept as data here so the rules engine does not depend on the tables being present at run time;
-#: ``tests/test_conformance.py`` checks that every release listed has its table and vice versa.
-EXECUTED: dict[str, tuple[str, ...]] = {"vllm": ("0.22.0", "0.33.0"), "sglang": ("0.5.21", "0.5.23"),
-                                         "transformers-native-tp": ("5.24.0",), "transformers-cb-cache": ("5.24.0",),
-                                         "megatron-core": ("0.16.1",)}
+#: Releases run through the conformance harness, newest last (the tables in data/conformance/): each
+#: framework's ``executed_releases`` (:mod:`dashboard.frameworks`), so the rules engine does not depend on
+#: the tables being present at run time; ``tests/test_conformance.py`` checks that every release listed has
+#: its table and vice versa.
+EXECUTED: dict[str, tuple[str, ...]] = _frameworks.executed()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,115 @@
+"""The interface every serving framework implements, and the value of one parallel layout.
+
+A framework is one object (:class:`Framework`), found by name in :data:`dashboard.frameworks.REGISTRY`.
+Code outside ``dashboard/frameworks/`` asks the object and never branches on the framework's name:
+its label, its releases, how it shards attention, KV heads and experts, its KV-cache budget, its launch
+flags and its context limit all live in the framework's own package.
+
+Pure: no I/O at import, no Panel. This module imports nothing from ``dashboard`` but
+:mod:`dashboard.sharding`, so any module may import it without a cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, ClassVar
+
+from dashboard import sharding
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One parallel layout of one replica set, as the user launches it.
+
+    Fields
+    ------
+    tp : tensor-parallel size (ranks per pipeline stage), ``1 .. sharding.MAX_PARALLEL``.
+    pp : pipeline stages.
+    dp : data-parallel size: replicas (vLLM ``--data-parallel-size``), or attention-DP groups inside the
+        TP group when ``dp_attention`` is set (SGLang ``--attn-dp-size`` / ``--dp-size`` with
+        ``--enable-dp-attention``; TensorRT-LLM attention-DP).
+    ep : expert-parallel size as given (SGLang ``--ep-size``, TensorRT-LLM ``--ep_size``, Megatron
+        ``expert_model_parallel_size``); 1 = off.
+    dp_attention : attention data-parallel is on.
+    vision_dp : the vision encoder runs data-parallel (vLLM ``--mm-encoder-tp-mode data``).
+    expert_parallel : vLLM ``--enable-expert-parallel`` (its EP group spans TP x DP ranks).
+
+    Derived sizes (attention-TP, MoE-TP, the EP group) depend on the framework: ask it
+    (``framework.attention_tp(layout, ...)``).
+
+    Raises ValueError / TypeError (from :func:`dashboard.sharding.parallel_size`) for a size that is not
+    a whole number in range.
+    """
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    dp_attention: bool = False
+    vision_dp: bool = False
+    expert_parallel: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "dp", "ep"):
+            object.__setattr__(self, name, sharding.parallel_size(getattr(self, name), name))
+        for name in ("dp_attention", "vision_dp", "expert_parallel"):
+            object.__setattr__(self, name, bool(getattr(self, name)))
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the layout occupies: ``tp x pp x dp`` (attention-DP groups live inside TP, so they add
+        none)."""
+        return self.tp * self.pp * (1 if self.dp_attention else self.dp)
+
+    def with_(self, **changes: Any) -> "Layout":
+        """A copy with ``changes`` applied (validated again)."""
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (keyword arguments of the older API)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def of(cls, layout: "Layout | None" = None, **kw: Any) -> "Layout":
+        """``layout`` itself, or one built from the older keyword arguments (unknown keys ignored,
+        ``None`` values meaning the default)."""
+        if isinstance(layout, Layout):
+            return layout
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in kw.items() if k in names and v is not None})
+
+
+class Framework:
+    """One serving framework: everything the product knows about it.
+
+    Subclasses (one per framework, each in its own package under ``dashboard/frameworks/``) set the
+    identity below and override the concerns that differ from these defaults. Instances are stateless
+    singletons: get one with :func:`dashboard.frameworks.get`.
+    """
+
+    # -- identity --------------------------------------------------------------------------------------
+    #: Id used in URLs, tables, rule ids and the API (``"vllm"``).
+    name: ClassVar[str] = ""
+    #: Human label (``"vLLM"``).
+    label: ClassVar[str] = ""
+    #: Releases whose own code was run over the catalog by the conformance harness, oldest first
+    #: (tables ``data/conformance/<table_key>.parquet``). Empty: rules read from source only.
+    executed_releases: ClassVar[tuple[str, ...]] = ()
+
+    def __repr__(self) -> str:
+        return f"<Framework {self.name}>"
+
+    # -- sharding: attention-TP, KV heads, experts ------------------------------------------------------
+
+    # -- rules -------------------------------------------------------------------------------------------
+
+    # -- memory: KV-cache budget, reserve, weights ------------------------------------------------------
+
+    # -- launch: flags, scheduler defaults, commands ----------------------------------------------------
+
+    # -- context limit ----------------------------------------------------------------------------------
+
+    # -- conformance adapter -----------------------------------------------------------------------------
+
+
+__all__ = ["Layout", "Framework"]

@@ -1,0 +1,14 @@
+"""SGLang: everything the product knows about it (see :class:`dashboard.frameworks.base.Framework`)."""
+
+from __future__ import annotations
+
+from dashboard.frameworks.base import Framework
+
+
+class SGLang(Framework):
+    name = "sglang"
+    label = "SGLang"
+    executed_releases = ("0.5.21", "0.5.23")
+
+
+__all__ = ["SGLang"]

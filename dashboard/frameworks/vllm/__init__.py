@@ -1,0 +1,14 @@
+"""vLLM: everything the product knows about it (see :class:`dashboard.frameworks.base.Framework`)."""
+
+from __future__ import annotations
+
+from dashboard.frameworks.base import Framework
+
+
+class VLLM(Framework):
+    name = "vllm"
+    label = "vLLM"
+    executed_releases = ("0.22.0", "0.33.0")
+
+
+__all__ = ["VLLM"]
