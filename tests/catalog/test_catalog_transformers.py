@@ -3,7 +3,7 @@
 * Every real config in ../shared/hub-configs whose model_type transformers knows is loaded into
   transformers' *own* config class from the plain dict (``AutoConfig.for_model``: no Hub access, no
   remote code, ``trust_remote_code`` never set) and its text config's shapes must equal our row.
-* The generated snapshot ``dashboard/catalog_aliases.py`` must equal what the installed transformers
+* The generated snapshot ``dashboard/catalog/tf_snapshot.py`` must equal what the installed transformers
   says (regenerate with ``python -m dashboard.catalog aliases``).
 * The alias path through transformers' ``attribute_map`` works from the snapshot without importing
   transformers, and live for a type the snapshot lacks.
@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 from dashboard import catalog
+from dashboard.catalog import tf_info
 from dashboard.catalog import load_catalog, normalize_config
 
 transformers = pytest.importorskip("transformers")
@@ -92,7 +93,7 @@ def test_real_configs_agree_with_transformers_config_classes(configs_dir: Path) 
 
 
 def test_snapshot_is_current_with_installed_transformers() -> None:
-    from dashboard.catalog_aliases import TRANSFORMERS_CONFIG_INFO, TRANSFORMERS_VERSION
+    from dashboard.catalog.tf_snapshot import TRANSFORMERS_CONFIG_INFO, TRANSFORMERS_VERSION
 
     version, live = catalog.transformers_snapshot()
     assert version == TRANSFORMERS_VERSION, "regenerate: python -m dashboard.catalog aliases"
@@ -102,7 +103,7 @@ def test_snapshot_is_current_with_installed_transformers() -> None:
 def test_snapshot_covers_every_model_type_of_the_folder(configs_dir: Path) -> None:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    from dashboard.catalog_aliases import TRANSFORMERS_CONFIG_INFO
+    from dashboard.catalog.tf_snapshot import TRANSFORMERS_CONFIG_INFO
 
     for f in configs_dir.glob("*.json"):
         mt = json.loads(f.read_text(), parse_constant=float).get("model_type")
@@ -129,29 +130,29 @@ def test_attribute_map_alias_from_snapshot_without_importing_transformers() -> N
 
 
 def test_live_transformers_fallback_for_type_missing_from_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catalog, "_snapshot", lambda: {})
-    catalog._live_type_info.cache_clear()
-    catalog._live_would_differ.cache_clear()
-    monkeypatch.setattr(catalog, "_live_would_differ", lambda: True)
+    monkeypatch.setattr(tf_info, "_snapshot", lambda: {})
+    tf_info._live_type_info.cache_clear()
+    tf_info._live_would_differ.cache_clear()
+    monkeypatch.setattr(tf_info, "_live_would_differ", lambda: True)
     try:
         r = normalize_config({"model_type": "moonshine", "hidden_size": 288, "decoder_num_hidden_layers": 6,
                               "decoder_num_attention_heads": 8, "vocab_size": 32768}, "UsefulSensors/moonshine-tiny")
     finally:
-        catalog._live_type_info.cache_clear()
+        tf_info._live_type_info.cache_clear()
     assert r["num_attention_heads"] == 8 and r["num_hidden_layers"] == 6
     assert "transformers attribute_map" in r["parse_notes"]
 
 
 def test_no_transformers_env_disables_live_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TP_PLANNER_NO_TRANSFORMERS", "1")
-    catalog._live_would_differ.cache_clear()
-    catalog._config_mapping.cache_clear()
+    tf_info._live_would_differ.cache_clear()
+    tf_info._config_mapping.cache_clear()
     try:
-        assert catalog._live_would_differ() is False
-        assert catalog._config_mapping() is None
+        assert tf_info._live_would_differ() is False
+        assert tf_info._config_mapping() is None
     finally:
-        catalog._live_would_differ.cache_clear()
-        catalog._config_mapping.cache_clear()
+        tf_info._live_would_differ.cache_clear()
+        tf_info._config_mapping.cache_clear()
 
 
 def test_sub_configs_from_transformers_find_an_unusual_text_key() -> None:

@@ -70,7 +70,7 @@ def test_provenance_columns(shipped: pd.DataFrame) -> None:
 
 def test_load_catalog_default_path_is_beside_the_package() -> None:
     p = catalog.default_catalog_path()
-    assert p == Path(catalog.__file__).resolve().parent.parent / "data" / "catalog.parquet"
+    assert p == Path(catalog.__file__).resolve().parents[2] / "data" / "catalog.parquet"
     assert p.is_file()
 
 

@@ -69,7 +69,7 @@ def test_write_failure_in_replace_keeps_old_file(tmp_path: Path, monkeypatch: py
     def boom(src, dst):
         raise KeyboardInterrupt  # killed between the temp file and the rename
 
-    monkeypatch.setattr(catalog.os, "replace", boom)
+    monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(KeyboardInterrupt):
         write_catalog(small_catalog(["a/new"]), p)
     assert p.read_bytes() == before

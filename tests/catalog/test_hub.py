@@ -19,10 +19,7 @@ from dashboard import schema
 from dashboard.catalog import load_catalog, normalize_config, catalog_from_records, write_catalog
 from dashboard.hub import ScrapeError, classify_error, parse_retry_after, read_repos_file, scrape, _Scrubber
 
-try:
-    from tests.hubserver import FakeHub, llama_like_config
-except ImportError:  # tests/ is not a package: pytest put tests/ itself on sys.path
-    from hubserver import FakeHub, llama_like_config
+from tests.hubserver import FakeHub, llama_like_config
 
 
 @pytest.fixture

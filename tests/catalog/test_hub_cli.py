@@ -20,12 +20,9 @@ import pytest
 
 from dashboard.catalog import load_catalog
 
-try:
-    from tests.hubserver import FakeHub, llama_like_config
-except ImportError:  # tests/ is not a package: pytest put tests/ itself on sys.path
-    from hubserver import FakeHub, llama_like_config
+from tests.hubserver import FakeHub, llama_like_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -19,12 +19,9 @@ from dashboard import rules
 from dashboard.catalog import normalize_config
 from dashboard.state import TP_CHOICES, MAX_LINK_ADDS, ExtendedAppData, PlannerState, added_ids, load_app_data
 
-try:
-    from tests.hubserver import FakeHub, llama_like_config
-except ImportError:  # tests/ is not a package: pytest put tests/ itself on sys.path
-    from hubserver import FakeHub, llama_like_config
+from tests.hubserver import FakeHub, llama_like_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "hostile"
 HUB_CONFIGS = Path("/work/shared/hub-configs")
 EXPECTED = json.loads((HOSTILE / "expected.json").read_text())

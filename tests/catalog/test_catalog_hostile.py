@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from dashboard import schema
 from dashboard.catalog import build_catalog, catalog_from_records, normalize_config
 
-HOSTILE = Path(__file__).parent / "hostile"
+HOSTILE = Path(__file__).resolve().parents[1] / "hostile"
 EXPECTED: dict[str, dict] = json.loads((HOSTILE / "expected.json").read_text())
 
 

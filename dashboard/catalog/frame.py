@@ -1,0 +1,76 @@
+"""Records <-> DataFrame with the schema's dtypes (:mod:`dashboard.schema`): :func:`catalog_from_records`
+and :func:`conform`. A value that cannot be cast raises ``ValueError`` naming the column.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from dashboard import schema
+
+
+# ------------------------------------------------------------------------------------------------
+# records <-> DataFrame, files
+# ------------------------------------------------------------------------------------------------
+
+
+def _na(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def _whole(v: Any) -> int:
+    if isinstance(v, float) and not v.is_integer():
+        raise ValueError(f"{v!r} is not a whole number")
+    return int(v)
+
+
+def _coerce_named(values: list, dtype: str, name: str) -> pd.api.extensions.ExtensionArray | Any:
+    """:func:`coerce_column` whose errors name the column (a foreign or hand-edited catalog file used to
+    fail with a bare ``invalid literal for int()``)."""
+    try:
+        return coerce_column(values, dtype)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ValueError(f"catalog column {name!r} ({dtype}): {type(exc).__name__}: {exc}") from exc
+
+
+def coerce_column(values: list, dtype: str) -> pd.api.extensions.ExtensionArray | Any:
+    if dtype == "Int64":
+        return pd.array([None if _na(v) else _whole(v) for v in values], dtype="Int64")
+    if dtype == "boolean":
+        return pd.array([None if v is None or v is pd.NA else bool(v) for v in values], dtype="boolean")
+    if dtype == "float64":
+        return pd.array([math.nan if v is None or v is pd.NA else float(v) for v in values], dtype="float64")
+    return pd.array([None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values], dtype="string")
+
+
+def catalog_from_records(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """DataFrame with the schema's columns (order of ``schema.COLUMN_NAMES``) and dtypes.
+
+    Missing keys become NA; extra keys are dropped.
+    """
+    recs = list(records)
+    data = {}
+    for name in schema.COLUMN_NAMES:
+        data[name] = _coerce_named([rc.get(name) for rc in recs], schema.COLUMN_DTYPES[name], name)
+    return pd.DataFrame(data, columns=list(schema.COLUMN_NAMES))
+
+
+def conform(df: pd.DataFrame) -> pd.DataFrame:
+    """Cast a DataFrame to the schema (adds missing columns as NA, drops extras, fixes order)."""
+    out = {}
+    n = len(df)
+    for name in schema.COLUMN_NAMES:
+        dt = schema.COLUMN_DTYPES[name]
+        if name in df.columns:
+            col = df[name]
+            if str(col.dtype) == dt:
+                out[name] = col.reset_index(drop=True)
+            else:
+                out[name] = pd.Series(_coerce_named(col.tolist(), dt, name))
+        else:
+            out[name] = pd.Series(coerce_column([None] * n, dt))
+    return pd.DataFrame(out, columns=list(schema.COLUMN_NAMES))
