@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dashboard.catalog.aliases import MAX_HEADS, MAX_SIZE
 from dashboard.catalog.values import as_bool, as_int, short_repr
 from dashboard.catalog.fields import Reader
-from dashboard.catalog.quirks import FULL_BIAS_TYPES, LEARNED_POSITION_TYPES
+from dashboard.catalog.quirks import quirks_of
 
 
 def fill_attention(rec: dict, r: Reader, cfg: Mapping, notes: list[str]) -> None:
@@ -163,19 +163,19 @@ def _compress_ratios(r: Reader, n: int | None, notes: list[str]) -> list[int] | 
 def fill_extra_shapes(rec: dict, r: Reader, notes: list[str]) -> None:
     """Shapes that change the parameter count but not the KV cache: learned positions, biases, Gemma-4's
     full-attention head dims, Qwen3-Next's output gate, the DeepSeek sparse-attention indexer."""
-    mt = (rec["text_model_type"] or rec["model_type"] or "").lower()
+    fam = quirks_of((rec["text_model_type"] or rec["model_type"] or "").lower())
     n = rec["num_hidden_layers"]
     # learned absolute positions
     pos = None
     pet = r.get("position_embedding_type")
     if isinstance(pet, str) and pet.lower() in ("rope", "rotary", "alibi", "none"):
         pos = 0
-    elif mt in LEARNED_POSITION_TYPES or (isinstance(pet, str) and pet.lower() in ("absolute", "learned")):
+    elif fam.learned_position_offset is not None or (isinstance(pet, str) and pet.lower() in ("absolute", "learned")):
         rows = r.int("max_position_embeddings")
         if rows is None:
             notes.append("learned position embeddings without a length (n_positions / max_position_embeddings): not counted")
         else:
-            pos = rows + LEARNED_POSITION_TYPES.get(mt, 0)
+            pos = rows + (fam.learned_position_offset or 0)
     else:
         pos = 0
     rec["learned_position_embeddings"] = pos
@@ -188,10 +188,10 @@ def fill_extra_shapes(rec: dict, r: Reader, notes: list[str]) -> None:
             break
     if bias is None and r.get("attention_bias") is not None and r.get("mlp_bias") is not None:
         bias = bool(r.get("attention_bias") is True and r.get("mlp_bias") is True)
-    if bias is None and mt == "opt":
-        bias = r.get("enable_bias", True) is True
+    if bias is None and fam.bias_key:
+        bias = r.get(fam.bias_key, True) is True
     if bias is None:
-        bias = mt in FULL_BIAS_TYPES
+        bias = fam.linear_bias
     rec["linear_bias"] = bias
     # Gemma-4 / Gemma-3n per-layer input embeddings (PLE)
     ple = r.int("hidden_size_per_layer_input", lo=0, fallback_top=False, tf=False)
@@ -212,14 +212,14 @@ def fill_extra_shapes(rec: dict, r: Reader, notes: list[str]) -> None:
     # per-head output gate folded into q_proj (Qwen3-Next: always; Qwen3.5: attn_output_gate)
     gate = r.get("attn_output_gate")
     if gate is None:
-        rec["attn_output_gate"] = mt == "qwen3_next"
+        rec["attn_output_gate"] = fam.output_gate
     else:
         rec["attn_output_gate"] = as_bool(gate, "attn_output_gate", notes)
     # Laguna's separate output-gate projection g_proj (vLLM models/laguna.py:327-351): ``gating`` true or
     # "per-head" -> hidden -> heads (one gate per head); "per-element" -> hidden -> heads x head_dim,
     # counted like attn_output_gate
     rec["attn_head_gate"] = False
-    lg = r.get("gating") if mt == "laguna" else None
+    lg = r.get(fam.gate_key) if fam.gate_key else None
     if lg is True or lg == "per-head":
         rec["attn_head_gate"] = True
     elif lg == "per-element":

@@ -10,13 +10,13 @@ from collections.abc import Mapping
 from dashboard.catalog.aliases import MAX_HEADS
 from dashboard.catalog.values import as_int, short_repr
 from dashboard.catalog.fields import per_layer_int, Reader
-from dashboard.catalog.quirks import lfm2_ff_dim
+from dashboard.catalog.quirks import quirks_of
 
 
 def fill_layers(rec: dict, r: Reader, notes: list[str]) -> None:
     """Counts of full / sliding / linear / cross-attention layers and the window."""
     n = rec["num_hidden_layers"]
-    mt = (rec["text_model_type"] or rec["model_type"] or "").lower()
+    fam = quirks_of((rec["text_model_type"] or rec["model_type"] or "").lower())
     window = r.int("sliding_window", hi=1 << 40, fallback_top=False)
     use_sw = r.get("use_sliding_window")
     full = sliding = linear = 0
@@ -106,7 +106,7 @@ def fill_layers(rec: dict, r: Reader, notes: list[str]) -> None:
             full = sum(1 for c in seq if c.upper() == "G")
             sliding = n - full
             notes.append(f"layer kinds from sliding_window_pattern={short_repr(pat, 20)}")
-        elif mt.startswith("gemma2") or mt.startswith("cohere2"):
+        elif fam.alternating_sliding:
             sliding = sum(1 for i in range(n) if (i + 1) % 2)
             full = n - sliding
             notes.append("gemma2: sliding and full layers alternate")
@@ -132,7 +132,7 @@ def fill_layers(rec: dict, r: Reader, notes: list[str]) -> None:
             notes.append(f"block_configs: {n - full} of {n} blocks have no attention")
     if not decided and n is not None:
         chunk = r.int("attention_chunk_size", fallback_top=False)
-        if chunk and mt.startswith("llama4"):
+        if chunk and fam.chunked_local_attention:
             # Llama 4: RoPE layers use chunked local attention, NoPE layers are global; no_rope_layers
             # (1 = RoPE) defaults to every 4th layer being NoPE (transformers Llama4TextConfig)
             nrl = r.get("no_rope_layers")
@@ -173,7 +173,7 @@ def fill_moe(rec: dict, r: Reader, notes: list[str]) -> None:
         experts = None
     topk = per_layer_int(r, "num_experts_per_tok", notes)
     moe_i = per_layer_int(r, "moe_intermediate_size", notes)
-    mt = (rec["text_model_type"] or "").lower()
+    fam = quirks_of((rec["text_model_type"] or "").lower())
     if experts is not None and moe_i is None:
         inter = r.int("intermediate_size", fallback_top=False)
         if inter is not None:
@@ -183,17 +183,12 @@ def fill_moe(rec: dict, r: Reader, notes: list[str]) -> None:
     if r.get("enable_moe_block") is False:
         is_moe = False
     rec["is_moe"] = is_moe
-    if mt.startswith("lfm2"):
-        rec["intermediate_size"] = lfm2_ff_dim(r, notes)
+    if fam.mlp_width is not None:
+        rec["intermediate_size"] = fam.mlp_width(r, notes)
     else:
         rec["intermediate_size"] = r.int("intermediate_size", fallback_top=False)
-    if mt == "qwen" and rec["intermediate_size"]:
-        # Qwen (v1, remote code QWenMLP): w1 and w2 are each intermediate_size // 2 wide, c_proj maps
-        # intermediate_size // 2 back; the config value counts gate and up together
-        half = rec["intermediate_size"] // 2
-        notes.append(f"qwen (v1): config intermediate_size {rec['intermediate_size']} spans w1 and w2 together "
-                     f"(QWenMLP): the gated MLP width is {half}")
-        rec["intermediate_size"] = half
+    if fam.mlp_width_adjust is not None and rec["intermediate_size"]:
+        rec["intermediate_size"] = fam.mlp_width_adjust(rec["intermediate_size"], notes)
     if not is_moe:
         if rec["intermediate_size"] is None and rec["hidden_size"] and not isinstance(r.get("block_configs"), list):
             rec["intermediate_size"] = 4 * rec["hidden_size"]
@@ -218,7 +213,7 @@ def fill_moe(rec: dict, r: Reader, notes: list[str]) -> None:
     rec["moe_intermediate_size"] = moe_i
     shared = per_layer_int(r, "num_shared_experts", notes, lo=0)
     sh_i = r.int("shared_expert_intermediate_size", lo=0, fallback_top=False) or None
-    if shared is None and mt.startswith("llama4"):
+    if shared is None and fam.implicit_shared_expert:
         shared, sh_i = 1, r.int("intermediate_size", fallback_top=False)
         notes.append("llama4: one shared expert of intermediate_size")
     if shared is None:
@@ -319,7 +314,7 @@ def fill_linear(rec: dict, r: Reader, notes: list[str]) -> None:
         rec["linear_key_head_dim"] = d
         rec["linear_value_head_dim"] = d
         rec["linear_conv_kernel_dim"] = as_int(lac.get("short_conv_kernel_size"), "linear_attn_config.short_conv_kernel_size", notes)
-    elif r.get("mamba_num_heads") is not None or r.get("ssm_state_size") is not None or (rec["model_type"] or "").startswith(("mamba", "nemotron_h", "falcon_h", "jamba", "zamba", "granitemoehybrid")):
+    elif r.get("mamba_num_heads") is not None or r.get("ssm_state_size") is not None or quirks_of(rec["model_type"]).ssm_mixer:
         if r.get("ssm_state_size") is not None or r.get("mamba_num_heads") is not None or r.get("state_size") is not None:
             kind = "mamba2"
             hidden = rec["hidden_size"]

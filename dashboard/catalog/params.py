@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dashboard.catalog.fields import Reader
-from dashboard.catalog.quirks import decilm_blocks, NONGATED_ACTS, NONGATED_TYPES
+from dashboard.catalog.quirks import NONGATED_ACTS, decilm_blocks, quirks_of
 
 
 def _mlp_params(hidden: int, inter: int, gated: bool) -> int:
@@ -23,16 +23,11 @@ def fill_params(rec: dict, r: Reader, cfg: Mapping, notes: list[str]) -> None:
     kv = rec["num_key_value_heads"]
     hd = rec["head_dim"]
     vocab = rec["vocab_size"]
-    mt = (rec["text_model_type"] or rec["model_type"] or "").lower()
+    fam = quirks_of((rec["text_model_type"] or rec["model_type"] or "").lower())
     act = r.get("hidden_act") or r.get("activation_function") or r.get("mlp_hidden_act") or r.get("hidden_activation")
-    gated = not (mt in NONGATED_TYPES or (isinstance(act, str) and act in NONGATED_ACTS))
-    if mt.startswith("gpt2") or mt == "gpt_bigcode":
+    gated = fam.gated_mlp and not (isinstance(act, str) and act in NONGATED_ACTS)
+    if fam.nongated_when is not None and fam.nongated_when(r, notes):
         gated = False
-    if mt == "chatglm" and r.get("inner_hidden_size") is not None and r.get("ffn_hidden_size") is None:
-        # ChatGLM-6B (v1): dense_h_to_4h -> GELU -> dense_4h_to_h (its "GLU" class has no gate);
-        # ChatGLM2/3 (ffn_hidden_size) use SwiGLU with dense_h_to_4h of 2 x ffn_hidden_size
-        gated = False
-        notes.append("chatglm v1 (inner_hidden_size): non-gated GELU MLP")
     rec["mlp_gated"] = gated
     if not (h and n and vocab):
         return
@@ -161,14 +156,14 @@ def fill_params(rec: dict, r: Reader, cfg: Mapping, notes: list[str]) -> None:
         # per layer hc_attn_* and hc_ffn_* = 2 x ((2 + m) m x m hidden + (2 + m) m + 3), head m x m hidden + m + 1
         mix = (2 + hc) * hc
         mixers += n * 2 * (mix * hc * h + mix + 3) + hc * hc * h + hc + 1
-    if mt.startswith("lfm2"):
+    if fam.short_conv_blocks:
         # LFM2 short-convolution blocks (Lfm2ShortConv): in_proj h -> 3*conv_dim, depthwise conv of
         # conv_L_cache taps, out_proj conv_dim -> h
         n_conv = n - n_attn - n_lin - n_cross
         cd = r.int("conv_dim", fallback_top=False) or h
         taps = r.int("conv_L_cache", fallback_top=False) or 3
         mixers += max(n_conv, 0) * (3 * h * cd + cd * taps + cd * h)
-    hybrid_blocks = mt.startswith("nemotron_h") or isinstance(r.get("hybrid_override_pattern"), str) or isinstance(r.get("layers_block_type"), list)
+    hybrid_blocks = fam.hybrid_blocks or isinstance(r.get("hybrid_override_pattern"), str) or isinstance(r.get("layers_block_type"), list)
     if hybrid_blocks:
         # Nemotron-H: each block is one of mamba / attention / mlp / moe, one norm each
         mlp_blocks = rec["num_dense_layers"] or 0
