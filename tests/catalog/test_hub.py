@@ -17,7 +17,8 @@ import pytest
 
 from dashboard import schema
 from dashboard.catalog import load_catalog, normalize_config, catalog_from_records, write_catalog
-from dashboard.hub import ScrapeError, classify_error, parse_retry_after, read_repos_file, scrape, _Scrubber
+from dashboard.hub import ScrapeError, classify_error, parse_retry_after, read_repos_file, scrape
+from dashboard.hub.scrub import Scrubber
 
 from tests.hubserver import FakeHub, llama_like_config
 
@@ -330,10 +331,10 @@ def test_unreadable_catalog_is_not_overwritten(hub, run):
 def test_second_scrape_on_same_catalog_is_refused(hub, run):
     from filelock import FileLock
 
-    from dashboard.hub import _lock_path
+    from dashboard.hub.scrape import lock_path
 
     hub.add("acme/a")
-    with FileLock(_lock_path(run.catalog)):
+    with FileLock(lock_path(run.catalog)):
         with pytest.raises(ScrapeError, match="another scrape"):
             run("acme/a")
 
@@ -387,7 +388,7 @@ def test_classify_error_without_server():
 
 
 def test_scrubber():
-    scrub = _Scrubber(["s3cr3t-value"])
+    scrub = Scrubber(["s3cr3t-value"])
     assert scrub("a s3cr3t-value b") == "a *** b"
     assert scrub("Authorization: Bearer abc.def") == "Authorization: Bearer ***"
     assert scrub("token hf_abcdefghijklmnop in text") == "token hf_*** in text"
