@@ -194,8 +194,8 @@ def int_list(v: Any, n: int) -> list[int] | None:
 
 def layer_plan(text: Mapping, n: int, is_moe: bool, num_linear: int) -> tuple[list[str], list[bool], list[bool], list[str]]:
     """Per decoder layer: attention kind (``attention`` / ``linear_attention`` / ``none``), has a dense
-    MLP, has routed experts; plus notes. Mirrors the catalog's layer counting (``catalog._layers`` /
-    ``_moe``) but keeps positions, which per-layer name lists need."""
+    MLP, has routed experts; plus notes. Mirrors the catalog's layer counting (:func:`dashboard.catalog.layers.fill_layers` /
+    :func:`~dashboard.catalog.layers.fill_moe`) but keeps positions, which per-layer name lists need."""
     notes: list[str] = []
     attn = ["attention"] * n
     lt, lbt, hop = text.get("layer_types"), text.get("layers_block_type"), text.get("hybrid_override_pattern")

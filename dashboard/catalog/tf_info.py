@@ -24,7 +24,7 @@ from dashboard.catalog.aliases import ALIASES, SAFE_NAME
 
 
 @lru_cache(maxsize=1)
-def _config_mapping() -> Any:
+def config_mapping() -> Any:
     """transformers' ``CONFIG_MAPPING`` (model_type -> its own config class), or None.
 
     Importing transformers costs seconds (it pulls in torch), so this runs only for model types that
@@ -55,7 +55,7 @@ def _class_info(cls: Any) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=1)
-def _live_would_differ() -> bool:
+def live_would_differ() -> bool:
     """True when an installed transformers differs from the one the snapshot was generated from.
 
     Uses package metadata only (no import). When the versions match, a type absent from the snapshot
@@ -77,10 +77,13 @@ def _live_would_differ() -> bool:
 
 
 @lru_cache(maxsize=512)
-def _live_type_info(model_type: str) -> dict[str, Any] | None:
-    if not _live_would_differ():
+def live_type_info(model_type: str) -> dict[str, Any] | None:
+    """The installed transformers' info for ``model_type`` (as :func:`transformers_type_info`), or None
+    when the installed version is the snapshot's (:func:`live_would_differ`), transformers is absent or
+    disabled, or it does not know the type. Imports transformers on first use (seconds); cached."""
+    if not live_would_differ():
         return None
-    mapping = _config_mapping()
+    mapping = config_mapping()
     if mapping is None:
         return None
     try:
@@ -101,14 +104,16 @@ def transformers_type_info(model_type: str | None, *, live: bool = True) -> dict
     """
     if not model_type or not SAFE_NAME.match(model_type):
         return None
-    info = _snapshot().get(model_type)
+    info = snapshot_info().get(model_type)
     if info is not None:
         return info
-    return _live_type_info(model_type) if live else None
+    return live_type_info(model_type) if live else None
 
 
 @lru_cache(maxsize=1)
-def _snapshot() -> dict[str, dict[str, Any]]:
+def snapshot_info() -> dict[str, dict[str, Any]]:
+    """``model_type -> info`` from the generated snapshot :mod:`dashboard.catalog.tf_snapshot` (empty when
+    it cannot be imported). Cached."""
     try:
         from dashboard.catalog.tf_snapshot import TRANSFORMERS_CONFIG_INFO
     except Exception:  # pragma: no cover - the module ships with the package

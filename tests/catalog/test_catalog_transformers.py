@@ -130,29 +130,29 @@ def test_attribute_map_alias_from_snapshot_without_importing_transformers() -> N
 
 
 def test_live_transformers_fallback_for_type_missing_from_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tf_info, "_snapshot", lambda: {})
-    tf_info._live_type_info.cache_clear()
-    tf_info._live_would_differ.cache_clear()
-    monkeypatch.setattr(tf_info, "_live_would_differ", lambda: True)
+    monkeypatch.setattr(tf_info, "snapshot_info", lambda: {})
+    tf_info.live_type_info.cache_clear()
+    tf_info.live_would_differ.cache_clear()
+    monkeypatch.setattr(tf_info, "live_would_differ", lambda: True)
     try:
         r = normalize_config({"model_type": "moonshine", "hidden_size": 288, "decoder_num_hidden_layers": 6,
                               "decoder_num_attention_heads": 8, "vocab_size": 32768}, "UsefulSensors/moonshine-tiny")
     finally:
-        tf_info._live_type_info.cache_clear()
+        tf_info.live_type_info.cache_clear()
     assert r["num_attention_heads"] == 8 and r["num_hidden_layers"] == 6
     assert "transformers attribute_map" in r["parse_notes"]
 
 
 def test_no_transformers_env_disables_live_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TP_PLANNER_NO_TRANSFORMERS", "1")
-    tf_info._live_would_differ.cache_clear()
-    tf_info._config_mapping.cache_clear()
+    tf_info.live_would_differ.cache_clear()
+    tf_info.config_mapping.cache_clear()
     try:
-        assert tf_info._live_would_differ() is False
-        assert tf_info._config_mapping() is None
+        assert tf_info.live_would_differ() is False
+        assert tf_info.config_mapping() is None
     finally:
-        tf_info._live_would_differ.cache_clear()
-        tf_info._config_mapping.cache_clear()
+        tf_info.live_would_differ.cache_clear()
+        tf_info.config_mapping.cache_clear()
 
 
 def test_sub_configs_from_transformers_find_an_unusual_text_key() -> None:
