@@ -14,6 +14,8 @@ from dashboard.catalog.quirks import quirks_of
 
 
 def fill_attention(rec: dict, r: Reader, cfg: Mapping, notes: list[str]) -> None:
+    """Query / KV heads, head_dim, MLA ranks and attention kinds of one config into ``rec`` (counts; ``None`` when
+    unusable, noted). Raises nothing on bad input."""
     heads = r.int("num_attention_heads", hi=MAX_HEADS)
     if heads is None:
         notes.append("num_attention_heads missing or unusable")

@@ -22,6 +22,7 @@ MISSING = object()
 
 
 def dig(d: Mapping, path: str) -> Any:
+    """``d[path]`` where ``path`` may be dotted (``attn_config.kv_n_heads``); :data:`MISSING` when any step is absent."""
     if "." not in path:
         return d.get(path, MISSING)
     cur: Any = d
@@ -104,6 +105,7 @@ class Reader:
 
 
 def has_any(d: Mapping, fields: tuple[str, ...]) -> bool:
+    """True when ``d`` has a top-level key that is an alias of one of ``fields`` (dotted aliases skipped)."""
     for f in fields:
         for a in ALIASES[f]:
             if "." not in a and a in d:

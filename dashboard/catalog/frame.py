@@ -38,6 +38,9 @@ def _coerce_named(values: list, dtype: str, name: str) -> pd.api.extensions.Exte
 
 
 def coerce_column(values: list, dtype: str) -> pd.api.extensions.ExtensionArray | Any:
+    """``values`` as a pandas array of schema dtype ``dtype`` (``Int64`` / ``boolean`` / ``float64`` / ``string``),
+    None / NA / NaN -> NA. Raises ``ValueError`` for a non-whole number in an ``Int64`` column, ``TypeError`` /
+    ``ValueError`` for a value that does not cast (:func:`catalog_from_records` names the column)."""
     if dtype == "Int64":
         return pd.array([None if _na(v) else _whole(v) for v in values], dtype="Int64")
     if dtype == "boolean":

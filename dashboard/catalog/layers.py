@@ -167,6 +167,8 @@ def fill_layers(rec: dict, r: Reader, notes: list[str]) -> None:
 
 
 def fill_moe(rec: dict, r: Reader, notes: list[str]) -> None:
+    """MoE shapes of one config into ``rec``: expert count, top-k, expert and shared-expert widths (elements),
+    dense-layer count, and the dense MLP width (family rules from :mod:`dashboard.catalog.quirks`). Noted."""
     n = rec["num_hidden_layers"]
     experts = r.int("num_experts", fallback_top=False)
     if experts is not None and experts <= 1:
@@ -296,6 +298,8 @@ def fill_moe(rec: dict, r: Reader, notes: list[str]) -> None:
 
 
 def fill_linear(rec: dict, r: Reader, notes: list[str]) -> None:
+    """Linear-attention / SSM mixer shapes of one config into ``rec`` (GDN, KDA, Mamba: kind, heads, head dims,
+    conv kernel); ``None`` when absent. Noted."""
     kind = ""
     lac = r.get("linear_attn_config")
     if r.get("linear_num_value_heads") is not None or r.get("linear_num_key_heads") is not None:

@@ -29,6 +29,8 @@ from dashboard.catalog.params import fill_params
 
 
 def empty_record(model_id: str, source: str, sha: Any, fetched_at: Any) -> dict[str, Any]:
+    """A record with every column of :data:`dashboard.schema.COLUMN_NAMES` (None), the provenance columns set,
+    ``status`` ``ok``; ``fetched_at`` defaults to now (ISO-8601 UTC)."""
     rec: dict[str, Any] = dict.fromkeys(schema.COLUMN_NAMES)
     mid = model_id if isinstance(model_id, str) else str(model_id)
     org, _, name = mid.partition("/")
@@ -110,6 +112,9 @@ def normalize_config(raw: object, model_id: str, *, source: str = "snapshot", sh
 
 
 def fill_record(rec: dict[str, Any], cfg: Mapping, notes: list[str], sidecar: tuple[str, dict] | None = None) -> None:
+    """Every shape column of ``rec`` from the parsed config ``cfg`` (a mapping): text config, core fields,
+    limits, tying, then the fillers of attention, layers, MoE, linear attention, vision, quantization and
+    parameters, then :func:`fill_status`. ``sidecar``: (file name, parsed object) of a quantization sidecar."""
     model_type = clean_str(cfg.get("model_type"), "model_type", notes)
     if model_type is None:
         notes.append("model_type missing")
@@ -202,6 +207,10 @@ def fill_record(rec: dict[str, Any], cfg: Mapping, notes: list[str], sidecar: tu
 
 
 def fill_status(rec: dict, notes: list[str]) -> None:
+    """``status`` / ``status_reason`` of a filled record: ``error``, with every reason joined by ``; ``, when
+    ``num_attention_heads`` or ``head_dim`` is unusable (not required for a pure SSM), the KV heads exceed
+    or do not divide the query heads (MLA exempt), or ``hidden_size`` / ``num_hidden_layers`` is
+    unusable; else unchanged."""
     heads, kv, hd = rec["num_attention_heads"], rec["num_key_value_heads"], rec["head_dim"]
     problems = []
     attn_layers = (rec["num_full_attention_layers"] or 0) + (rec["num_sliding_window_layers"] or 0)

@@ -59,6 +59,9 @@ _NAME_QUANT = (("nvfp4", "modelopt", "nvfp4", 4), ("mxfp4", "mxfp4", "mxfp4", 4)
 
 
 def fill_quant(rec: dict, cfg: Mapping, text: Mapping, notes: list[str], sidecar: tuple[str, dict] | None = None) -> None:
+    """Quantization columns of one config into ``rec``: method, weight bits, block-FP8 block shape, KV-cache
+    dtype, and the per-part coverage (:func:`dashboard.catalog.quant_coverage.coverage`). ``sidecar`` is
+    used when ``cfg`` has no ``quantization_config``. Noted."""
     q = cfg.get("quantization_config")
     if not isinstance(q, Mapping) and text is not cfg:
         q = text.get("quantization_config")

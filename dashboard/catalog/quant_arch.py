@@ -180,6 +180,7 @@ ARCH_NAMES: dict[str, ArchNames] = {
 
 
 def generic_arch_names(model_type: str) -> ArchNames:
+    """Llama-style vLLM module names for a ``model_type`` missing from :data:`ARCH_NAMES`."""
     return ArchNames(f"generic Llama-style names (model_type {model_type!r} not in ARCH_NAMES)")
 
 
@@ -187,6 +188,8 @@ def generic_arch_names(model_type: str) -> ArchNames:
 # Layer plan: which decoder layers have which parts
 # ----------------------------------------------------------------------------------------------
 def int_list(v: Any, n: int) -> list[int] | None:
+    """The ints of the config list ``v`` (first :data:`MAX_LIST` entries; booleans dropped), or None when
+    ``v`` is not a list. ``n`` (the layer count) is unused: kept for the callers' symmetry."""
     if not isinstance(v, list):
         return None
     return [x for x in v[:MAX_LIST] if isinstance(x, int) and not isinstance(x, bool)]

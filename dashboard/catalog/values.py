@@ -14,10 +14,12 @@ from dashboard.catalog.aliases import MAX_SIZE, MAX_STR
 
 
 def utc_now() -> str:
+    """Now, as ISO-8601 UTC to the second (``2026-01-31T12:00:00Z``)."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def short_repr(v: Any, n: int = 60) -> str:
+    """``repr(v)`` cut to ``n`` characters (``...`` marks a cut): safe to put an untrusted value in a note."""
     try:
         s = repr(v)
     except Exception:  # pragma: no cover - repr of plain JSON values never fails
@@ -76,6 +78,7 @@ def as_int(v: Any, field: str, notes: list[str], *, lo: int = 1, hi: int = MAX_S
 
 
 def as_bool(v: Any, field: str, notes: list[str]) -> bool | None:
+    """A config boolean; ``0`` / ``1`` and ``"true"`` / ``"false"`` are read (noted); anything else is None (noted)."""
     if v is None:
         return None
     if isinstance(v, bool):

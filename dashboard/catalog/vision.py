@@ -12,6 +12,8 @@ from dashboard.catalog.values import as_int, short_repr
 
 
 def fill_vision(rec: dict, cfg: Mapping, notes: list[str]) -> None:
+    """Vision-tower columns of one config into ``rec``: heads, width, depth, MLP width, patch geometry, and
+    ``params_vision`` (count; patch embedding, positions, blocks and merger / projector, each cited). Noted."""
     vc = None
     for k in VISION_CONFIG_KEYS:
         v = cfg.get(k)

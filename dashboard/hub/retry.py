@@ -160,6 +160,9 @@ class _Gate:
 
 
 class Retrier:
+    """Calls with retries under one :class:`RetryPolicy`, shared by the workers of a run: backoff with jitter,
+    ``Retry-After`` honoured, and a 429 pauses every worker until it has run out."""
+
     def __init__(self, policy: RetryPolicy, sleep: Callable[[float], None] = time.sleep):
         self.policy = policy
         self.sleep = sleep

@@ -33,6 +33,7 @@ SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
 def utcnow() -> str:
+    """Now, as ISO-8601 UTC to the second."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -42,6 +43,8 @@ def utcnow() -> str:
 
 
 def blank_record(model_id: str, *, status: str, reason: str, fetched_at: str | None) -> dict[str, Any]:
+    """A catalog record for a repo whose config was not read: every column None, ``status`` / ``status_reason``
+    set (reason scrubbed by the caller), ``source`` ``hub``."""
     rec: dict[str, Any] = dict.fromkeys(schema.COLUMN_NAMES)
     org, sep, name = model_id.partition("/")
     rec.update(
@@ -112,4 +115,6 @@ def _jsonable(v: Any) -> Any:
 
 
 def row_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    """One catalog row as a JSON-safe dict over :data:`dashboard.schema.COLUMN_NAMES` (NA / NaN -> None,
+    numpy scalars -> Python), as the journal stores it."""
     return {c: _jsonable(row.get(c)) for c in schema.COLUMN_NAMES}

@@ -71,6 +71,8 @@ class ScrubFilter(logging.Filter):
 
 
 def known_secrets(token: str | bool | None) -> list[str]:
+    """The secrets to scrub: ``token`` when it is a string, the token huggingface_hub would send (a stored
+    login or ``HF_TOKEN``), and the ``HF_TOKEN`` / ``HUGGING_FACE_HUB_TOKEN`` values (``""`` where unset)."""
     out: list[str] = []
     if isinstance(token, str):
         out.append(token)
