@@ -393,3 +393,22 @@ def test_scrubber():
     assert scrub("Authorization: Bearer abc.def") == "Authorization: Bearer ***"
     assert scrub("token hf_abcdefghijklmnop in text") == "token hf_*** in text"
     assert scrub(None) is None
+
+
+def test_only_the_hub_package_imports_huggingface_hub() -> None:
+    """``dashboard/hub/`` is the one place that talks to the Hub: no other dashboard module imports
+    huggingface_hub (anywhere in the file, lazy imports included)."""
+    import ast
+
+    pkg = Path(__file__).resolve().parents[2] / "dashboard"
+    offenders = []
+    for path in sorted(pkg.rglob("*.py")):
+        if path.is_relative_to(pkg / "hub"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "huggingface_hub" or n.startswith("huggingface_hub.") for n in names):
+                offenders.append(f"{path.relative_to(pkg)}:{node.lineno}")
+    assert not offenders, offenders
+    assert sum(1 for p in (pkg / "hub").glob("*.py") if "huggingface_hub" in p.read_text()) >= 3
