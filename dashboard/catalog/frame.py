@@ -13,11 +13,6 @@ import pandas as pd
 from dashboard import schema
 
 
-# ------------------------------------------------------------------------------------------------
-# records <-> DataFrame, files
-# ------------------------------------------------------------------------------------------------
-
-
 def _na(v: Any) -> bool:
     return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
 
