@@ -2,7 +2,7 @@
 """Write ``data/kv_oracle_summary.csv``: the memory model's tokens per GPU against every logged run of the
 KV-capacity oracle table (``../shared/oracles/kv-capacity.csv``), one row per run with a token figure.
 
-The predictions use exactly the inputs ``tests/test_kv_oracles.py`` uses (its ``_inputs``), so the summary
+The predictions use exactly the inputs ``tests/memory/test_kv_oracles.py`` uses (its ``_inputs``), so the summary
 is the token test's results; ``tests/test_memory_view.py`` fails when the shipped file no longer matches a
 fresh run. The dashboard reads only the written file (``dashboard.memory.kv_evidence``), never the oracle
 table. Usage (from the repo root)::
@@ -31,7 +31,7 @@ COLUMNS = ["oracle_id", "engine", "engine_version", "engine_generation", "model_
 
 def summary(oracle_csv: Path) -> pd.DataFrame:
     """One row per oracle run with a logged token figure (columns :data:`COLUMNS`)."""
-    from tests import test_kv_oracles as t
+    from tests.memory import test_kv_oracles as t
 
     rows = []
     for row in pd.read_csv(oracle_csv).to_dict("records"):

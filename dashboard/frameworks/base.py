@@ -104,6 +104,75 @@ class Framework:
     # -- rules -------------------------------------------------------------------------------------------
 
     # -- memory: KV-cache budget, reserve, weights ------------------------------------------------------
+    #: KV-cache block granularity in tokens (vLLM ``block_size`` 16, TensorRT-LLM ``tokens_per_block`` 32,
+    #: SGLang page size 1, transformers continuous batching ``block_size`` 256).
+    kv_tokens_per_block: ClassVar[int] = 1
+    #: The KV-cache budget rule in words (shown by the dashboard); see :meth:`kv_budget`.
+    kv_budget_rule: ClassVar[str] = "total - weights - activation - non-torch (no pre-allocated pool)"
+    #: Default fraction of the budget rule (vLLM ``gpu_memory_utilization``, TensorRT-LLM
+    #: ``free_gpu_memory_fraction``, ...); ``None``: computed per GPU (SGLang ``mem_fraction_static``).
+    default_mem_fraction: ClassVar[float | None] = 1.0
+    #: MLA models: the cache holds the compressed latent ``kv_lora_rank + qk_rope_head_dim`` per layer on every
+    #: rank (True), or the up-projected per-head K and V of the local heads (False: transformers, Megatron).
+    caches_mla_latent: ClassVar[bool] = False
+    #: A float32 checkpoint stays float32 (True), or is loaded in 16-bit (the serving engines).
+    keeps_fp32_weights: ClassVar[bool] = False
+    #: The vocabulary of the vocab-parallel embedding / LM head is padded to this multiple (1: not padded).
+    vocab_pad_multiple: ClassVar[int] = 1
+    #: Without expert parallelism the routed experts are split over ``tp x dp`` ranks (MoE-TP flattened across
+    #: DP, vLLM ``FusedMoEParallelConfig.make``), instead of the generic ``EP = ep, MoE-TP = tp // ep``.
+    moe_tp_spans_dp: ClassVar[bool] = False
+    #: The per-architecture weight-layout tables of :mod:`dashboard.memory.params` apply (read from vLLM 0.33.0:
+    #: padded MoE intermediate, block-padded shared MLP, replicated dense MLP, vision-heads DP fallback).
+    applies_architecture_weight_quirks: ClassVar[bool] = False
+    #: Release the memory rules were read from (``engine_version=None`` means it); ``None``: no
+    #: version-dependent memory rule.
+    memory_rules_release: ClassVar[str | None] = None
+    #: The KV-capacity rule was checked against logged runs (``data/kv_oracle_summary.csv``).
+    kv_oracle_checked: ClassVar[bool] = False
+    #: ``(max_num_seqs, max_num_batched_tokens)`` the activation peak is sized for, when the framework fixes
+    #: it; ``None``: the scheduler limits given (vLLM's defaults).
+    profile_batch: ClassVar[tuple[int, int] | None] = None
+    #: Parts of :func:`dashboard.memory.memory_breakdown` the reserve is made of, with the ``capacity()`` key of each.
+    reserve_parts: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("activation peak", "activation_bytes_per_gpu"), ("non-torch", "non_torch_bytes_per_gpu"))
+
+    def kv_budget(self, b: dict[str, Any]) -> dict[str, Any]:
+        """KV-cache budget per GPU under the framework's rule.
+
+        ``b`` (arrays broadcast to ``(models, layouts)``, bytes per GPU): ``memory_bytes`` (float M),
+        ``weights``, ``activation``, ``non_torch``, ``fraction`` (the knob, or None for the default), and
+        for the engines that need them ``c`` (model columns), ``t`` (TP, float (1, layouts)), ``tp``, ``pp``,
+        ``dp``, ``dp_attention``, ``version`` (tuple) and ``engine_version`` (text or None).
+
+        Returns ``{"budget", "reserve", "fraction"}`` and optionally ``"cuda_graph"`` (bytes per GPU).
+        Default (no pre-allocated pool, the cache grows until out-of-memory: transformers native TP,
+        Megatron-Core): ``(M - weights - activation - non_torch) x fraction``, reserve ``activation + non_torch``.
+        """
+        act, nt = b["activation"], b["non_torch"]
+        return {"budget": (b["memory_bytes"] - b["weights"] - act - nt) * b["fraction"], "reserve": act + nt,
+                "fraction": b["fraction"]}
+
+    def kv_pool_capacity(self, b: dict[str, Any]) -> dict[str, Any] | None:
+        """Tokens / sequences / blocks of a KV pool whose allocator is not one page per token (vLLM's hybrid KV
+        manager), or ``None`` (default): the per-token rule of :mod:`dashboard.memory.capacity`."""
+        return None
+
+    def breakdown_reserve(self, cap: Any, value: Any) -> list[tuple[str, float]]:
+        """The reserve parts of one :func:`dashboard.memory.capacity` result ``cap``, bytes per GPU, for
+        :func:`dashboard.memory.memory_breakdown`; ``value(key)`` reads a key as a finite float (0 otherwise).
+        Default: :attr:`reserve_parts`."""
+        return [(part, value(key)) for part, key in self.reserve_parts]
+
+    # -- hardware dtypes ---------------------------------------------------------------------------------
+    def dtype_refusal(self, gpu: Any, weight_kind: str, kv_dtype: str, *, explicit: bool = True) -> str:
+        """Why the framework cannot run ``weight_kind`` weights / ``kv_dtype`` KV cache on ``gpu`` (a
+        :class:`dashboard.gpus.GPU`), '' when it can or the GPU table does not say. ``explicit``: the weight
+        dtype was asked for. Default: the hardware rule of :func:`dashboard.gpus.dtype_refusal`."""
+        from dashboard import gpus
+
+        return gpus.dtype_refusal(gpu, weight_kind, kv_dtype)
+
 
     # -- launch: flags, scheduler defaults, commands ----------------------------------------------------
 

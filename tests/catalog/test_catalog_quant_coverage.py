@@ -1,7 +1,7 @@
 """Which parts of a checkpoint vLLM 0.33.0 quantizes (catalog ``quant_<part>_fraction`` / ``_format``).
 
 Pinned values are read off each config's ``quantization_config`` by hand (the comment says which list
-entries decide), not from the normalizer's output; ``tests/test_memory_conformance.py`` checks the
+entries decide), not from the normalizer's output; ``tests/memory/test_memory_conformance.py`` checks the
 resulting bytes against vLLM's own allocation. Also: the backtracking-free pattern matcher
 (:mod:`dashboard.safe_match`) against :mod:`re` / :mod:`fnmatch`, and hostile lists.
 """

@@ -10,5 +10,8 @@ class MegatronCore(Framework):
     label = "Megatron-Core"
     executed_releases = ("0.16.1",)
 
+    # memory: no pre-allocated KV pool (the default kv_budget)
+    keeps_fp32_weights = True
+
 
 __all__ = ["MegatronCore"]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dashboard.frameworks.base import Framework
 
 
@@ -11,11 +13,29 @@ class TransformersNativeTP(Framework):
     label = "transformers (native TP)"
     executed_releases = ("5.24.0",)
 
+    # memory: no pre-allocated KV pool (the default kv_budget)
+    keeps_fp32_weights = True
+
 
 class TransformersCBCache(Framework):
     name = "transformers-cb-cache"
     label = "transformers (continuous-batching cache)"
     executed_releases = ("5.24.0",)
+
+    # memory: PagedAttentionMemoryHandler ((total - max(allocated, reserved)) x max_memory_percent)
+    kv_tokens_per_block = 256
+    kv_budget_rule = "max_memory_percent x (total - weights) - activation"
+    default_mem_fraction = 0.9
+    keeps_fp32_weights = True
+    #: PagedAttentionMemoryHandler._upper_bound_max_batch_tokens: one sequence of 256 tokens.
+    profile_batch = (1, 256)
+    reserve_parts = (("activation peak", "activation_bytes_per_gpu"),)
+
+    def kv_budget(self, b: dict[str, Any]) -> dict[str, Any]:
+        """``(M - weights) x max_memory_percent - activation``, reserve the activation."""
+        act = b["activation"]
+        return {"budget": (b["memory_bytes"] - b["weights"]) * b["fraction"] - act, "reserve": act,
+                "fraction": b["fraction"]}
 
 
 __all__ = ["TransformersNativeTP", "TransformersCBCache"]

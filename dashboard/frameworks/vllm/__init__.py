@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dashboard.frameworks.base import Framework
 
 
@@ -9,6 +11,46 @@ class VLLM(Framework):
     name = "vllm"
     label = "vLLM"
     executed_releases = ("0.22.0", "0.33.0")
+
+    # memory (formulas in dashboard/frameworks/vllm/memory.py and dashboard.memory)
+    kv_tokens_per_block = 16
+    kv_budget_rule = "gpu_memory_utilization x total - weights - peak activation - non-torch - CUDA graphs (vLLM >= 0.21)"
+    default_mem_fraction = 0.9
+    caches_mla_latent = True
+    vocab_pad_multiple = 64
+    moe_tp_spans_dp = True
+    applies_architecture_weight_quirks = True
+    memory_rules_release = "0.33.0"
+    kv_oracle_checked = True
+    reserve_parts = (("activation peak", "activation_bytes_per_gpu"), ("CUDA graphs", "cuda_graph_bytes_per_gpu"),
+                     ("non-torch", "non_torch_bytes_per_gpu"))
+
+    def kv_budget(self, b: dict[str, Any]) -> dict[str, Any]:
+        """``gpu_memory_utilization x M - weights - activation - non_torch - CUDA graphs`` (graphs charged from
+        vLLM 0.21), see :func:`dashboard.frameworks.vllm.memory.kv_budget`."""
+        from dashboard.frameworks.vllm import memory
+
+        return memory.kv_budget(b)
+
+    def kv_pool_capacity(self, b: dict[str, Any]) -> dict[str, Any] | None:
+        """The hybrid KV manager's groups and pages (:func:`dashboard.frameworks.vllm.memory.kv_pool_capacity`)."""
+        from dashboard.frameworks.vllm import memory
+
+        return memory.kv_pool_capacity(b)
+
+    def dtype_refusal(self, gpu: Any, weight_kind: str, kv_dtype: str, *, explicit: bool = True) -> str:
+        """The hardware rule with ``--dtype auto`` / ``--kv-cache-dtype auto`` and vLLM's own bf16 message
+        (:func:`dashboard.frameworks.vllm.dtypes.dtype_refusal`)."""
+        from dashboard.frameworks.vllm import dtypes
+
+        return dtypes.dtype_refusal(gpu, weight_kind, kv_dtype, explicit=explicit)
+
+    def auto_dtype(self, gpu: Any, weight_kind: str, model_type: str, explicit: bool) -> tuple[str | None, str]:
+        """What ``--dtype auto`` runs a bfloat16 checkpoint in on a GPU without bfloat16
+        (:func:`dashboard.frameworks.vllm.dtypes.vllm_auto_dtype`)."""
+        from dashboard.frameworks.vllm import dtypes
+
+        return dtypes.vllm_auto_dtype(gpu, weight_kind, model_type, explicit)
 
 
 __all__ = ["VLLM"]

@@ -43,8 +43,8 @@ def test_uniform_checkpoints_agree_with_the_checkpoint_wide_rule(cat: pd.DataFra
 def test_part_share_moves_its_bytes_between_formats(cat: pd.DataFrame) -> None:
     r = cat.loc["nvidia/MiniMax-M2.5-NVFP4"].copy()
     assert r.quant_attention_fraction == 0.0 and r.quant_experts_format == "nvfp4"
-    c = memory._cols(r)
-    parts = memory._param_parts(c)
+    c = memory.model_columns(r)
+    parts = memory.param_parts(c)
     attn = float(parts["attn_sharded"][0] + parts["kv_proj"][0])  # TP 1: no KV replication
     base = memory.weight_bytes_per_rank(r, "vllm", 1)
     r["quant_attention_fraction"], r["quant_attention_format"] = 0.5, "fp8"
@@ -59,12 +59,12 @@ def test_format_bytes() -> None:
     c = {"quant_group_size": np.array([32.0]), "weight_block_n": np.array([128.0]), "weight_block_k": np.array([128.0]),
          "hidden_size": np.array([4096.0])}
     base = np.array([2.0])
-    got = {f: float(memory._format_bytes(np.array([f], dtype=object), c, base)[0])
+    got = {f: float(memory.format_bytes(np.array([f], dtype=object), c, base)[0])
            for f in ("nvfp4", "mxfp4", "mxfp8", "fp8", "fp8-channel", "fp8-block", "int4", "int8")}
     assert got == pytest.approx({"nvfp4": 0.5625, "mxfp4": 0.53125, "mxfp8": 1.03125, "fp8": 1.0,
                                  "fp8-channel": 1 + 4 / 4096, "fp8-block": 1 + 4 / 16384, "int4": 0.5 + 2 / 32,
                                  "int8": 1 + 2 / 32})
-    assert np.isnan(memory._format_bytes(np.array(["bogus"], dtype=object), c, base)[0])
+    assert np.isnan(memory.format_bytes(np.array(["bogus"], dtype=object), c, base)[0])
 
 
 def test_lm_head_and_unquantized_experts(cat: pd.DataFrame) -> None:

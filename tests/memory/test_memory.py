@@ -410,13 +410,13 @@ def test_deepseek_v4_block_fp8_shared_expert_is_padded_to_whole_blocks_per_rank(
 
     cat = load_catalog().set_index("model_id", drop=False)
     t = np.array([[1.0, 8.0, 16.0, 32.0, 64.0]])
-    flash = memory._shared_mlp_padding(memory._cols(cat.loc[["deepseek-ai/DeepSeek-V4-Flash"]]), "vllm", t)
+    flash = memory.shared_mlp_padding(memory.model_columns(cat.loc[["deepseek-ai/DeepSeek-V4-Flash"]]), "vllm", t)
     assert flash[0].tolist() == [1.0, 1.0, 1.0, 2.0, 4.0]
-    pro = memory._shared_mlp_padding(memory._cols(cat.loc[["deepseek-ai/DeepSeek-V4-Pro"]]), "vllm", t)
+    pro = memory.shared_mlp_padding(memory.model_columns(cat.loc[["deepseek-ai/DeepSeek-V4-Pro"]]), "vllm", t)
     assert pro[0].tolist() == [1.0, 1.0, 4096 / 3072, 4096 / 3072, 8192 / 3072]
     # other frameworks, and the compressed-tensors NVFP4 shared expert (no weight_block_size), are not padded
-    assert memory._shared_mlp_padding(memory._cols(cat.loc[["deepseek-ai/DeepSeek-V4-Flash"]]), "sglang", t)[0].tolist() == [1.0] * 5
-    rh = memory._shared_mlp_padding(memory._cols(cat.loc[["RedHatAI/DeepSeek-V4-Flash-NVFP4-FP8"]]), "vllm", t)
+    assert memory.shared_mlp_padding(memory.model_columns(cat.loc[["deepseek-ai/DeepSeek-V4-Flash"]]), "sglang", t)[0].tolist() == [1.0] * 5
+    rh = memory.shared_mlp_padding(memory.model_columns(cat.loc[["RedHatAI/DeepSeek-V4-Flash-NVFP4-FP8"]]), "vllm", t)
     assert rh[0].tolist() == [1.0] * 5
 
 

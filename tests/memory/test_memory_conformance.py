@@ -27,7 +27,7 @@ import pytest
 from dashboard import memory
 from dashboard.catalog import load_catalog
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TABLE = Path(os.environ.get("TP_PLANNER_VLLM_TABLE", ROOT / "data" / "conformance" / "vllm-0.33.0.parquet"))
 TOLERANCE = 0.01
 

@@ -27,7 +27,7 @@ from dashboard import catalog, memory
 
 GiB = 2**30
 ORACLES = Path("/work/shared/oracles/kv-capacity.csv")
-CONFIGS = Path(__file__).parent / "data" / "oracle_configs"
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "oracle_configs"
 TOLERANCE = 0.05
 
 #: Oracle GPU text -> data/gpus.csv id, used only when the row does not log the memory the engine saw.

@@ -76,7 +76,7 @@ def test_the_old_ids_keep_their_memory_capability_and_node_size(table):
     for gid, (b, cc, gpn) in PINNED.items():
         assert int(by.loc[gid, "memory_bytes"]) == b and by.loc[gid, "compute_capability"] == cc, gid
         assert int(by.loc[gid, "gpus_per_node"]) == gpn, gid
-        assert memory.resolve_gpu_id(gid.lower()) == gid and memory._gpu_memory(gid) == (gid, b)
+        assert memory.resolve_gpu_id(gid.lower()) == gid and memory.gpu_memory(gid) == (gid, b)
 
 
 def test_the_issues_cards_are_all_listed(table):
