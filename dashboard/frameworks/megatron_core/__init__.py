@@ -10,5 +10,9 @@ class MegatronCore(Framework):
     label = "Megatron-Core"
     executed_releases = ("0.16.1",)
 
+    rule_modules = ("dashboard.frameworks.megatron_core.rules_source",
+                    "dashboard.frameworks.megatron_core.rules_executed")
+    source_repo_url = "https://github.com/NVIDIA/Megatron-LM/blob/core_v{release}"
+
 
 __all__ = ["MegatronCore"]

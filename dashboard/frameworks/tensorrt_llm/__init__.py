@@ -10,5 +10,16 @@ class TensorRTLLM(Framework):
     label = "TensorRT-LLM"
     executed_releases = ()
 
+    rule_modules = ("dashboard.frameworks.tensorrt_llm.rules_source",)
+    replicates_kv = True
+    kv_shard_style = "tensorrt-llm"
+
+    def dp_attention_groups(self, tp: int) -> list[int]:
+        """``enable_attention_dp``: one group per rank (attention-TP 1)."""
+        return [tp]
+
+    def dp_attention_suggestion(self, version: "str | None", tp: int, dp: int) -> str:
+        return f"Valid at tp={tp} with enable_attention_dp (attention-TP 1)."
+
 
 __all__ = ["TensorRTLLM"]
