@@ -95,6 +95,8 @@ class Framework:
     #: Releases whose own code was run over the catalog by the conformance harness, oldest first
     #: (tables ``data/conformance/<table_key>.parquet``). Empty: rules read from source only.
     executed_releases: ClassVar[tuple[str, ...]] = ()
+    #: The name a release number follows in notices ("vLLM 0.22.0", "transformers 5.24.0"); the id when "".
+    release_label: ClassVar[str] = ""
 
     def __repr__(self) -> str:
         return f"<Framework {self.name}>"
@@ -157,6 +159,18 @@ class Framework:
     # -- context limit ----------------------------------------------------------------------------------
 
     # -- conformance adapter -----------------------------------------------------------------------------
+    #: Module holding the framework's :class:`~dashboard.frameworks.conformance.ConformanceAdapter`
+    #: (``ADAPTER``); "" when the harness does not run it (through ``conformance.driver``).
+    conformance_module: ClassVar[str] = ""
+
+    def conformance(self):
+        """The framework's conformance adapter (imported lazily), or None when the harness's driver does
+        not run it."""
+        if not self.conformance_module:
+            return None
+        import importlib
+
+        return importlib.import_module(self.conformance_module).ADAPTER
 
 
 __all__ = ["Layout", "Framework"]

@@ -307,7 +307,7 @@ def layout_grid(
     if not fws:
         raise ValueError("no frameworks given")
     for fw in fws:
-        if fw not in _frameworks.REGISTRY:
+        if _frameworks.REGISTRY.get(fw) is None:
             raise ValueError(f"unknown framework {fw!r}; expected one of {schema.FRAMEWORKS}")
     versions = dict(versions or {})
     ids = (models["model_id"].astype("string").fillna("").to_numpy(dtype=object) if "model_id" in models.columns

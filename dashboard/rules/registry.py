@@ -3,7 +3,7 @@
 Each framework names the modules holding its rules (:attr:`dashboard.frameworks.base.Framework.rule_modules`,
 each with ``rules() -> list[Rule]``). :func:`rules` walks the frameworks in display order and takes each
 module once (transformers' two frameworks share theirs), so :data:`dashboard.rules.RULES` lists the rules
-module by module, and within a framework in evaluation order (the order the framework reaches them).
+module by module, and each framework's in evaluation order (the order the framework reaches them).
 Built on first use and cached; nothing is rewritten at import. Pure: no Panel.
 """
 
@@ -25,8 +25,10 @@ def _built() -> tuple[tuple[Rule, ...], dict[str, tuple[Rule, ...]]]:
             if m not in seen:
                 seen.add(m)
                 every.extend(importlib.import_module(m).rules())
-    by_fw = {fw.name: tuple(r for r in every if r.framework == fw.name) for fw in _frameworks.all_frameworks()}
-    return tuple(every), by_fw
+    by_fw: dict[str, list[Rule]] = {name: [] for name in _frameworks.names()}
+    for r in every:
+        by_fw[r.framework].append(r)
+    return tuple(every), {name: tuple(rs) for name, rs in by_fw.items()}
 
 
 def rules() -> list[Rule]:

@@ -50,7 +50,7 @@ def rule_applies_to_version(rule: Rule, version: str | None) -> bool:
 
 def resolve_version(framework: str, version: str | None) -> _versions.Resolved:
     """What ``version`` means for ``framework`` (see :func:`dashboard.rules.versions.resolve`)."""
-    if framework not in _frameworks.REGISTRY:
+    if _frameworks.REGISTRY.get(framework) is None:
         raise ValueError(f"unknown framework {framework!r}; expected one of {schema.FRAMEWORKS}")
     return _versions.resolve(framework, version)
 
@@ -62,11 +62,12 @@ def rules_at(framework: str, version: str | None) -> list[Rule]:
     """The framework's rules that hold at ``version``, each as it reads in the resolved release (the
     cached list itself: do not modify it). ValueError for an unknown framework."""
     res = resolve_version(framework, version)
-    key = (framework, res.release if framework in _versions.EXECUTED else version)
+    executed = bool(_versions.EXECUTED.get(framework))  # rules read as in the resolved release
+    key = (framework, res.release if executed else version)
     if key not in _RULES_CACHE:
-        rel = res.release if framework in _versions.EXECUTED else version
+        rel = res.release if executed else version
         picked = [r for r in _registry.of(framework) if rule_applies_to_version(r, rel)]
-        if framework in _versions.EXECUTED:
+        if executed:
             picked = [r.for_release(res.release, _frameworks.get(framework).source_repo_url) for r in picked]
         _RULES_CACHE[key] = picked
     return _RULES_CACHE[key]

@@ -134,8 +134,8 @@ def resolve(framework: str, version: str | None) -> Resolved:
     """Map a user's ``version`` (None, a release such as "0.22.0", or a date such as "2025-05") to the
     release whose rules apply."""
     executed = EXECUTED.get(framework, ())
-    label = {"vllm": "vLLM", "sglang": "SGLang", "transformers-native-tp": "transformers",
-             "transformers-cb-cache": "transformers", "megatron-core": "Megatron-Core"}.get(framework, framework)
+    fw = _frameworks.REGISTRY.get(framework)
+    label = (fw.release_label if fw is not None else "") or framework
     if version is None or str(version).strip() == "":
         rel = newest_executed(framework)
         return Resolved(rel, rel is not None, "")

@@ -12,7 +12,9 @@ class SGLang(Framework):
     name = "sglang"
     label = "SGLang"
     executed_releases = ("0.5.21", "0.5.23")
+    release_label = "SGLang"
 
+    conformance_module = "dashboard.frameworks.sglang.conformance"
     rule_modules = ("dashboard.frameworks.sglang.rules_source", "dashboard.frameworks.sglang.rules_executed")
     source_repo_url = "https://github.com/sgl-project/sglang/blob/v{release}/python"
     replicates_kv = True

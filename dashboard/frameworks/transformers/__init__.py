@@ -10,6 +10,7 @@ class TransformersNativeTP(Framework):
     name = "transformers-native-tp"
     label = "transformers (native TP)"
     executed_releases = ("5.24.0",)
+    release_label = "transformers"
 
     rule_modules = ("dashboard.frameworks.transformers.rules_source",
                     "dashboard.frameworks.transformers.rules_executed")
@@ -22,6 +23,7 @@ class TransformersCBCache(Framework):
     name = "transformers-cb-cache"
     label = "transformers (continuous-batching cache)"
     executed_releases = ("5.24.0",)
+    release_label = "transformers"
 
     rule_modules = ("dashboard.frameworks.transformers.rules_source",
                     "dashboard.frameworks.transformers.rules_executed")

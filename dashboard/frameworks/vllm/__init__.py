@@ -9,7 +9,9 @@ class VLLM(Framework):
     name = "vllm"
     label = "vLLM"
     executed_releases = ("0.22.0", "0.33.0")
+    release_label = "vLLM"
 
+    conformance_module = "dashboard.frameworks.vllm.conformance"
     rule_modules = ("dashboard.frameworks.vllm.rules_source",)
     source_repo_url = "https://github.com/vllm-project/vllm/blob"
     replicates_kv = True
