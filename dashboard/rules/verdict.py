@@ -83,6 +83,8 @@ class Verdict:
 
 
 def hits(ev: Eval, row: int) -> tuple[list[RuleHit], list[RuleHit]]:
+    """The failing rules and the warnings of cell ``row`` of ``ev``, in evaluation order (a run-time
+    failure adds a warning saying the model loads first)."""
     failures, warnings = [], []
     for r, f, flds in zip(ev.rules, ev.fire, ev.fields):
         if not f[row]:
@@ -120,6 +122,11 @@ def ok_sizes(record, framework: str, version, sizes: np.ndarray, **kw) -> np.nda
 
 def suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision_dp, failures,
                  expert_parallel: bool = False) -> list[str]:
+    """What the user could change for ``record`` to run under ``framework`` (sentences; [] when nothing
+    fails): nearby valid TP sizes, then the framework's attention-DP and expert-parallel switches
+    (:class:`dashboard.frameworks.base.Framework` ``dp_attention_groups`` / ``dp_attention_suggestion`` /
+    ``expert_parallel_suggestion`` / ``ep_off_hint``), pipeline parallelism over the same GPUs, a
+    data-parallel vision encoder. Each is checked by re-running the rules at that layout."""
     out: list[str] = []
     fw = _frameworks.get(framework)
     upper = min(max(64, 2 * tp), sharding.MAX_PARALLEL)

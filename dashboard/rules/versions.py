@@ -26,7 +26,7 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 
 #: Releases run through the conformance harness, newest last (the tables in data/conformance/): each
 #: framework's ``executed_releases`` (:mod:`dashboard.frameworks`), so the rules engine does not depend on
-#: the tables being present at run time; ``tests/test_conformance.py`` checks that every release listed has
+#: the tables being present at run time; ``tests/rules/test_conformance.py`` checks that every release listed has
 #: its table and vice versa.
 EXECUTED: dict[str, tuple[str, ...]] = _frameworks.executed()
 

@@ -60,7 +60,7 @@ SITES = {
 }
 
 #: Rules no judged cell of an executed release reaches first: their site was read from that release's
-#: source (evidence ``source``); ``tests/test_conformance_megatron.py`` keeps this list exact.
+#: source (evidence ``source``); ``tests/rules/test_conformance_megatron.py`` keeps this list exact.
 #: In 0.16.1 the catalog reaches four rules first (heads, query groups, pipeline split, vocabulary): every
 #: catalog MLP, expert and shared-expert width divides the TP sizes whose heads divide, and every expert
 #: count is a multiple of EP 2/4/8 (data/conformance/README.md shows the probe cells that raise the others).

@@ -109,7 +109,7 @@ _NVFP4_IN = "Unsupported model when in features size is not multiple of 16"
 
 #: Rules whose raise site was read from 0.5.23's source but that no judged cell of the 0.5.23 table
 #: reaches first (an earlier check fires, or no catalog model has the shape): evidence "source".
-#: ``tests/test_conformance_sglang_rules.py`` keeps this list equal to what the table shows.
+#: ``tests/rules/test_conformance_sglang_rules.py`` keeps this list equal to what the table shows.
 NOT_SEEN_FIRST: dict[str, frozenset[str]] = X.not_seen_first(FW, EXECUTED)
 
 #: Raise sites in the other executed releases, by rule id (``python -m conformance sites --framework

@@ -58,11 +58,11 @@ VERIFIED_WITH = (
     "transformers 5.24.0 / torch 2.13.0+cpu: the plans of all 196 catalog configs, the load-time plan resolution "
     "and the paged-cache constructor at every TP size (executed on each config), and 28 tiny models of the 11 "
     "plan shapes under torchrun (gloo, CPU) at TP 1, 2, 3, 4, 8 (data/conformance/transformers-5.24.0*.parquet); "
-    "tests/test_conformance_transformers.py"
+    "tests/rules/test_conformance_transformers.py"
 )
 
 #: Per ``model_type`` of the catalog, the plan as transformers 5.24.0 resolves it for the class the auto
-#: class builds (``transformers-5.24.0-plans.parquet``; ``tests/test_conformance_transformers.py``
+#: class builds (``transformers-5.24.0-plans.parquet``; ``tests/rules/test_conformance_transformers.py``
 #: checks this table against it): ``cls`` the model class; ``q`` the query projection the plan splits
 #: colwise ("" = heads not sharded); ``kv`` the key projection split colwise ("" = KV heads not
 #: sharded); ``cb_kv`` the plan names ``layers.*.self_attn.k_proj`` and ``v_proj`` (the paged cache

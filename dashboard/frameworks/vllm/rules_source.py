@@ -12,6 +12,7 @@ Two generations of rules:
 
 from __future__ import annotations
 
+from dashboard.frameworks.vllm.rules_executed import rules as _executed_rules
 from dashboard.rules import _preds as P
 from dashboard.rules import sources as S
 from dashboard.rules.common import Rule
@@ -291,10 +292,7 @@ OLD_RULES: list[Rule] = [
 ]
 
 
-from dashboard.frameworks.vllm.rules_executed import rules as _executed_rules  # noqa: E402
-
-#: Every vLLM rule: the releases run through the conformance harness first (construction order),
-#: then the hand-read history for older releases.
 def rules() -> list[Rule]:
-    """Every vLLM rule: the executed releases' first (construction order), then the older ones."""
+    """Every vLLM rule: the releases run through the conformance harness first (construction order),
+    then the hand-read history for older releases."""
     return [*_executed_rules(), *OLD_RULES]
