@@ -27,8 +27,9 @@ Pure: no I/O, no Panel.
 
 from __future__ import annotations
 
+from dashboard import frameworks as _frameworks
 from dashboard.rules import registry as _registry
-from dashboard.rules.common import KINDS, Rule
+from dashboard.rules.common import KINDS, Ctx, Rule
 from dashboard.rules.evaluate import evaluate
 from dashboard.rules.grid import grid, layout_grid
 from dashboard.rules.releases import resolve_version, rules_at, rules_for
@@ -56,7 +57,12 @@ __all__ = [
     "is_moe_record",
     "valid_with_ep_off",
     "sglang_dp_attention_flags",
+    "SGLANG_ATTN_DP_SIZE_FROM",
 ]
+
+#: First SGLang release that spells attention-DP ``--attn-dp-size D`` (kept for callers of the older API:
+#: :attr:`dashboard.frameworks.sglang.SGLang.ATTN_DP_SIZE_FROM`).
+SGLANG_ATTN_DP_SIZE_FROM = _frameworks.get("sglang").ATTN_DP_SIZE_FROM
 
 #: Older private spellings, kept while callers outside this package move to the public names
 #: (``scripts/bench_grid.py``: ``_evaluate``; ``dashboard/check.py``: ``_ok_sizes``, ``_is_moe_record``;
