@@ -14,6 +14,7 @@ class MegatronCore(Framework):
     conformance_module = "dashboard.frameworks.megatron_core.conformance"
     rule_modules = ("dashboard.frameworks.megatron_core.rules_source",
                     "dashboard.frameworks.megatron_core.rules_executed")
+    rule_prefix = "megatron"
     source_repo_url = "https://github.com/NVIDIA/Megatron-LM/blob/core_v{release}"
 
 

@@ -11,6 +11,7 @@ class TensorRTLLM(Framework):
     executed_releases = ()
 
     rule_modules = ("dashboard.frameworks.tensorrt_llm.rules_source",)
+    rule_prefix = "trtllm"
     replicates_kv = True
     kv_shard_style = "tensorrt-llm"
 
