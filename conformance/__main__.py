@@ -62,12 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     rp = sub.add_parser("report", help="regenerate data/conformance/README.md's results for a release")
     rp.add_argument("--version", required=True)
     rp.add_argument("--framework", default="vllm", choices=sorted(driver.WORKER), help="(default: vllm)")
-    st = sub.add_parser("sites", help="print the rules' raise sites in another executed release")
+    st = sub.add_parser("sites", help="an executed release's evidence: the rules' raise sites there and the "
+                        "rules its table never reaches first (data/conformance/<framework>-<release>-evidence.json)")
     st.add_argument("--version", required=True)
-    st.add_argument("--framework", default="vllm", choices=["sglang", "vllm"], help="(default: vllm)")
+    st.add_argument("--framework", default="vllm", choices=sorted(driver.WORKER), help="(default: vllm)")
     st.add_argument("--work", action="store_true", help="read the release's checkpoint folder, not its table")
-    st.add_argument("--src-new", type=Path, required=True, help="unpacked wheel of the newest executed release")
-    st.add_argument("--src-old", type=Path, required=True, help="unpacked wheel of --version")
+    st.add_argument("--src-new", type=Path, help="unpacked wheel of the newest executed release (with --src-old: "
+                    "derive the sites; without: keep the evidence file's)")
+    st.add_argument("--src-old", type=Path, help="unpacked wheel of --version")
+    st.add_argument("--write", action="store_true", help="write the evidence file (atomically) instead of printing it")
     pa = sub.add_parser("params", help="build one cell and print rank 0's parameter bytes by module group "
                         "(a diagnostic for the memory model; writes nothing)")
     pa.add_argument("--framework", default="vllm", choices=sorted(driver.WORKER))
@@ -110,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "sites":
         from conformance import sites
 
-        print(sites.render(args.version, sites.derive(args.version, args.src_new, args.src_old, args.framework, args.work)))
+        doc = sites.evidence(args.version, args.framework, args.src_new, args.src_old, args.work)
+        print(sites.write(doc) if args.write else sites.render(doc), end="" if not args.write else "\n")
         return 0
     if args.cmd == "assemble":
         print(driver.assemble(args.framework, args.version))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dashboard import rules
+from dashboard import frameworks, rules
 
 JUDGED = ("built", "refused_engine", "refused_build")
 MESSAGE_LIMIT = 4000  # conformance/vllm_worker.py keeps this many characters of a message
@@ -35,30 +35,17 @@ def predictions(table: pd.DataFrame, catalog: pd.DataFrame, framework: str, vers
     cells = table[table["outcome"].isin(JUDGED)]
     cat = catalog.set_index("model_id", drop=False)
     out = []
-    by_id = {r.id: r for r in rules._rules_for(framework, version)}  # as they read in that release
+    by_id = {r.id: r for r in rules.rules_at(framework, version)}  # as they read in that release
+    adapter = frameworks.get(framework).conformance()
     for (dp, ep, vdp, pp), grp in cells.groupby(["dp", "ep", "vision_dp", "pp"], sort=False):
         models = [m for m in grp["model_id"].unique() if m in cat.index]
         if not models:
             continue
         tps = sorted(grp["tp"].unique())
-        if framework == "sglang":
-            # SGLang cells: ``dp`` is the attention-DP size (--attn-dp-size), ``ep`` means --ep-size = tp,
-            # so under EP one grid per TP size
-            kw = dict(frameworks=[framework], pp=int(pp), dp=int(dp), dp_attention=int(dp) > 1,
-                      vision_dp=bool(vdp), version=version)
-            if ep:
-                g = pd.concat([rules.grid(cat.loc[models], tp_sizes=[int(t)], ep=int(t), expert_parallel=True, **kw)
-                               for t in tps])
-            else:
-                g = rules.grid(cat.loc[models], tp_sizes=tps, ep=1, **kw)
-        elif framework == "megatron-core":
-            # Megatron-Core cells: ``dp`` is the data-parallel size and, with ``ep`` on, the expert-parallel
-            # size too (expert_model_parallel_size = dp; driver.plan_cells_megatron)
-            g = rules.grid(cat.loc[models], tp_sizes=tps, frameworks=[framework], pp=int(pp), dp=int(dp),
-                           ep=int(dp) if ep else 1, version=version)
-        else:
-            g = rules.grid(cat.loc[models], tp_sizes=tps, frameworks=[framework], pp=int(pp), dp=int(dp),
-                           ep=1, expert_parallel=bool(ep), vision_dp=bool(vdp), version=version)
+        # how the table's cell group maps to layouts is the framework's (its conformance adapter)
+        parts = [rules.grid(cat.loc[models], tp_sizes=t, frameworks=[framework], version=version, **kw)
+                 for t, kw in adapter.layouts(int(dp), bool(ep), bool(vdp), int(pp), tps)]
+        g = parts[0] if len(parts) == 1 else pd.concat(parts)
         g = g.set_index(["model_id", "tp"])
         for idx, row in grp.iterrows():
             key = (row["model_id"], row["tp"])

@@ -28,14 +28,15 @@ from conformance.worker_common import (  # the workers' protocol
     MODEL_DONE,
     MODEL_START,
 )
+from dashboard import frameworks
 from dashboard.atomic import atomic_write, atomic_write_text
 from dashboard.catalog import model_id_from_filename
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data" / "conformance"
-WORKER = {"vllm": Path(__file__).resolve().parent / "vllm_worker.py",
-          "sglang": Path(__file__).resolve().parent / "sglang_worker.py",
-          "megatron-core": Path(__file__).resolve().parent / "megatron_worker.py"}
+#: Framework id -> its worker script (frameworks whose conformance adapter the driver runs).
+WORKER = {fw.name: Path(__file__).resolve().parent / fw.conformance().worker
+          for fw in frameworks.all_frameworks() if fw.conformance() is not None}
 
 #: TP sizes of the tables (the dashboard's defaults).
 TP_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
@@ -126,9 +127,10 @@ def plan_cells(raw: dict, depth: str = "full", framework: str = "vllm") -> list[
     MoE models; vision-DP (``mm_encoder_tp_mode="data"``) for models with a vision tower. SGLang:
     every TP size x EP off/on (``--ep-size`` = TP) x attention-DP 1/2/4 (``--attn-dp-size``, in the
     ``dp`` field), for every model (see :func:`plan_cells_sglang`)."""
-    if framework == "sglang":
+    plan = frameworks.get(framework).conformance().cell_plan
+    if plan == "attention_dp":
         return plan_cells_sglang(depth)
-    if framework == "megatron-core":
+    if plan == "pipeline_ep":
         return plan_cells_megatron(raw, depth)
     cells = [Cell(tp) for tp in TP_SIZES]
     if depth == "tp":

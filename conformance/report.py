@@ -14,32 +14,20 @@ import numpy as np
 import pandas as pd
 
 from conformance import compare, driver
+from dashboard import frameworks
 from dashboard.atomic import atomic_write_text
 from dashboard.catalog import load_catalog
 
 README = driver.DATA / "README.md"
 
-#: Why a known kind of cell still differs (matched on the table's raise site / message).
-REASONS = (
-    ("chatglm.py", "model-level error of this checkpoint, not a TP rule"),
-    ("laguna.py", "Laguna's own attention assert (laguna.py) fires before the MoE: no rule models it yet"),
-    ("Laguna", "Laguna's shared expert gate_proj is a plain ColumnParallelLinear: its block_n check "
-               "(compressed-tensors FP8) comes before the experts; no rule models it yet"),
-    ("GLM-4.5V", "GLM-4.xV vision MLP (MergedColumnParallelLinear over the vision intermediate size) fails "
-                 "before the embedding; no vision-MLP rule for GLM-4.xV yet"),
-    ("GLM-5", "a block-FP8 projection of the DSA indexer (448 per rank) fails before the MLP; the catalog "
-              "has no indexer columns"),
-)
+#: What one mismatch-table cell shows, by the column ids of the adapter's ``mismatch_columns``.
+CELLS = {"tp": lambda r: str(r.tp), "pp": lambda r: str(r.pp), "dp": lambda r: str(r.dp),
+         "ep_on": lambda r: "on" if r.ep else "off", "ep_size_from_dp": lambda r: str(r.dp if r.ep else 1),
+         "vision_dp_on": lambda r: "on" if r.vision_dp else "off"}
 
 
-#: SGLang: why a known kind of cell still differs.
-SGLANG_REASONS: tuple[tuple[str, str], ...] = (
-    ("THUDM/chatglm-6b", "SGLang's ChatGLMConfig ignores vocab_size and reads padded_vocab_size (default 65024), "
-                         "which chatglm-6b's config lacks; the catalog keeps vocab_size (130528), padded to "
-                         "130560, which 3, 6 and 12 divide, so the engine's first rule is the attention assert"),
-)
-
-LABEL = {"vllm": "vLLM", "sglang": "SGLang", "megatron-core": "Megatron-Core"}
+def _adapter(framework: str):
+    return frameworks.get(framework).conformance()
 
 
 def stale_cells(table: pd.DataFrame) -> pd.Series:
@@ -68,7 +56,7 @@ def unjudged(table: pd.DataFrame, framework: str) -> pd.Series:
     repository has beside config.json), which a run from before that marker recorded as a refusal."""
     out = pd.Series("", index=table.index, dtype=object)
     out[stale_cells(table)] = "run with other sidecar files than the harness passes now"
-    if framework == "vllm":
+    if not _adapter(framework).judges_harness_reason:
         return out
     w = _worker(framework)
     refused = table["outcome"].isin(["refused_engine", "refused_build"]) & (out == "")
@@ -80,7 +68,7 @@ def unjudged(table: pd.DataFrame, framework: str) -> pd.Series:
     return out
 
 
-def _reason(row, reasons=REASONS) -> str:
+def _reason(row, reasons: tuple[tuple[str, str], ...] = ()) -> str:
     for needle, why in reasons:
         if needle in row.table_location or needle in row.table_message or needle in row.model_id:
             return why
@@ -90,8 +78,10 @@ def _reason(row, reasons=REASONS) -> str:
 
 
 def section(release: str, table: pd.DataFrame, catalog: pd.DataFrame, framework: str = "vllm") -> str:
-    label = LABEL.get(framework, framework)
-    key = release if framework == "vllm" else f"{framework}-{release}"
+    fw = frameworks.get(framework)
+    adapter = fw.conformance()
+    label = fw.label
+    key = adapter.readme_key(framework, release)
     why = unjudged(table, framework)
     stale = why != ""
     cmp = compare.compare(table[~stale], catalog, framework, release)
@@ -110,43 +100,27 @@ def section(release: str, table: pd.DataFrame, catalog: pd.DataFrame, framework:
     lines += [f"Rules engine vs {label} on the {s['cells']} judged cells: verdict {s['verdict_agree']}/{s['cells']}; "
               f"first error (message and raise site) {s['first_error_agree']}/{s['refused']} refused cells "
               f"({s['first_error_agree'] / max(s['refused'], 1):.1%}).", ""]
-    if framework == "vllm":
-        lines += ["Cells whose first error still differs (model, tp, dp, EP, vision DP, reason):", "",
-                  f"<!-- mismatches {key} -->",
-                  "| model | tp | dp | EP | vision DP | vLLM raised | engine says | reason |",
-                  "|---|---|---|---|---|---|---|---|"]
-    elif framework == "megatron-core":
-        lines += ["Cells whose first error still differs (model, tp, pp, EP size, reason):", "",
-                  f"<!-- mismatches {key} -->",
-                  f"| model | tp | pp | EP | {label} raised | engine says | reason |",
-                  "|---|---|---|---|---|---|---|"]
-    else:
-        lines += ["Cells whose first error still differs (model, tp, attention-DP, EP, reason):", "",
-                  f"<!-- mismatches {key} -->",
-                  f"| model | tp | attention-DP | EP | {label} raised | engine says | reason |",
-                  "|---|---|---|---|---|---|---|"]
+    header = ["model", *(h for h, _ in adapter.mismatch_columns), f"{label} raised", "engine says", "reason"]
+    lines += [adapter.mismatch_caption, "",
+              f"<!-- mismatches {key} -->",
+              "| " + " | ".join(header) + " |",
+              "|" + "---|" * len(header)]
     refused = cmp[~cmp["table_valid"] & cmp["verdict_ok"]]
     miss = refused[~(refused["message_ok"] & refused["location_ok"])]
-    reasons = REASONS if framework == "vllm" else SGLANG_REASONS
     for r in miss.sort_values(["model_id", "ep", "dp", "pp", "tp"]).itertuples():
         raised = esc(r.table_message) + ("" if r.table_location in r.table_message else f" at {r.table_location}")
-        if framework == "megatron-core":
-            cells = [f"`{r.model_id}`", str(r.tp), str(r.pp), str(r.dp if r.ep else 1)]
-        else:
-            cells = [f"`{r.model_id}`", str(r.tp), str(r.dp), "on" if r.ep else "off"]
-        if framework == "vllm":
-            cells.append("on" if r.vision_dp else "off")
+        cells = [f"`{r.model_id}`", *(CELLS[c](r) for _, c in adapter.mismatch_columns)]
         lines.append("| " + " | ".join(cells + [raised, esc(r.engine_message),
-                                                _reason(r, reasons).replace("|", "\\|")]) + " |")
+                                                _reason(r, adapter.reasons).replace("|", "\\|")]) + " |")
     if miss.empty:
-        lines.append("| (none) " + "| " * (7 if framework == "vllm" else 6) + "|")
+        lines.append("| (none) " + "| " * (len(header) - 1) + "|")
     lines += ["<!-- /mismatches -->", ""]
     return "\n".join(lines)
 
 
 def update(release: str, framework: str = "vllm") -> str:
     table = driver.load_table(framework, release)
-    key = release if framework == "vllm" else f"{framework}-{release}"
+    key = _adapter(framework).readme_key(framework, release)
     text = README.read_text(encoding="utf-8") if README.exists() else ""
     block = f"<!-- release {key} -->\n" + section(release, table, load_catalog(), framework) + f"<!-- /release {key} -->"
     pat = re.compile(rf"<!-- release {re.escape(key)} -->.*?<!-- /release {re.escape(key)} -->", re.S)

@@ -99,7 +99,7 @@ def _summary(styles: Iterable[str]) -> str:
 def classify(effective: dict[str, str], raw_plan: dict[str, str]) -> dict:
     """The effective plan (module or parameter name with ``*`` -> style) read per role.
 
-    Pure; used by the harness and by the tests (``dashboard.rules.transformers_executed`` is checked
+    Pure; used by the harness and by the tests (``dashboard.frameworks.transformers.rules_executed`` is checked
     against its output)."""
     mods: dict[str, str] = {}
     for k, v in effective.items():

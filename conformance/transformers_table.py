@@ -359,7 +359,7 @@ def compare(table: pd.DataFrame, catalog: pd.DataFrame, version: str) -> pd.Data
         models = [m for m in grp["model_id"].unique() if m in cat.index]
         g = rules.grid(cat.loc[models], tp_sizes=sorted(grp["tp"].unique()), frameworks=[fw], version=version)
         g = g.set_index(["model_id", "tp"])
-        by_id = {r.id: r for r in rules._rules_for(fw, version)}
+        by_id = {r.id: r for r in rules.rules_at(fw, version)}
         for idx, row in grp.iterrows():
             p = g.loc[(row["model_id"], row["tp"])]
             rid = str(p["rule_id"])

@@ -1,4 +1,4 @@
-"""What the tests of the committed conformance tables share (``tests/test_conformance*.py``): the paths,
+"""What the tests of the committed conformance tables share (``tests/rules/test_conformance*.py``): the paths,
 the per-release fixture, loading a table that may not be committed yet, and reading the README's lists of
 the first-error mismatches that remain.
 

@@ -95,6 +95,8 @@ class Framework:
     #: Releases whose own code was run over the catalog by the conformance harness, oldest first
     #: (tables ``data/conformance/<table_key>.parquet``). Empty: rules read from source only.
     executed_releases: ClassVar[tuple[str, ...]] = ()
+    #: The name a release number follows in notices ("vLLM 0.22.0", "transformers 5.24.0"); the id when "".
+    release_label: ClassVar[str] = ""
 
     def __repr__(self) -> str:
         return f"<Framework {self.name}>"
@@ -102,6 +104,53 @@ class Framework:
     # -- sharding: attention-TP, KV heads, experts ------------------------------------------------------
 
     # -- rules -------------------------------------------------------------------------------------------
+    #: Modules holding this framework's rules (each has ``rules() -> list[Rule]``), in evaluation order.
+    #: A module may hold the rules of several frameworks (transformers' two); :meth:`rules` keeps this
+    #: framework's. Imported lazily (not at import of the package: rule 5 of the brief).
+    rule_modules: ClassVar[tuple[str, ...]] = ()
+    #: Rule-id prefix (``"vllm"`` in ``vllm.kv_heads``); the id when empty.
+    rule_prefix: ClassVar[str] = ""
+    #: Source links of a release: ``str.format`` pattern with ``{release}`` (or a repository ``.../blob``
+    #: the rules' own paths follow); "" when the rules carry their own links.
+    source_repo_url: ClassVar[str] = ""
+    #: The framework replicates KV heads when there are fewer than the attention-TP degree (cell status
+    #: ``valid_replicated``).
+    replicates_kv: ClassVar[bool] = False
+    #: :func:`dashboard.sharding.kv_heads_per_rank` style of KV sharding (``"vllm"`` or ``"tensorrt-llm"``).
+    kv_shard_style: ClassVar[str] = "vllm"
+    #: The rule page lists the real library runs the rules were checked against (``verified_with``).
+    lists_verified_runs: ClassVar[bool] = False
+
+    @property
+    def rule_id_prefix(self) -> str:
+        """The prefix of this framework's rule ids (``"tf_native"`` for ``tf_native.kv_heads``)."""
+        return self.rule_prefix or self.name
+
+    def rules(self) -> list:
+        """This framework's rules (:class:`dashboard.rules.common.Rule`), every release, in evaluation
+        order (the order the framework reaches them). Built once per module (cached there)."""
+        import importlib
+
+        return [r for m in self.rule_modules for r in importlib.import_module(m).rules() if r.framework == self.name]
+
+    # -- suggestions (dashboard.rules.verdict) ----------------------------------------------------------
+    #: How to switch expert parallelism off, after "launch it without expert parallelism ".
+    ep_off_hint: ClassVar[str] = "(ep = 1)."
+    def dp_attention_groups(self, tp: int) -> list[int]:
+        """Attention-DP group counts worth suggesting at TP ``tp``, tried in order; [] when the framework
+        has no attention-DP."""
+        return []
+
+    def dp_attention_suggestion(self, version: "str | None", tp: int, dp: int) -> str:
+        """The suggestion for a layout valid at ``tp`` with attention-DP over ``dp`` groups."""
+        return f"Valid at tp={tp} with attention data-parallel over {dp} groups."
+
+    def expert_parallel_suggestion(self, tp: int, dp: int, valid_with) -> "str | None":
+        """The suggestion to turn expert parallelism on, or None; ``valid_with(**layout_changes) -> bool``
+        says whether the layout with those changes is valid."""
+        if tp > 1 and valid_with(ep=tp):
+            return f"Valid at tp={tp} with expert parallelism (ep={tp}): experts are not TP-sliced."
+        return None
 
     # -- memory: KV-cache budget, reserve, weights ------------------------------------------------------
     #: KV-cache block granularity in tokens (vLLM ``block_size`` 16, TensorRT-LLM ``tokens_per_block`` 32,
@@ -179,6 +228,18 @@ class Framework:
     # -- context limit ----------------------------------------------------------------------------------
 
     # -- conformance adapter -----------------------------------------------------------------------------
+    #: Module holding the framework's :class:`~dashboard.frameworks.conformance.ConformanceAdapter`
+    #: (``ADAPTER``); "" when the harness does not run it (through ``conformance.driver``).
+    conformance_module: ClassVar[str] = ""
+
+    def conformance(self):
+        """The framework's conformance adapter (imported lazily), or None when the harness's driver does
+        not run it."""
+        if not self.conformance_module:
+            return None
+        import importlib
+
+        return importlib.import_module(self.conformance_module).ADAPTER
 
 
 __all__ = ["Layout", "Framework"]

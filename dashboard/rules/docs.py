@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from dashboard.atomic import atomic_write_text
-from dashboard.rules import rules_markdown
+from dashboard.rules.rulepage import rules_markdown
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 

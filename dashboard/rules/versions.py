@@ -26,7 +26,7 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 
 #: Releases run through the conformance harness, newest last (the tables in data/conformance/): each
 #: framework's ``executed_releases`` (:mod:`dashboard.frameworks`), so the rules engine does not depend on
-#: the tables being present at run time; ``tests/test_conformance.py`` checks that every release listed has
+#: the tables being present at run time; ``tests/rules/test_conformance.py`` checks that every release listed has
 #: its table and vice versa.
 EXECUTED: dict[str, tuple[str, ...]] = _frameworks.executed()
 
@@ -134,8 +134,8 @@ def resolve(framework: str, version: str | None) -> Resolved:
     """Map a user's ``version`` (None, a release such as "0.22.0", or a date such as "2025-05") to the
     release whose rules apply."""
     executed = EXECUTED.get(framework, ())
-    label = {"vllm": "vLLM", "sglang": "SGLang", "transformers-native-tp": "transformers",
-             "transformers-cb-cache": "transformers", "megatron-core": "Megatron-Core"}.get(framework, framework)
+    fw = _frameworks.REGISTRY.get(framework)
+    label = (fw.release_label if fw is not None else "") or framework
     if version is None or str(version).strip() == "":
         rel = newest_executed(framework)
         return Resolved(rel, rel is not None, "")

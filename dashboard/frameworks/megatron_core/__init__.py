@@ -9,6 +9,13 @@ class MegatronCore(Framework):
     name = "megatron-core"
     label = "Megatron-Core"
     executed_releases = ("0.16.1",)
+    release_label = "Megatron-Core"
+
+    conformance_module = "dashboard.frameworks.megatron_core.conformance"
+    rule_modules = ("dashboard.frameworks.megatron_core.rules_source",
+                    "dashboard.frameworks.megatron_core.rules_executed")
+    rule_prefix = "megatron"
+    source_repo_url = "https://github.com/NVIDIA/Megatron-LM/blob/core_v{release}"
 
     # memory: no pre-allocated KV pool (the default kv_budget)
     keeps_fp32_weights = True

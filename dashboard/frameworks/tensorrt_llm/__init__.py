@@ -17,5 +17,17 @@ class TensorRTLLM(Framework):
     default_mem_fraction = 0.9
     caches_mla_latent = True
 
+    rule_modules = ("dashboard.frameworks.tensorrt_llm.rules_source",)
+    rule_prefix = "trtllm"
+    replicates_kv = True
+    kv_shard_style = "tensorrt-llm"
+
+    def dp_attention_groups(self, tp: int) -> list[int]:
+        """``enable_attention_dp``: one group per rank (attention-TP 1)."""
+        return [tp]
+
+    def dp_attention_suggestion(self, version: "str | None", tp: int, dp: int) -> str:
+        return f"Valid at tp={tp} with enable_attention_dp (attention-TP 1)."
+
 
 __all__ = ["TensorRTLLM"]

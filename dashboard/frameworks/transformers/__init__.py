@@ -12,6 +12,13 @@ class TransformersNativeTP(Framework):
     name = "transformers-native-tp"
     label = "transformers (native TP)"
     executed_releases = ("5.24.0",)
+    release_label = "transformers"
+
+    rule_modules = ("dashboard.frameworks.transformers.rules_source",
+                    "dashboard.frameworks.transformers.rules_executed")
+    source_repo_url = "https://github.com/huggingface/transformers/blob/v{release}/src"
+    lists_verified_runs = True
+    rule_prefix = "tf_native"
 
     # memory: no pre-allocated KV pool (the default kv_budget)
     keeps_fp32_weights = True
@@ -21,6 +28,13 @@ class TransformersCBCache(Framework):
     name = "transformers-cb-cache"
     label = "transformers (continuous-batching cache)"
     executed_releases = ("5.24.0",)
+    release_label = "transformers"
+
+    rule_modules = ("dashboard.frameworks.transformers.rules_source",
+                    "dashboard.frameworks.transformers.rules_executed")
+    source_repo_url = "https://github.com/huggingface/transformers/blob/v{release}/src"
+    lists_verified_runs = True
+    rule_prefix = "tf_cb"
 
     # memory: PagedAttentionMemoryHandler ((total - max(allocated, reserved)) x max_memory_percent)
     kv_tokens_per_block = 256

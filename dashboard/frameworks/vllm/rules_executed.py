@@ -24,13 +24,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from dashboard.rules import _executed_common as X
+from dashboard import frameworks as _frameworks
+from dashboard.rules import executed as X
 from dashboard.rules import _preds as P
 from dashboard.rules.common import Ctx, Rule, not_multiple
 
 FW = "vllm"
 V = ">=0.22.0"
-EXECUTED = ("0.22.0", "0.33.0")
+EXECUTED: tuple[str, ...] = _frameworks.get(FW).executed_releases
 
 
 def release_range(release: str) -> str:
@@ -487,7 +488,8 @@ def _kv_rules() -> list[Rule]:
     return out
 
 
-RULES: list[Rule] = [
+#: The rules as written, before :func:`rules` binds the per-release data.
+RULES_AS_WRITTEN: list[Rule] = [
     # -- 1. engine start -------------------------------------------------------------------------------
     _rule("vllm.config.unknown_model_type", "architecture",
           "the config's model_type is neither a vLLM config class nor known to the transformers release vLLM "
@@ -727,74 +729,9 @@ def _uneven(ctx: Ctx):
 
 #: Raise sites in other executed releases, per rule id: from that release's conformance table where
 #: the rule fired there (same message), else the same source line found in that release's file
-#: (``python -m conformance sites --version <release>`` prints this mapping).
-SITES: dict[str, dict[str, str]] = {
-    "0.22.0": {
-        "vllm.architecture.chatglm_v1": "vllm/model_executor/models/chatglm.py:109",  # table, 6 cells
-        "vllm.attention_heads": "vllm/config/model.py:1198",  # table, 1766 cells
-        "vllm.block_fp8.dense_k": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1156",  # table, 39 cells
-        "vllm.block_fp8.mla_q_n": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1172",  # table, 4 cells
-        "vllm.block_fp8.moe_n": "vllm/model_executor/layers/quantization/fp8.py:637",  # table, 31 cells
-        "vllm.config.unknown_model_type": "vllm/transformers_utils/config.py:243",  # table, 736 cells
-        "vllm.kv_heads.gpt_oss_zero": "vllm/model_executor/layers/attention/attention.py:283",  # table, 24 cells
-        "vllm.kv_heads.replicate.chatglm": "vllm/model_executor/models/chatglm.py:75",  # source line
-        "vllm.kv_heads.replicate.exaone4": "vllm/model_executor/models/exaone4.py:138",  # source line
-        "vllm.kv_heads.replicate.falcon": "vllm/model_executor/models/falcon.py:129",  # source line
-        "vllm.kv_heads.replicate.gemma": "vllm/model_executor/models/gemma.py:151",  # source line
-        "vllm.kv_heads.replicate.gemma2": "vllm/model_executor/models/gemma2.py:128",  # source line
-        "vllm.kv_heads.replicate.gemma3": "vllm/model_executor/models/gemma3.py:129",  # source line
-        "vllm.kv_heads.replicate.glm4_moe": "vllm/model_executor/models/glm4_moe.py:248",  # source line
-        "vllm.kv_heads.replicate.granite": "vllm/model_executor/models/granite.py:133",  # source line
-        "vllm.kv_heads.replicate.granitemoe": "vllm/model_executor/models/granitemoe.py:166",  # source line
-        "vllm.kv_heads.replicate.internlm2": "vllm/model_executor/models/internlm2.py:117",  # source line
-        "vllm.kv_heads.replicate.lfm2": "vllm/model_executor/models/lfm2.py:124",  # source line
-        "vllm.kv_heads.replicate.llama": "vllm/model_executor/models/llama.py:154",  # table, 2 cells
-        "vllm.kv_heads.replicate.llama4": "vllm/model_executor/models/llama4.py:200",  # source line
-        "vllm.kv_heads.replicate.minimax_m2": "vllm/model_executor/models/minimax_m2.py:174",  # source line
-        "vllm.kv_heads.replicate.mixtral": "vllm/model_executor/models/mixtral.py:183",  # source line
-        "vllm.kv_heads.replicate.nemotron_h": "vllm/model_executor/models/nemotron_h.py:438",  # source line
-        "vllm.kv_heads.replicate.qwen2": "vllm/model_executor/models/qwen2.py:150",  # source line
-        "vllm.kv_heads.replicate.qwen2_moe": "vllm/model_executor/models/qwen2_moe.py:223",  # source line
-        "vllm.kv_heads.replicate.qwen3": "vllm/model_executor/models/qwen3.py:90",  # source line
-        "vllm.kv_heads.split.chatglm": "vllm/model_executor/models/chatglm.py:71",  # source line
-        "vllm.kv_heads.split.exaone4": "vllm/model_executor/models/exaone4.py:134",  # source line
-        "vllm.kv_heads.split.falcon": "vllm/model_executor/models/falcon.py:125",  # source line
-        "vllm.kv_heads.split.gemma": "vllm/model_executor/models/gemma.py:147",  # source line
-        "vllm.kv_heads.split.gemma2": "vllm/model_executor/models/gemma2.py:124",  # source line
-        "vllm.kv_heads.split.gemma3": "vllm/model_executor/models/gemma3.py:125",  # source line
-        "vllm.kv_heads.split.glm4_moe": "vllm/model_executor/models/glm4_moe.py:244",  # source line
-        "vllm.kv_heads.split.granite": "vllm/model_executor/models/granite.py:129",  # source line
-        "vllm.kv_heads.split.granitemoe": "vllm/model_executor/models/granitemoe.py:162",  # source line
-        "vllm.kv_heads.split.internlm2": "vllm/model_executor/models/internlm2.py:113",  # source line
-        "vllm.kv_heads.split.lfm2": "vllm/model_executor/models/lfm2.py:120",  # source line
-        "vllm.kv_heads.split.llama": "vllm/model_executor/models/llama.py:150",  # table, 6 cells
-        "vllm.kv_heads.split.llama4": "vllm/model_executor/models/llama4.py:196",  # source line
-        "vllm.kv_heads.split.minimax_m2": "vllm/model_executor/models/minimax_m2.py:170",  # source line
-        "vllm.kv_heads.split.mixtral": "vllm/model_executor/models/mixtral.py:179",  # source line
-        "vllm.kv_heads.split.nemotron_h": "vllm/model_executor/models/nemotron_h.py:434",  # source line
-        "vllm.kv_heads.split.qwen2": "vllm/model_executor/models/qwen2.py:146",  # source line
-        "vllm.kv_heads.split.qwen2_moe": "vllm/model_executor/models/qwen2_moe.py:219",  # source line
-        "vllm.kv_heads.split.qwen3": "vllm/model_executor/models/qwen3.py:86",  # source line
-        "vllm.linear_attention_heads.kda": "vllm/model_executor/layers/mamba/gdn/kimi_gdn_linear_attn.py:114",  # source line
-        "vllm.linear_attention_heads.mamba": "vllm/model_executor/layers/mamba/mamba_mixer2.py:285",  # source line
-        "vllm.mamba_groups": "vllm/model_executor/layers/mamba/mamba_mixer2.py:289",  # source line
-        "vllm.mlp_intermediate": "vllm/model_executor/layers/linear.py:651",  # source line
-        "vllm.mlp_intermediate.shared_experts": "vllm/model_executor/layers/linear.py:651",  # source line
-        "vllm.moe_experts.ep_without_moe": "vllm/config/model.py:1146",  # table, 542 cells
-        "vllm.moe_intermediate": "vllm/model_executor/layers/fused_moe/layer.py:266",  # table, 178 cells
-        "vllm.quantization.gptq_bits": "vllm/model_executor/layers/quantization/auto_gptq.py:156",  # table, 7 cells
-        "vllm.vision_heads.glm4v": "vllm/distributed/utils.py:55",  # table, 12 cells
-        "vllm.vision_heads.llama4": "vllm/model_executor/models/mllama4.py:251",  # source line
-        "vllm.vision_heads.qwen_vit": "vllm/distributed/utils.py:55",  # table, 37 cells
-        "vllm.vision_heads.siglip": "vllm/distributed/utils.py:55",  # table, 2 cells
-        "vllm.vocab": "vllm/distributed/utils.py:55",  # table, 107 cells
-        "vllm.architecture.removed": "vllm/model_executor/models/registry.py:1021",  # source line
-        "vllm.architecture.out_of_tree": "vllm/model_executor/models/registry.py:1030",  # source line
-        "vllm.architecture.unsupported": "vllm/model_executor/models/registry.py:1036",  # source line
-        "vllm.block_fp8.attention_k": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1156",  # same raise as dense_k
-        "vllm.block_fp8.shared_k": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1156",  # same raise as dense_k
-    },
-}
+#: (``data/conformance/vllm-<release>-evidence.json``, written by ``python -m conformance sites --version
+#: <release> --write``).
+SITES: dict[str, dict[str, str]] = X.release_sites(FW, EXECUTED)
 
 
 #: Dropped architectures that a release still serves through its Transformers backend (seen in its
@@ -802,7 +739,8 @@ SITES: dict[str, dict[str, str]] = {
 TRANSFORMERS_BACKEND: dict[str, tuple[str, ...]] = {"0.22.0": ("MllamaForConditionalGeneration",)}
 
 
-def _bind() -> None:
+@lru_cache(maxsize=None)
+def rules() -> list[Rule]:
     """Rules whose data is per release (the model registry, the readable model types) get one copy per
     executed release, each bound to that release's data and valid for :func:`release_range`."""
     import dataclasses
@@ -812,7 +750,7 @@ def _bind() -> None:
                    "vllm.architecture.out_of_tree": lambda rel: _registry_state(rel, "oot"),
                    "vllm.architecture.unsupported": lambda rel: _registry_state(rel, "unsupported")}
     out: list[Rule] = []
-    for r in RULES:
+    for r in RULES_AS_WRITTEN:
         r = X.join_release_sites(r, SITES, EXECUTED, {})
         if r.id == "vllm.moe_experts.uneven":
             out.append(dataclasses.replace(r, predicate=_uneven))
@@ -823,7 +761,4 @@ def _bind() -> None:
                                                exclude_architectures=tuple(r.exclude_architectures) + skip))
         else:
             out.append(r)
-    RULES[:] = out
-
-
-_bind()
+    return out

@@ -2,7 +2,7 @@
 
 Two generations of rules:
 
-* :mod:`dashboard.rules.vllm_executed` -- releases run through the conformance harness
+* :mod:`dashboard.frameworks.vllm.rules_executed` -- releases run through the conformance harness
   (``data/conformance/vllm-<release>.parquet``): vLLM's own code built every catalog model under
   simulated layouts, and these rules reproduce its verdicts, first errors and raise sites, in vLLM's
   construction order, per architecture where the model classes differ.
@@ -12,8 +12,9 @@ Two generations of rules:
 
 from __future__ import annotations
 
+from dashboard.frameworks.vllm.rules_executed import rules as _executed_rules
 from dashboard.rules import _preds as P
-from dashboard.rules import _src as S
+from dashboard.rules import sources as S
 from dashboard.rules.common import Rule
 
 FW = "vllm"
@@ -291,8 +292,7 @@ OLD_RULES: list[Rule] = [
 ]
 
 
-from dashboard.rules.vllm_executed import RULES as EXECUTED_RULES  # noqa: E402
-
-#: Every vLLM rule: the releases run through the conformance harness first (construction order),
-#: then the hand-read history for older releases.
-RULES: list[Rule] = [*EXECUTED_RULES, *OLD_RULES]
+def rules() -> list[Rule]:
+    """Every vLLM rule: the releases run through the conformance harness first (construction order),
+    then the hand-read history for older releases."""
+    return [*_executed_rules(), *OLD_RULES]

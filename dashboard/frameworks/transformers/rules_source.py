@@ -2,7 +2,7 @@
 (``from_pretrained(tp_plan="auto")``) and the continuous-batching paged cache built on top of it.
 
 From 5.24.0 on the rules follow each model's TP plan and were executed
-(:mod:`dashboard.rules.transformers_executed`). These older rules assume a Llama-style plan (q/k/v
+(:mod:`dashboard.frameworks.transformers.rules_executed`). These older rules assume a Llama-style plan (q/k/v
 colwise) for every model, which 5.24.0 showed wrong for gathered, embedding-only, expert-only and missing
 plans; they are kept for older releases, which were not run, and are only as good as that assumption.
 
@@ -13,8 +13,9 @@ pass (reshape error). The continuous-batching cache checks the KV heads up front
 
 from __future__ import annotations
 
+from dashboard import frameworks as _frameworks
 from dashboard.rules import _preds as P
-from dashboard.rules import _src as S
+from dashboard.rules import sources as S
 from dashboard.rules.common import Rule
 
 NATIVE = "transformers-native-tp"
@@ -25,7 +26,7 @@ VERIFIED_WITH: str | None = None  # releases before 5.24.0 were not run (5.24.0:
 
 
 def _native(fw: str) -> list[Rule]:
-    short = "tf_native" if fw == NATIVE else "tf_cb"
+    short = _frameworks.get(fw).rule_id_prefix
     return [
         Rule(
             id=f"{short}.attention_heads",
@@ -86,3 +87,8 @@ CB_RULES: list[Rule] = [
 ]
 
 RULES: list[Rule] = NATIVE_RULES + CB_RULES
+
+
+def rules() -> list[Rule]:
+    """This module's rules, in evaluation order."""
+    return RULES

@@ -1,13 +1,13 @@
 """Megatron-Core tensor/pipeline-parallel checks before core_v0.16.0, read from source, as rule data
 (TransformerConfig.__post_init__ and the transformer block's layer split). Megatron-LM's training front end
 pads the vocabulary to a multiple of ``make_vocab_size_divisible_by (128) * tp``, so the vocabulary never
-blocks a TP size there. From 0.16.0 on the rules are :mod:`dashboard.rules.megatron_executed` (held to the
+blocks a TP size there. From 0.16.0 on the rules are :mod:`dashboard.frameworks.megatron_core.rules_executed` (held to the
 executed release 0.16.1)."""
 
 from __future__ import annotations
 
 from dashboard.rules import _preds as P
-from dashboard.rules import _src as S
+from dashboard.rules import sources as S
 from dashboard.rules.common import Rule
 
 FW = "megatron-core"
@@ -70,3 +70,8 @@ RULES: list[Rule] = [
         predicate=P.pipeline_even(),
     ),
 ]
+
+
+def rules() -> list[Rule]:
+    """This module's rules, in evaluation order."""
+    return RULES

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conformance import driver
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _worker():

@@ -14,7 +14,7 @@ import json
 
 import pandas as pd
 import pytest
-from conformance_helpers import (
+from tests.conformance_helpers import (
     ROOT,
     committed_table,
     readme_mismatch_rows,
@@ -24,7 +24,7 @@ from conformance_helpers import (
 
 from conformance import compare, driver
 from dashboard import rules
-from dashboard.rules import megatron_executed as M
+from dashboard.frameworks.megatron_core import rules_executed as M
 from dashboard.rules import versions
 
 FW = "megatron-core"
@@ -99,12 +99,12 @@ def test_every_remaining_first_error_mismatch_is_listed_in_the_readme(comparison
 
 def test_evidence_says_which_rules_the_table_reaches_first(comparison, release) -> None:
     first = set(comparison.loc[~comparison["table_valid"], "engine_rule"])
-    with_site = {r.id for r in rules._rules_for(FW, release) if r.severity == "error" and release in r.sites}
-    assert with_site - first == set(M.NOT_SEEN_FIRST.get(release, ())), "update megatron_executed.NOT_SEEN_FIRST"
+    with_site = {r.id for r in rules.rules_at(FW, release) if r.severity == "error" and release in r.sites}
+    assert with_site - first == set(M.NOT_SEEN_FIRST.get(release, ())), "update data/conformance/megatron-core-<release>-evidence.json (python -m conformance sites)"
 
 
 def test_rules_of_executed_releases_carry_their_evidence(release) -> None:
-    for r in rules._rules_for(FW, release):
+    for r in rules.rules_at(FW, release):
         assert release in r.sites, r.id
         seen = r.id not in M.NOT_SEEN_FIRST.get(release, ())
         assert r.evidence == ("executed" if seen else "source") and r.location == r.sites[release]

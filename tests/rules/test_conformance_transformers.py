@@ -20,12 +20,12 @@ import json
 
 import pandas as pd
 import pytest
-from conformance_helpers import README, ROOT, release_fixture
+from tests.conformance_helpers import README, ROOT, release_fixture
 
 from conformance import transformers_plans as TP_PLANS
 from conformance import transformers_table as T
 from dashboard import rules
-from dashboard.rules import transformers_executed as X
+from dashboard.frameworks.transformers import rules_executed as X
 from dashboard.rules import versions
 
 FRAMEWORKS = (T.NATIVE, T.CB)

@@ -10,7 +10,7 @@ import json
 
 import pandas as pd
 import pytest
-from conformance_helpers import (
+from tests.conformance_helpers import (
     ROOT,
     assert_harness_errors_rare_and_explained,
     readme_mismatch_rows,
@@ -103,7 +103,7 @@ def test_every_remaining_first_error_mismatch_is_listed_in_the_readme(comparison
 
 
 def test_rules_of_executed_releases_carry_their_evidence(release) -> None:
-    for r in rules._rules_for("vllm", release):
+    for r in rules.rules_at("vllm", release):
         if r.versions == "<0.22.0":
             continue
         if r.sites and release in r.sites:

@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from dashboard.rules import _src as S
+from dashboard import frameworks as _frameworks
+from dashboard.rules import executed as X
+from dashboard.rules import sources as S
 from dashboard.rules.common import Ctx, Rule, not_multiple
 
 FW = "megatron-core"
 V = ">=0.16.0"
 #: Releases whose conformance tables reproduce these rules.
-EXECUTED = ("0.16.1",)
+EXECUTED: tuple[str, ...] = _frameworks.get(FW).executed_releases
 DIVIDE = "{a} is not divisible by {b}"
 #: Megatron's ``build_module`` re-raises an exception from a module built from a spec with
 #: `` when instantiating <Module>`` appended, once per enclosing spec-built module (spec_utils.py:119):
@@ -58,25 +60,15 @@ SITES = {
 }
 
 #: Rules no judged cell of an executed release reaches first: their site was read from that release's
-#: source (evidence ``source``); ``tests/test_conformance_megatron.py`` keeps this list exact.
+#: source (evidence ``source``); ``tests/rules/test_conformance_megatron.py`` keeps this list exact.
 #: In 0.16.1 the catalog reaches four rules first (heads, query groups, pipeline split, vocabulary): every
 #: catalog MLP, expert and shared-expert width divides the TP sizes whose heads divide, and every expert
 #: count is a multiple of EP 2/4/8 (data/conformance/README.md shows the probe cells that raise the others).
-NOT_SEEN_FIRST: dict[str, tuple[str, ...]] = {
-    "0.16.1": ("megatron.moe_experts.ep_without_moe", "megatron.mlp_intermediate.fc1",
-               "megatron.mlp_intermediate.fc2", "megatron.moe_experts.v016", "megatron.moe_intermediate.fc1",
-               "megatron.moe_intermediate.fc2", "megatron.moe_intermediate.shared_fc1",
-               "megatron.moe_intermediate.shared_fc2"),
-}
+NOT_SEEN_FIRST: dict[str, frozenset[str]] = X.not_seen_first(FW, EXECUTED)
 
 
-def _executed(rule_id: str) -> tuple[str, ...]:
-    return tuple(r for r in EXECUTED if rule_id not in NOT_SEEN_FIRST.get(r, ()))
-
-
-def _url(site: str) -> str:
-    path, _, line = site.rpartition(":")
-    return f"{SRC}{path}#L{line}"
+def _url_of(release: str, path: str, line: str) -> str:
+    return f"{REPO}/core_v{release}/{path}#L{line}"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -196,10 +188,9 @@ def shared_fc2(ctx: Ctx):
 
 def _rule(rid: str, kind: str, site_key: str, condition: str, message: str, predicate, *, exc: str,
           needs: tuple[str, ...] = (), note: str = "", versions: str = V) -> Rule:
-    sites = SITES[site_key]
-    return Rule(id=rid, framework=FW, kind=kind, versions=versions, condition=condition, message=message,
-                source_url=_url(sites["0.16.1"]), predicate=predicate, needs=needs, note=note, sites=sites,
-                evidence="executed" if _executed(rid) else "source", executed_in=_executed(rid), exc_type=exc)
+    """A Megatron-Core rule (:func:`dashboard.rules.executed.executed_rule`) raised at ``SITES[site_key]``."""
+    return X.executed_rule(FW, EXECUTED, NOT_SEEN_FIRST, _url_of, rid, kind, condition, message, SITES[site_key],
+                           predicate, exc_type=exc, needs=needs, note=note, versions=versions)
 
 
 RULES: list[Rule] = [
@@ -262,5 +253,11 @@ RULES: list[Rule] = [
          note="Read from source (Megatron-LM HEAD d98e8a64, transformer_block.py:156-158; changed in "
               "core_v0.17.0, commit bb451db2); not executed."),
 ]
+
+
+def rules() -> list[Rule]:
+    """This module's rules, in evaluation order."""
+    return RULES
+
 
 __all__ = ["RULES", "FW", "V", "EXECUTED", "NOT_SEEN_FIRST"]

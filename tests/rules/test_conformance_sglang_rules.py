@@ -13,7 +13,7 @@ import json
 
 import pandas as pd
 import pytest
-from conformance_helpers import (
+from tests.conformance_helpers import (
     ROOT,
     assert_harness_errors_rare_and_explained,
     committed_table,
@@ -103,18 +103,18 @@ def test_every_remaining_first_error_mismatch_is_listed_in_the_readme(comparison
 def test_evidence_says_which_rules_the_table_reaches_first(comparison, release) -> None:
     """A rule is ``executed`` evidence when some judged cell's first error is that rule (same message and
     raise site, by the tests above); rules the table never reaches first keep their source-read site
-    and say ``source`` (sglang_executed.NOT_SEEN_FIRST)."""
-    from dashboard.rules import sglang_executed as S
+    and say ``source`` (the not_seen_first list of data/conformance/sglang-<release>-evidence.json)."""
+    from dashboard.frameworks.sglang import rules_executed as S
 
     first = set(comparison.loc[~comparison["table_valid"], "engine_rule"])
-    with_site = {r.id for r in rules._rules_for("sglang", release) if r.severity == "error" and release in r.sites}
-    assert with_site - first == set(S.NOT_SEEN_FIRST.get(release, ())), "update sglang_executed.NOT_SEEN_FIRST"
+    with_site = {r.id for r in rules.rules_at("sglang", release) if r.severity == "error" and release in r.sites}
+    assert with_site - first == set(S.NOT_SEEN_FIRST.get(release, ())), "update data/conformance/sglang-<release>-evidence.json (python -m conformance sites)"
 
 
 def test_rules_of_executed_releases_carry_their_evidence(release) -> None:
-    from dashboard.rules import sglang_executed as S
+    from dashboard.frameworks.sglang import rules_executed as S
 
-    for r in rules._rules_for("sglang", release):
+    for r in rules.rules_at("sglang", release):
         if r.sites and release in r.sites:
             seen = r.id not in S.NOT_SEEN_FIRST.get(release, ())
             assert r.evidence == ("executed" if seen else "source") and r.location == r.sites[release]

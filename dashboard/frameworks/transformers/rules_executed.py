@@ -42,25 +42,27 @@ from pathlib import Path
 
 import numpy as np
 
+from dashboard import frameworks as _frameworks
 from dashboard.rules import _preds as P
+from dashboard.rules import executed as X
 from dashboard.rules.common import Ctx, Rule
 
 NATIVE = "transformers-native-tp"
 CB = "transformers-cb-cache"
 V = "==5.24.0"
 RELEASE = "5.24.0"
-EXECUTED = ("5.24.0",)
+EXECUTED: tuple[str, ...] = _frameworks.get(NATIVE).executed_releases
 REPO = "https://github.com/huggingface/transformers/blob/v{release}/src"
-_CONF = Path(__file__).resolve().parents[2] / "data" / "conformance"
+_CONF = X.CONFORMANCE
 VERIFIED_WITH = (
     "transformers 5.24.0 / torch 2.13.0+cpu: the plans of all 196 catalog configs, the load-time plan resolution "
     "and the paged-cache constructor at every TP size (executed on each config), and 28 tiny models of the 11 "
     "plan shapes under torchrun (gloo, CPU) at TP 1, 2, 3, 4, 8 (data/conformance/transformers-5.24.0*.parquet); "
-    "tests/test_conformance_transformers.py"
+    "tests/rules/test_conformance_transformers.py"
 )
 
 #: Per ``model_type`` of the catalog, the plan as transformers 5.24.0 resolves it for the class the auto
-#: class builds (``transformers-5.24.0-plans.parquet``; ``tests/test_conformance_transformers.py``
+#: class builds (``transformers-5.24.0-plans.parquet``; ``tests/rules/test_conformance_transformers.py``
 #: checks this table against it): ``cls`` the model class; ``q`` the query projection the plan splits
 #: colwise ("" = heads not sharded); ``kv`` the key projection split colwise ("" = KV heads not
 #: sharded); ``cb_kv`` the plan names ``layers.*.self_attn.k_proj`` and ``v_proj`` (the paged cache
@@ -259,18 +261,16 @@ RESHAPE_NOTE = (
 def _rule(fw: str, rid: str, kind: str, condition: str, message: str, site: str | None, pred, *,
           exc_type: str = "", ours: bool = False, effect: str = "", needs: tuple[str, ...] = (),
           note: str = "") -> Rule:
-    return Rule(
-        id=rid, framework=fw, kind=kind, versions=V, condition=condition, message=message,
-        source_url=f"https://github.com/huggingface/transformers/blob/v{RELEASE}/src/"
-        + (site.rpartition(":")[0] + "#L" + site.rpartition(":")[2] if site else ""),
-        predicate=pred, needs=needs, effect=effect, note=note, sites={RELEASE: site} if site else {},
-        evidence="executed", executed_in=EXECUTED, exc_type="" if ours else exc_type, ours=ours,
-        verified_with=VERIFIED_WITH,
-    )  # fmt: skip
+    """A rule of ``fw`` held to 5.24.0's whole table (:func:`dashboard.rules.executed.executed_rule`)."""
+    return X.executed_rule(fw, EXECUTED, {}, None, rid, kind, condition, message,
+                           {RELEASE: site} if site else {}, pred, exc_type=exc_type, needs=needs, note=note,
+                           ours=ours, versions=V, effect=effect, verified_with=VERIFIED_WITH, ran=EXECUTED,
+                           src=f"https://github.com/huggingface/transformers/blob/v{RELEASE}/src/"
+                           + (site.rpartition(":")[0] + "#L" + site.rpartition(":")[2] if site else ""))
 
 
 def _load_rules(fw: str) -> list[Rule]:
-    short = "tf_native" if fw == NATIVE else "tf_cb"
+    short = _frameworks.get(fw).rule_id_prefix
     out = [
         _rule(fw, f"{short}.model_type", "architecture",
               "the config's model_type is not one of the release's config classes (AutoConfig, no remote code)",
@@ -291,7 +291,7 @@ def _load_rules(fw: str) -> list[Rule]:
 
 
 def _heads_rules(fw: str) -> list[Rule]:
-    short = "tf_native" if fw == NATIVE else "tf_cb"
+    short = _frameworks.get(fw).rule_id_prefix
     out = []
     by_mod: dict[str, list[str]] = {}
     for mt, d in PLANS.items():
@@ -311,7 +311,7 @@ def _heads_rules(fw: str) -> list[Rule]:
 
 
 def _codegen_rule(fw: str) -> list[Rule]:
-    short = "tf_native" if fw == NATIVE else "tf_cb"
+    short = _frameworks.get(fw).rule_id_prefix
     if "codegen" not in PLANS:
         return []
 
@@ -331,7 +331,7 @@ def _codegen_rule(fw: str) -> list[Rule]:
 
 
 def _kv_rules(fw: str) -> list[Rule]:
-    short = "tf_native" if fw == NATIVE else "tf_cb"
+    short = _frameworks.get(fw).rule_id_prefix
     # under continuous batching the cache's own check comes first where the plan names k_proj and v_proj
     types = _types(lambda d: d["kv"] == "k_proj" and (fw == NATIVE or not d["cb_kv"]))
     if not types:
@@ -348,7 +348,7 @@ def _kv_rules(fw: str) -> list[Rule]:
 
 
 def _moe_rules(fw: str, layer0: bool = False) -> list[Rule]:
-    short = "tf_native" if fw == NATIVE else "tf_cb"
+    short = _frameworks.get(fw).rule_id_prefix
     types = _types(lambda d: d["experts"] and d["linear_first"] == layer0)
     if not types:
         return []

@@ -16,7 +16,7 @@ import pytest
 
 from dashboard.rules import check
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/
 CASES_CSV = HERE / "data" / "tp-failure-cases.csv"
 CASES = pd.read_csv(CASES_CSV, dtype=str, keep_default_na=False)
 

@@ -507,7 +507,7 @@ def test_sglang_attention_tp_kv_message_sits_on_interns2_mobius_only() -> None:
     mob = dict(base, model_type="interns2_mobius", architectures="InternS2MobiusForConditionalGeneration")
     g = rules.grid(pd.DataFrame([mob]), tp_sizes=[6], frameworks=["sglang"], version="0.5.23").iloc[0]
     assert not g["valid"] and g["message"] == "attention TP must be divisible by num_key_value_heads"
-    rule = next(r for r in rules._rules_for("sglang", "0.5.23") if r.id == g["rule_id"])
+    rule = next(r for r in rules.rules_at("sglang", "0.5.23") if r.id == g["rule_id"])
     assert rule.evidence == "source" and rule.sites["0.5.23"].endswith("models/interns2_mobius.py:556")
     llama = dict(base, model_type="llama", architectures="LlamaForCausalLM")
     g = rules.grid(pd.DataFrame([llama]), tp_sizes=[6], frameworks=["sglang"], version="0.5.23").iloc[0]

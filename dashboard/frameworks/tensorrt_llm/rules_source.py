@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.rules import _preds as P
-from dashboard.rules import _src as S
+from dashboard.rules import sources as S
 from dashboard.rules.common import Ctx, Rule, not_multiple
 
 FW = "tensorrt-llm"
@@ -260,3 +260,8 @@ RULES: list[Rule] = [
         "k/v weights load.",
     ),
 ]
+
+
+def rules() -> list[Rule]:
+    """This module's rules, in evaluation order."""
+    return RULES

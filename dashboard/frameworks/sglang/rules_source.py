@@ -1,6 +1,6 @@
 """SGLang's tensor-parallel checks for releases before 0.5.21, read from source (evidence ``source``).
 
-From 0.5.21 on the rules are :mod:`dashboard.rules.sglang_executed` (checked against SGLang's own code run
+From 0.5.21 on the rules are :mod:`dashboard.frameworks.sglang.rules_executed` (checked against SGLang's own code run
 over the catalog); these stay for older releases and dates before it.
 
 Attention layers shard over the attention-TP group: ``attn_tp = tp / dp`` under DP-attention
@@ -11,11 +11,11 @@ else ``tp``. MLP, experts and vocab shard over the full TP group.
 from __future__ import annotations
 
 from dashboard.rules import _preds as P
-from dashboard.rules import _src as S
+from dashboard.rules import sources as S
 from dashboard.rules.common import Rule
 
 FW = "sglang"
-V_OLD = "<0.5.21"  # from 0.5.21: dashboard.rules.sglang_executed
+V_OLD = "<0.5.21"  # from 0.5.21: dashboard.frameworks.sglang.rules_executed
 DIVIDE = "{a} is not divisible by {b}"  # sglang divide() / ensure_divisibility
 
 RULES: list[Rule] = [
@@ -278,3 +278,8 @@ RULES: list[Rule] = [
         severity="warning",
     ),
 ]
+
+
+def rules() -> list[Rule]:
+    """This module's rules, in evaluation order."""
+    return RULES

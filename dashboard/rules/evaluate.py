@@ -1,0 +1,152 @@
+"""Evaluation: one framework's rules over the cells of a :class:`~dashboard.rules.common.Ctx`.
+
+Shared by :func:`dashboard.rules.grid`, :func:`dashboard.rules.layout_grid` and
+:func:`dashboard.rules.check` (one implementation). Pure: no I/O, no Panel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from dashboard import frameworks as _frameworks
+from dashboard import schema, sharding
+from dashboard.frameworks.sglang import rules_executed as _sglang_executed
+from dashboard.rules.common import Ctx, Rule
+from dashboard.rules.releases import rules_at
+
+#: Frameworks that replicate KV heads when kv < attention-TP (status ``valid_replicated``).
+_REPLICATING = {fw.name for fw in _frameworks.all_frameworks() if fw.replicates_kv}
+
+
+@dataclass
+class _Eval:
+    """What :func:`evaluate` found: per rule its fire array and message fields, and per cell arrays."""
+
+    rules: list[Rule]
+    fire: list[np.ndarray]
+    fields: list[dict[str, np.ndarray]]
+    unknown: np.ndarray
+    padded: np.ndarray
+    replicated: np.ndarray
+    q_per_rank: np.ndarray
+    kv_per_rank: np.ndarray
+    kv_rep: np.ndarray
+    has_q: np.ndarray
+    has_kv: np.ndarray
+    attn_tp: np.ndarray
+
+
+def scatter(sub: Ctx, cells: np.ndarray, n: int, fire_sub, fields_sub: dict) -> tuple[np.ndarray, dict]:
+    """A predicate's result over a sub-Ctx (:meth:`Ctx.subset`) as arrays over the ``n`` cells of the whole
+    Ctx. Message fields are read only where the rule fires, so they are scattered only then."""
+    f_sub = np.broadcast_to(np.asarray(fire_sub, dtype=bool), (sub.n,))
+    f = np.zeros(n, dtype=bool)
+    f[cells] = f_sub
+    flds: dict = {}
+    if f_sub.any():
+        for name, v in fields_sub.items():
+            if np.ndim(v):
+                v = np.broadcast_to(np.asarray(v), (sub.n,))
+                flds[name] = np.zeros(n, dtype=v.dtype)
+                flds[name][cells] = v
+            else:
+                flds[name] = v
+    return f, flds
+
+
+def evaluate(ctx: Ctx, framework: str, version: str | None) -> _Eval:
+    """Every rule of ``framework`` at ``version`` over the cells of ``ctx``: which fire (and their message
+    fields), which cells are unknown / padded / replicated, and the per-rank heads (heads, not bytes).
+    ValueError for an unknown framework."""
+    rules = rules_at(framework, version)
+    fire, fields = [], []
+    unknown = np.zeros(ctx.n, dtype=bool)
+    padded = np.zeros(ctx.n, dtype=bool)
+    never = np.zeros(ctx.n, dtype=bool)
+    subs: dict[tuple, tuple[Ctx, np.ndarray]] = {}
+    for r in rules:
+        scoped = bool(r.architectures or r.exclude_architectures)
+        scope = ctx.arch_in(r.architectures, r.exclude_architectures) if scoped else True
+        in_scope = ctx.arch_models(r.architectures, r.exclude_architectures) if scoped else None
+        n_in = ctx.n_models if in_scope is None else int(in_scope.sum())
+        if n_in == 0:
+            # no cell's architecture is in the rule's scope: it cannot fire and needs nothing (no unknown
+            # cells); skipping its predicate is what keeps one model's plan fast (most rules are per class)
+            fire.append(never)
+            fields.append({})
+            continue
+        if in_scope is not None and n_in * 2 <= ctx.n_models:
+            # a few architectures of a big catalog: run the predicate over their cells only
+            key = (r.architectures, r.exclude_architectures)
+            if key not in subs:
+                subs[key] = ctx.subset(np.flatnonzero(in_scope))
+            sub, cells = subs[key]
+            f, flds = scatter(sub, cells, ctx.n, *r.predicate(sub))
+        else:
+            f, flds = r.predicate(ctx)
+            f = np.asarray(f, dtype=bool)
+            if f.shape != (ctx.n,):
+                f = np.broadcast_to(f, (ctx.n,)).copy()
+            if scoped:
+                f = f & scope
+        fire.append(f)
+        fields.append(flds)
+        for col in r.needs:
+            unknown |= ~ctx.has(col) & scope
+        if r.effect == "padded":
+            padded |= f
+    t = ctx.attn_tp(framework)
+    if framework == "sglang" and any(r.versions == _sglang_executed.V for r in rules):
+        t = _sglang_executed.attention_tp_of(ctx)  # per model file (full TP for Llama, Qwen2, ...)
+    h = ctx.i("num_attention_heads")
+    kv = ctx.i("num_key_value_heads")
+    has_q = ctx.has("num_attention_heads")
+    mla = ctx.is_mla()
+    has_kv = ctx.has("num_key_value_heads") | (mla & has_q)
+    q_per_rank = h // np.maximum(t, 1)
+    kv_fw = "tensorrt-llm" if framework == "tensorrt-llm" else "vllm"
+    kv_per_rank = np.where(mla, 1, sharding.kv_heads_per_rank(np.maximum(kv, 1), t, kv_fw))
+    kv_rep = np.where(mla, t, sharding.kv_replicas(np.maximum(kv, 1), t))
+    replicated = np.zeros(ctx.n, dtype=bool)
+    if framework in _REPLICATING:
+        replicated = ~mla & ctx.has("num_key_value_heads") & (t > kv)
+    return _Eval(rules, fire, fields, unknown, padded, replicated, q_per_rank, kv_per_rank, kv_rep, has_q,
+                 has_kv, t)
+
+
+def status_codes(any_error: np.ndarray, ev: _Eval) -> np.ndarray:
+    """Cell status codes into schema.CELL_STATUSES (worst wins: invalid > unknown > padded > replicated)."""
+    st = np.zeros(any_error.shape, dtype=np.int8)  # valid
+    st[ev.replicated] = 1
+    st[ev.padded] = 2
+    st[ev.unknown] = 4
+    st[any_error] = 3
+    return st
+
+
+#: Status names by code (:func:`status_codes`).
+STATUS_CATS = list(schema.CELL_STATUSES)
+
+
+def to_ctx(records: pd.DataFrame | Mapping | pd.Series, tp_sizes, **kw) -> Ctx:
+    """A :class:`Ctx` over one record (mapping / Series) or a frame, at ``tp_sizes`` (``kw``: the other
+    parallel settings). TypeError for another type; ValueError for a size out of range."""
+    if isinstance(records, pd.DataFrame):
+        df = records.reset_index(drop=True)
+    elif isinstance(records, pd.Series):
+        df = records.to_frame().T.reset_index(drop=True)
+    elif isinstance(records, Mapping):
+        df = pd.DataFrame([dict(records)])
+    else:
+        raise TypeError(f"record must be a mapping, Series or DataFrame, got {type(records).__name__}")
+    return Ctx(df, sharding.parallel_sizes(tp_sizes, "TP size"), **kw)
+
+
+#: The evaluation result's type (public name of :class:`_Eval`).
+Eval = _Eval
+
+__all__ = ["Eval", "evaluate", "scatter", "status_codes", "STATUS_CATS", "to_ctx"]
