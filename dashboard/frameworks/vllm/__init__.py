@@ -8,6 +8,8 @@ from dashboard.frameworks.base import Framework
 class VLLM(Framework):
     name = "vllm"
     label = "vLLM"
+    reports_kv_replication = True
+    mla_latent = True
     executed_releases = ("0.22.0", "0.33.0")
 
 
