@@ -120,7 +120,10 @@ def heads_per_rank_counts(models: Any, framework: str, tp: Any, *, dp: Any = 1, 
     keys = np.where(kind == "mamba2", np.maximum(ng, 1), np.where(nk > 0, nk, nv))
     lin = kind != ""
     ok &= ~lin | ((_split_mode(fw, keys, tp_, replicate=True) >= 0) & (_split_mode(fw, nv, tp_, replicate=False) >= 0))
-    vreal, _ = fw.vision_heads_per_rank(col("vision_num_heads"), tp_, vision_dp=vision_dp)
+    vh = col("vision_num_heads")
+    vreal, _ = fw.vision_heads_per_rank(vh, tp_, vision_dp=vision_dp)
+    if fw.vision_split == "divide":
+        ok &= (vh < 1) | np.asarray(vision_dp, dtype=bool) | (vh % tp_ == 0) | fw.vision_unsharded_when_uneven(arch)
     return {
         "attn_tp": t, "q": np.where(has_q, fw.q_heads_per_rank(heads, t), 0),
         "kv": np.where(has_q, fw.kv_heads_per_rank(kv, t, heads=heads, is_mla=mla), 0),
@@ -237,6 +240,10 @@ def rank_layout(record: Any, framework: str, tp: int | None = None, *, dp: int =
     # vision heads
     vh = records.int_of(record, "vision_num_heads")
     if vh:
+        if (fw.vision_split == "divide" and not vision_dp and vh % tp
+                and not bool(fw.vision_unsharded_when_uneven(np.array([arch], dtype=object))[0])):
+            raise LayoutError(f"{fw.name}: vision_num_heads ({vh}) is not divisible by the TP size ({tp}); "
+                              "run the vision encoder data-parallel (vision_dp=True) or pick a TP size that divides it")
         real, dummy = (int(x) for x in fw.vision_heads_per_rank(vh, tp, vision_dp=vision_dp))
         if vision_dp or (fw.vision_split == "divide" and tp > 1 and vh % tp):  # every head on every rank
             rows.extend((r, "vision", h, r, False) for r in range(tp) for h in range(vh))

@@ -242,6 +242,14 @@ class Framework:
             real, dummy = np.where(whole, vh, vh // t), np.zeros_like(vh)
         return np.where(dp_, vh, real), np.where(dp_, 0, dummy)
 
+    def vision_unsharded_when_uneven(self, arch: Any) -> np.ndarray:
+        """Per cell (``arch``: ``architectures[0]`` names, or None): whether a vision tower whose heads do
+        not divide TP runs unsharded (every head on every rank) instead of being refused. Default True:
+        the tower is outside the framework's TP (transformers plans, TensorRT-LLM / Megatron HF towers);
+        vLLM: only the towers that raise no TP error (MoonViT switches to data-parallel by itself,
+        Gemma-4's unsharded HF tower)."""
+        return np.ones(np.shape(arch), dtype=bool) if arch is not None else np.asarray(True)
+
     def linear_heads_split(self, n: Any, tp: Any) -> tuple[np.ndarray, np.ndarray]:
         """``(per_rank, replicas)`` of linear-attention key/value heads or Mamba-2 groups over ``tp``
         (int64): ``n / tp`` each when it divides, else one per rank replicated on ``tp / n`` ranks
