@@ -119,7 +119,8 @@ def heads_per_rank_counts(models: Any, framework: str, tp: Any, *, dp: Any = 1, 
     nv, nk, ng = col("linear_num_value_heads"), col("linear_num_key_heads"), col("mamba_n_groups")
     keys = np.where(kind == "mamba2", np.maximum(ng, 1), np.where(nk > 0, nk, nv))
     lin = kind != ""
-    ok &= ~lin | ((_split_mode(fw, keys, tp_, replicate=True) >= 0) & (_split_mode(fw, nv, tp_, replicate=False) >= 0))
+    lt = t if fw.linear_on_attention_tp else tp_
+    ok &= ~lin | ((_split_mode(fw, keys, lt, replicate=True) >= 0) & (_split_mode(fw, nv, lt, replicate=False) >= 0))
     vh = col("vision_num_heads")
     vreal, _ = fw.vision_heads_per_rank(vh, tp_, vision_dp=vision_dp)
     if fw.vision_split == "divide":
@@ -224,19 +225,21 @@ def rank_layout(record: Any, framework: str, tp: int | None = None, *, dp: int =
         n_kv = heads if is_mla else kv
         local = _split(fw, n_kv, attn_tp, "kv", "num_key_value_heads", replicate=fw.replicates_kv)
         add("kv", local, replicas_per_group=int(fw.kv_replicas(n_kv, attn_tp)))
-    # linear attention (not affected by DP-attention in this model: split over the full TP group)
+    # linear attention: over the full TP group (SGLang: the attention-TP group, in every DP group)
     kind = records.text_of(record, "linear_attention_kind", lower=True) or ""
     if kind:
+        lt = attn_tp if fw.linear_on_attention_tp else tp
         nv = records.int_of(record, "linear_num_value_heads")
         nk = records.int_of(record, "linear_num_key_heads")
         if kind == "mamba2":
-            keys = _split(fw, records.int_of(record, "mamba_n_groups") or 1, tp, "linear_key", "mamba_n_groups",
+            keys = _split(fw, records.int_of(record, "mamba_n_groups") or 1, lt, "linear_key", "mamba_n_groups",
                           replicate=True)
         else:
-            keys = _split(fw, nk or nv or 0, tp, "linear_key", "linear_num_key_heads", replicate=True)
-        values = _split(fw, nv or 0, tp, "linear_value", "linear_num_value_heads", replicate=False)
-        rows += [(r, "linear_key", h, rep, False) for r, h, rep in keys]
-        rows += [(r, "linear_value", h, rep, False) for r, h, rep in values]
+            keys = _split(fw, nk or nv or 0, lt, "linear_key", "linear_num_key_heads", replicate=True)
+        values = _split(fw, nv or 0, lt, "linear_value", "linear_num_value_heads", replicate=False)
+        for g in range(tp // lt):
+            rows += [(g * lt + r, "linear_key", h, rep + g * (lt if lt > (nk or nv or 1) else 1), False) for r, h, rep in keys]
+            rows += [(g * lt + r, "linear_value", h, rep + g, False) for r, h, rep in values]
     # vision heads
     vh = records.int_of(record, "vision_num_heads")
     if vh:

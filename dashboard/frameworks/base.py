@@ -133,6 +133,10 @@ class Framework:
     #: DP-attention splits the TP group into ``dp`` attention groups, so ``dp`` must divide ``tp``
     #: (SGLang ``assert tp_size % attn_dp_size == 0``).
     attention_dp_groups: ClassVar[bool] = False
+    #: Linear-attention / Mamba mixers split over the model file's attention-TP (SGLang hybrids build
+    #: them on the attention-TP group: valid at TP 5 with attention-DP 5 in the executed table) instead
+    #: of the full TP.
+    linear_on_attention_tp: ClassVar[bool] = False
 
     def attention_tp(self, tp: Any, dp: Any = 1, dp_attention: Any = False, *, arch: Any = None,
                      release: str | None = None) -> np.ndarray:

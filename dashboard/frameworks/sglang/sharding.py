@@ -63,6 +63,7 @@ class SGLangSharding:
     mla_latent: ClassVar[bool] = True
     vision_split: ClassVar[str] = "pad"
     attention_dp_groups: ClassVar[bool] = True
+    linear_on_attention_tp: ClassVar[bool] = True
 
     def kv_pool_tp(self, tp: Any, dp: Any = 1, dp_attention: Any = False, *, release: str | None = None) -> np.ndarray:
         """``get_attention_tp_size()``: ``tp // dp`` under DP-attention (``compute_dp_attention_world_info``),
