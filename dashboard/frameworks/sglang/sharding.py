@@ -84,6 +84,14 @@ class SGLangSharding:
         on_attn = np.isin(np.asarray(arch, dtype=object), list(attn_group_archs()))
         return np.where(on_attn, pool, np.asarray(tp, dtype=np.int64)).astype(np.int64)
 
+    def kv_cache_heads_per_rank(self, kv: Any, attn_tp: Any) -> np.ndarray:
+        """``max(1, kv // t)`` (float64, NaN kept): ``ModelConfig.get_num_kv_heads``
+        (``configs/model_config.py:1711``), what the pool is sized with -- also where ``t`` neither divides
+        nor is divided by ``kv`` (a full-TP model file under DP-attention: phi-4, 10 KV heads, TP 20,
+        attention-DP 5 -> pool TP 4 -> 2 heads, not ``ceil`` 3)."""
+        kv_, t = np.asarray(kv, dtype=np.float64), np.asarray(attn_tp, dtype=np.float64)
+        return np.where(np.isnan(kv_), np.nan, np.maximum(1.0, np.floor(kv_ / t)))
+
     def moe_tp(self, tp: Any, ep: Any = 1, expert_parallel: Any = False) -> np.ndarray:
         """``moe_tp_size = tp_size // ep_size`` under expert parallelism, else ``tp``."""
         t, e = np.asarray(tp, dtype=np.int64), np.asarray(ep, dtype=np.int64)
