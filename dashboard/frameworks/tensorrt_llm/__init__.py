@@ -22,6 +22,8 @@ class TensorRTLLM(Framework):
     reports_kv_replication = True
     mla_latent = True
     kv_heads_ceil = True
+    #: attention-DP also keeps every linear-attention / Mamba head on every rank (valid in the rules)
+    linear_on_attention_tp = True
 
     def attention_tp(self, tp: Any, dp: Any = 1, dp_attention: Any = False, *, arch: Any = None,
                      release: str | None = None) -> np.ndarray:
