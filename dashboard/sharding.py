@@ -146,20 +146,19 @@ def q_heads_per_rank(num_heads: ArrayLike, tp: ArrayLike) -> np.ndarray:
 
 
 def kv_heads_per_rank(num_kv_heads: ArrayLike, tp: ArrayLike, framework: str = "vllm") -> np.ndarray:
-    """KV heads each rank stores in its KV cache.
+    """KV heads each rank stores in its KV cache: ``framework``'s own split
+    (:meth:`dashboard.frameworks.base.Framework.kv_heads_per_rank`).
 
-    * ``vllm``, ``sglang``, ``megatron-core``, ``transformers-native-tp``, ``transformers-cb-cache``:
-      ``max(1, kv // tp)`` (replicated when ``tp > kv``; for the transformers ones this is the value
-      *if* sharding succeeds -- their rules decide whether it does).
-    * ``tensorrt-llm``: ``ceil(kv / tp)``.
+    * ``vllm``, ``sglang``, ``megatron-core``: ``max(1, kv // tp)`` (replicated when ``tp > kv``);
+    * ``tensorrt-llm``: ``ceil(kv / tp)``;
+    * ``transformers-native-tp``, ``transformers-cb-cache``: ``kv // tp`` when it divides, else every
+      head (the plan does not split them).
 
     Returns numpy int64 (array): KV heads per rank (count, not bytes).
     """
-    kv = _i(num_kv_heads)
-    t = np.maximum(_i(tp), 1)
-    if framework == "tensorrt-llm":
-        return -(-kv // t)
-    return np.maximum(1, kv // t)
+    from dashboard import frameworks  # lazy: dashboard.frameworks.base imports this module
+
+    return frameworks.get(framework).kv_heads_per_rank(num_kv_heads, tp)
 
 
 def kv_replicas(num_kv_heads: ArrayLike, tp: ArrayLike) -> np.ndarray:

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
+import numpy as np
+
 from dashboard import sharding
 
 
@@ -102,6 +104,190 @@ class Framework:
         return f"<Framework {self.name}>"
 
     # -- sharding: attention-TP, KV heads, experts ------------------------------------------------------
+    # ONE definition per framework of how a layout splits heads and experts. Every method is vectorized:
+    # ``tp, dp, ep`` int arrays (or scalars), ``dp_attention, expert_parallel`` bool arrays (or scalars),
+    # ``arch`` an array of ``architectures[0]`` names (object/str; None = unknown), all broadcasting to
+    # one shape N; results are int64 / bool numpy arrays of that shape. The rules engine's verdict
+    # (:mod:`dashboard.rules`), the per-rank layout (:mod:`dashboard.layout`) and the memory model
+    # (:mod:`dashboard.memory`) all call these, so their per-rank numbers are the same by construction.
+
+    #: KV heads may be replicated (``tp % kv == 0``: each KV head on ``tp // kv`` ranks). vLLM / SGLang
+    #: ``QKVParallelLinear`` (``num_kv_head_replicas = divide(tp, kv)``), TensorRT-LLM (duplicated),
+    #: Megatron-Core >= 0.16 (``num_query_groups`` a multiple or divisor of TP).
+    replicates_kv: ClassVar[bool] = True
+    #: A replicated-KV cell is reported with status ``valid_replicated`` (frameworks whose rules say so).
+    reports_kv_replication: ClassVar[bool] = False
+    #: MLA (DeepSeek-V2/V3 style) caches the compressed latent, one copy on every attention rank (vLLM,
+    #: SGLang, TensorRT-LLM); False: per-head K/V up-projected, split like the query heads.
+    mla_latent: ClassVar[bool] = False
+    #: A head count that does not divide its TP size is not split at all (every rank holds every head):
+    #: transformers' TP plans, whose run does not check the heads (``colwise_gather_output``, plans that
+    #: shard no attention, embedding-only plans). False: such a split is refused by the rules.
+    uneven_heads_whole: ClassVar[bool] = False
+    #: KV heads per rank rounded up (``ceil(kv / tp)``, TensorRT-LLM ``Attention``) instead of
+    #: ``max(1, kv // tp)``.
+    kv_heads_ceil: ClassVar[bool] = False
+    #: Vision heads over TP: ``"divide"`` (``heads / tp`` each; a count that does not divide means the
+    #: tower runs unsharded / data-parallel: every rank holds every head -- vLLM's MoonViT switches to
+    #: data-parallel by itself, HF towers are not in the TP plan; the rules refuse the other towers) or
+    #: ``"pad"`` (SGLang ``update_vit_attn_dummy_heads_config``: dummy heads up to a multiple of TP).
+    vision_split: ClassVar[str] = "divide"
+    #: DP-attention splits the TP group into ``dp`` attention groups, so ``dp`` must divide ``tp``
+    #: (SGLang ``assert tp_size % attn_dp_size == 0``).
+    attention_dp_groups: ClassVar[bool] = False
+    #: Linear-attention / Mamba mixers split over the model file's attention-TP (SGLang hybrids build
+    #: them on the attention-TP group: valid at TP 5 with attention-DP 5 in the executed table) instead
+    #: of the full TP.
+    linear_on_attention_tp: ClassVar[bool] = False
+
+    def attention_tp(self, tp: Any, dp: Any = 1, dp_attention: Any = False, *, arch: Any = None,
+                     release: str | None = None) -> np.ndarray:
+        """Ranks the attention heads (query and KV) of one model are split over, per cell (int64 array).
+
+        Default: the full ``tp`` (DP-attention is not a concept of the framework). ``arch`` and
+        ``release`` matter for frameworks whose model files differ (SGLang)."""
+        return np.asarray(tp, dtype=np.int64) + np.zeros(np.broadcast(np.asarray(tp), np.asarray(dp),
+                                                                      np.asarray(dp_attention)).shape, np.int64)
+
+    def kv_pool_tp(self, tp: Any, dp: Any = 1, dp_attention: Any = False, *, release: str | None = None) -> np.ndarray:
+        """The TP size the framework sizes its KV-cache POOL with, per cell (int64). Default: the
+        attention-TP of the layout (no model file involved). SGLang sizes its pool with
+        ``get_attention_tp_size()`` whatever the model file does, so there the two can differ."""
+        return self.attention_tp(tp, dp, dp_attention, release=release)
+
+    def q_heads_per_rank(self, heads: Any, attn_tp: Any) -> np.ndarray:
+        """Query heads each attention rank holds: ``heads // attn_tp`` (only meaningful when it divides;
+        with :attr:`uneven_heads_whole`, every head when it does not)."""
+        return self._split_count(heads, attn_tp)
+
+    def _split_count(self, n: Any, t: Any) -> np.ndarray:
+        n_, t_ = np.asarray(n, dtype=np.int64), np.maximum(np.asarray(t, dtype=np.int64), 1)
+        if self.uneven_heads_whole:
+            return np.where(n_ % t_ == 0, n_ // t_, n_)
+        return n_ // t_
+
+    def kv_heads_per_rank(self, kv: Any, attn_tp: Any, *, heads: Any = None, is_mla: Any = False) -> np.ndarray:
+        """KV heads each attention rank stores in its KV cache (count, int64).
+
+        ``kv`` is ``num_key_value_heads`` (>= 1; callers substitute the query heads when missing).
+        GQA: ``max(1, kv // attn_tp)`` (replicated when ``attn_tp > kv``; vLLM ``QKVParallelLinear``),
+        ``ceil(kv / attn_tp)`` with :attr:`kv_heads_ceil` (TensorRT-LLM), ``kv / attn_tp`` or every head
+        with :attr:`uneven_heads_whole` (transformers). MLA: 1 (the latent) with :attr:`mla_latent`,
+        else the up-projected per-head K/V, split as the query heads (``heads`` needed)."""
+        kv_, t = np.maximum(np.asarray(kv, dtype=np.int64), 1), np.maximum(np.asarray(attn_tp, dtype=np.int64), 1)
+        if self.kv_heads_ceil:
+            gqa = -(-kv_ // t)
+        elif self.uneven_heads_whole:
+            gqa = np.where(kv_ % t == 0, kv_ // t, kv_)
+        else:
+            gqa = np.maximum(1, kv_ // t)
+        mla = np.asarray(is_mla, dtype=bool)
+        if not mla.any():
+            return gqa
+        alt = np.ones_like(gqa) if self.mla_latent else self.q_heads_per_rank(kv_ if heads is None else heads, t)
+        return np.where(mla, alt, gqa)
+
+    def kv_cache_heads_per_rank(self, kv: Any, attn_tp: Any) -> np.ndarray:
+        """GQA KV heads per rank the memory model budgets (float64, NaN kept): ``ceil(kv / attn_tp)``,
+        which is :meth:`kv_heads_per_rank` on every layout the framework accepts (``kv % t == 0`` or
+        ``t % kv == 0``) and, on a layout it refuses, what an even split would need (never under-counts
+        the unreplicated total). With :attr:`uneven_heads_whole`: ``kv / t`` when it divides, else
+        every head."""
+        kv_, t = np.asarray(kv, dtype=np.float64), np.asarray(attn_tp, dtype=np.float64)
+        if self.uneven_heads_whole:
+            return np.where(np.mod(kv_, t) == 0, kv_ / t, kv_)
+        return np.ceil(kv_ / t)
+
+    def kv_replicas(self, kv: Any, attn_tp: Any, *, heads: Any = None, is_mla: Any = False) -> np.ndarray:
+        """Ranks (of one attention group) that hold each KV head (int64): ``attn_tp // kv`` when
+        ``attn_tp > kv`` (1 otherwise); with :attr:`uneven_heads_whole` ``attn_tp`` where the heads are
+        not split; MLA latent: ``attn_tp`` (every rank holds it), MLA per-head: as the query heads."""
+        kv_, t = np.maximum(np.asarray(kv, dtype=np.int64), 1), np.maximum(np.asarray(attn_tp, dtype=np.int64), 1)
+        if self.uneven_heads_whole:
+            gqa = np.where(kv_ % t == 0, 1, t)
+        else:
+            gqa = np.where(t > kv_, t // kv_, 1)
+        mla = np.asarray(is_mla, dtype=bool)
+        if not mla.any():
+            return gqa
+        if self.mla_latent:
+            alt = t + np.zeros_like(gqa)
+        else:
+            h = np.maximum(np.asarray(kv_ if heads is None else heads, dtype=np.int64), 1)
+            alt = np.where(h % t == 0, 1, t) if self.uneven_heads_whole else np.ones_like(gqa)
+        return np.where(mla, alt, gqa)
+
+    def kv_replicated(self, kv: Any, attn_tp: Any, *, is_mla: Any = False) -> np.ndarray:
+        """Whether the verdict reports the cell as ``valid_replicated`` (bool): GQA KV heads fewer than
+        the attention ranks, for frameworks with :attr:`reports_kv_replication`."""
+        kv_, t = np.asarray(kv, dtype=np.int64), np.asarray(attn_tp, dtype=np.int64)
+        out = ~np.asarray(is_mla, dtype=bool) & (t > kv_)
+        return out if self.reports_kv_replication else np.zeros(out.shape, dtype=bool)
+
+    def kv_pool_heads_per_rank(self, kv: Any, tp: Any, dp: Any = 1, dp_attention: Any = False, *,
+                               heads: Any = None, is_mla: Any = False, release: str | None = None) -> np.ndarray:
+        """KV heads per rank the framework sizes its KV-cache pool for (int64): :meth:`kv_heads_per_rank`
+        over :meth:`kv_pool_tp`. Equal to the attention shard's :meth:`kv_heads_per_rank` over
+        :meth:`attention_tp` except where :meth:`kv_pool_tp` differs from the model file's attention-TP
+        (SGLang DP-attention on a model file that shards attention over the full TP)."""
+        return self.kv_heads_per_rank(kv, self.kv_pool_tp(tp, dp, dp_attention, release=release),
+                                      heads=heads, is_mla=is_mla)
+
+    def vision_heads_per_rank(self, vision_heads: Any, tp: Any, *, vision_dp: Any = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(real, dummy)`` vision heads per rank (int64 arrays). Data-parallel encoder (``vision_dp``)
+        or a count that does not divide ``tp`` (``"divide"``): every head on every rank. ``"pad"``:
+        ``pad_to_multiple(heads, tp) / tp`` slots per rank, the ones past the real heads dummies
+        (``real`` counts the real heads of rank 0, the busiest)."""
+        vh, t = np.asarray(vision_heads, dtype=np.int64), np.maximum(np.asarray(tp, dtype=np.int64), 1)
+        dp_ = np.asarray(vision_dp, dtype=bool)
+        if self.vision_split == "pad":
+            per = sharding.pad_to_multiple(vh, t) // t
+            real, dummy = np.minimum(per, vh), per - np.minimum(per, vh)
+        else:
+            whole = vh % t != 0
+            real, dummy = np.where(whole, vh, vh // t), np.zeros_like(vh)
+        return np.where(dp_, vh, real), np.where(dp_, 0, dummy)
+
+    def vision_unsharded_when_uneven(self, arch: Any) -> np.ndarray:
+        """Per cell (``arch``: ``architectures[0]`` names, or None): whether a vision tower whose heads do
+        not divide TP runs unsharded (every head on every rank) instead of being refused. Default True:
+        the tower is outside the framework's TP (transformers plans, TensorRT-LLM / Megatron HF towers);
+        vLLM: only the towers that raise no TP error (MoonViT switches to data-parallel by itself,
+        Gemma-4's unsharded HF tower)."""
+        return np.ones(np.shape(arch), dtype=bool) if arch is not None else np.asarray(True)
+
+    def linear_heads_split(self, n: Any, tp: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(per_rank, replicas)`` of linear-attention key/value heads or Mamba-2 groups over ``tp``
+        (int64): ``n / tp`` each when it divides, else one per rank replicated on ``tp / n`` ranks
+        (vLLM ``extra_groups_for_head_shards`` for Mamba-2 groups; TensorRT-LLM GDN key heads). Over the
+        full TP group (DP-attention does not apply to these mixers here)."""
+        n_, t = np.maximum(np.asarray(n, dtype=np.int64), 1), np.maximum(np.asarray(tp, dtype=np.int64), 1)
+        rep = (n_ % t != 0) & (t % n_ == 0)
+        return np.where(rep, 1, n_ // t), np.where(rep, t // n_, 1)
+
+    def moe_tp(self, tp: Any, ep: Any = 1, expert_parallel: Any = False) -> np.ndarray:
+        """TP degree inside one expert's MLP (int64): ``tp`` without expert parallelism (``ep > 1`` or
+        ``expert_parallel``), 1 under it (default: vLLM / Megatron, the EP group spans the TP ranks)."""
+        t = np.asarray(tp, dtype=np.int64)
+        on = np.asarray(expert_parallel, dtype=bool) | (np.asarray(ep) > 1)
+        return np.where(on, 1, t)
+
+    def ep_size(self, tp: Any, dp: Any = 1, ep: Any = 1, expert_parallel: Any = False) -> np.ndarray:
+        """Expert-parallel group size (int64): the given ``ep`` when > 1; ``tp x dp`` under vLLM's
+        ``--enable-expert-parallel``; 1 without EP."""
+        t, d, e = (np.asarray(x, dtype=np.int64) for x in (tp, dp, ep))
+        return np.where(e > 1, e, np.where(np.asarray(expert_parallel, dtype=bool), t * d, 1)).astype(np.int64)
+
+    def sizes(self, layout: "Layout", *, arch: str | None = None, release: str | None = None) -> dict[str, int]:
+        """The derived sizes of one :class:`Layout` (scalars): ``attn_tp``, ``kv_pool_tp``, ``moe_tp``,
+        ``ep_size``."""
+        L = layout
+        return {
+            "attn_tp": int(self.attention_tp(L.tp, L.dp, L.dp_attention, arch=None if arch is None else np.asarray([arch], dtype=object), release=release).ravel()[0]),
+            "kv_pool_tp": int(self.kv_pool_tp(L.tp, L.dp, L.dp_attention, release=release).ravel()[0]),
+            "moe_tp": int(self.moe_tp(L.tp, L.ep, L.expert_parallel)),
+            "ep_size": int(self.ep_size(L.tp, L.dp, L.ep, L.expert_parallel)),
+        }
 
     # -- rules -------------------------------------------------------------------------------------------
     #: Modules holding this framework's rules (each has ``rules() -> list[Rule]``), in evaluation order.
@@ -113,9 +299,6 @@ class Framework:
     #: Source links of a release: ``str.format`` pattern with ``{release}`` (or a repository ``.../blob``
     #: the rules' own paths follow); "" when the rules carry their own links.
     source_repo_url: ClassVar[str] = ""
-    #: The framework replicates KV heads when there are fewer than the attention-TP degree (cell status
-    #: ``valid_replicated``).
-    replicates_kv: ClassVar[bool] = False
     #: :func:`dashboard.sharding.kv_heads_per_rank` style of KV sharding (``"vllm"`` or ``"tensorrt-llm"``).
     kv_shard_style: ClassVar[str] = "vllm"
     #: The rule page lists the real library runs the rules were checked against (``verified_with``).

@@ -19,37 +19,27 @@ from dashboard.memory.columns import (KV_DTYPE_BYTES, cdiv, check_context_len, c
 def attention_tp(framework: str, tp: Any, dp: Any = 1, dp_attention: bool = False) -> np.ndarray:
     """Ranks the attention heads are split over (int array).
 
-    SGLang DP-attention: ``attn_tp = tp // dp``; TensorRT-LLM attention-DP: ``1`` (every rank holds
-    all heads, ``tp_size = 1 if mapping.enable_attention_dp``); otherwise ``tp``.
+    The KV-pool attention-TP of the framework (:meth:`dashboard.frameworks.base.Framework.kv_pool_tp`):
+    SGLang DP-attention ``tp // dp`` (its pool is sized with ``get_attention_tp_size()`` for every model
+    file); TensorRT-LLM attention-DP ``1`` (every rank holds all heads, ``tp_size = 1 if
+    mapping.enable_attention_dp``); otherwise ``tp``.
     """
+    from dashboard import frameworks
+
     t = np.asarray(tp, dtype=np.int64)
-    if np.ndim(dp) or np.ndim(dp_attention):  # one value per layout (arrays aligned with tp)
-        on = np.asarray(dp_attention, dtype=bool)
-        if framework == "sglang":
-            return np.where(on, np.maximum(t // np.maximum(np.asarray(dp, dtype=np.int64), 1), 1), t)
-        if framework == "tensorrt-llm":
-            return np.where(on, 1, t)
-        return t
-    if dp_attention and framework == "sglang":
-        return np.maximum(t // max(int(dp), 1), 1)
-    if dp_attention and framework == "tensorrt-llm":
-        return np.ones_like(t)
-    return t
+    return frameworks.get(framework).kv_pool_tp(t, dp, dp_attention).astype(np.int64) + np.zeros_like(t)
 
 
 def _kv_heads_per_rank(c: dict[str, np.ndarray], framework: str, attn_tp: np.ndarray) -> np.ndarray:
-    """KV heads stored per rank, float array, broadcast (models x tp)."""
+    """KV heads stored per rank, float array, broadcast (models x tp): the framework's
+    :meth:`dashboard.frameworks.base.Framework.kv_cache_heads_per_rank` (``ceil(kv / tp)``; transformers:
+    ``kv / tp`` when it divides, else every head)."""
+    from dashboard import frameworks
+
     kv = c["num_key_value_heads"]
     kv = np.where(np.isnan(kv), c["num_attention_heads"], kv)[:, None]
     t = np.atleast_1d(np.asarray(attn_tp, dtype=np.float64))[None, :]
-    if framework in ("transformers-native-tp", "transformers-cb-cache"):
-        # Sharded only when KV heads split evenly; otherwise the k/v projections are not sharded and
-        # the cache holds every KV head (the rules engine decides whether that run is valid).
-        return np.where(np.mod(kv, t) == 0, kv / t, kv)
-    # TensorRT-LLM: ceil(kv / tp). vLLM / SGLang / Megatron: max(1, kv // tp), which equals
-    # ceil(kv / tp) whenever they accept the layout (kv % tp == 0 or tp % kv == 0); for layouts they
-    # refuse, ceil is what an even split would need (never under-counts the unreplicated total).
-    return np.ceil(kv / t)
+    return frameworks.get(framework).kv_cache_heads_per_rank(kv, t)
 
 
 #: Public name of :func:`_kv_heads_per_rank` (the function keeps its name: the sharding work rewrites its body).

@@ -447,18 +447,16 @@ class Ctx:
 
         return self.flag(f"arch:{names}:{exclude}", lambda df: self.arch_models(names, exclude))
 
-    def ep_size(self) -> np.ndarray:
-        """Expert-parallel size per cell: ``tp x dp`` under vLLM's ``--enable-expert-parallel`` (the EP
-        group spans every TP and DP rank), the given ``ep`` otherwise; 1 without EP."""
-        if np.ndim(self.ep) or np.ndim(self.expert_parallel):  # per-layout arrays
-            return self.memo(("ep_size",), lambda: np.where(
-                self.cells(self.ep) > 1, self.cells(self.ep),
-                np.where(self.cells(self.expert_parallel), self.tp * self.dp, 1)).astype(np.int64))
-        if self.ep > 1:
-            return np.full(self.n, self.ep, dtype=np.int64)
-        if self.expert_parallel:
-            return self.memo(("ep_size",), lambda: self.tp * self.dp)
-        return np.ones(self.n, dtype=np.int64)
+    def ep_size(self, framework: str | None = None) -> np.ndarray:
+        """Expert-parallel size per cell, as ``framework`` defines it
+        (:meth:`dashboard.frameworks.base.Framework.ep_size`; None: the default definition -- ``tp x dp``
+        under vLLM's ``--enable-expert-parallel``, the given ``ep`` otherwise, 1 without EP)."""
+        from dashboard import frameworks
+
+        fw = frameworks.get(framework) if framework else frameworks.base.Framework()
+        return self.memo(("ep_size", framework), lambda: np.broadcast_to(
+            fw.ep_size(self.tp, self.cells(self.dp), self.cells(self.ep), self.cells(self.expert_parallel)),
+            (self.n,)).astype(np.int64))
 
     def memo(self, key: object, fn: Callable[[], object]):
         """Memoize a derived array under ``key`` (shared by every rule of every framework)."""
@@ -468,24 +466,30 @@ class Ctx:
 
     # -- shared derived quantities ------------------------------------------------------------------
     def attn_tp(self, framework: str) -> np.ndarray:
-        """Attention-TP per cell.
+        """Attention-TP of the layout per cell, as ``framework`` defines it without a model file
+        (:meth:`dashboard.frameworks.base.Framework.attention_tp`: SGLang DP-attention ``tp // dp``,
+        TensorRT-LLM attention-DP 1, otherwise ``tp``)."""
+        from dashboard import frameworks
 
-        * SGLang with DP-attention: ``tp // dp`` (``compute_dp_attention_world_info``).
-        * TensorRT-LLM with attention-DP: 1 (every rank runs all heads of its own requests).
-        * Otherwise: ``tp``.
-        """
-        if np.ndim(self.dp_attention):  # per-layout flags
-            if framework == "sglang":
-                return self.memo(("attn_tp", "sglang"), lambda: np.where(
-                    self.dp_attention, np.maximum(self.tp // self.dp, 1), self.tp))
-            if framework == "tensorrt-llm":
-                return self.memo(("attn_tp", "trt"), lambda: np.where(self.dp_attention, 1, self.tp))
-            return self.tp
-        if framework == "sglang" and self.dp_attention:
-            return self.memo(("attn_tp", "sglang"), lambda: np.maximum(self.tp // self.dp, 1))
-        if framework == "tensorrt-llm" and self.dp_attention:
-            return self.memo(("attn_tp", "trt"), lambda: np.ones_like(self.tp))
-        return self.tp
+        fw = frameworks.get(framework)
+        return self.memo(("attn_tp", fw.name), lambda: self._cell_array(
+            fw.attention_tp(self.tp, self.cells(self.dp), self.cells(self.dp_attention))))
+
+    def attention_tp_of(self, framework: str, release: str | None = None) -> np.ndarray:
+        """Attention-TP per cell of each model's own file (:meth:`Framework.attention_tp` with the
+        cells' ``architectures[0]`` and ``release``)."""
+        from dashboard import frameworks
+
+        fw = frameworks.get(framework)
+        return self.memo(("attn_tp_of", fw.name, release), lambda: self._cell_array(fw.attention_tp(
+            self.tp, self.cells(self.dp), self.cells(self.dp_attention), arch=self._rep(("arch",), self.arch()),
+            release=release)))
+
+    def _cell_array(self, a: np.ndarray) -> np.ndarray:
+        a = np.asarray(a, dtype=np.int64)
+        if a.shape == (self.n,) and np.array_equal(a, self.tp):
+            return self.tp  # the very array, so memo keys on id(tp) stay shared
+        return np.broadcast_to(a, (self.n,)).copy()
 
     def not_div(self, name_or_arr, by: np.ndarray | int, key: object | None = None) -> np.ndarray:
         """``a % by != 0`` (memoized when ``name_or_arr`` is a column name or ``key`` is given)."""
@@ -500,19 +504,13 @@ class Ctx:
         return self.memo(key, lambda: (a % byv) != 0)
 
     def moe_tp(self, framework: str) -> np.ndarray:
-        """TP degree inside one expert's MLP: 1 under expert parallelism (ep > 1) for vLLM (EP spans
-        all TP x DP ranks), ``tp // ep`` for SGLang/TensorRT-LLM (``moe_tp_size = tp_size // ep_size``),
-        1 for Megatron under EP (expert-tensor-parallel 1 is the documented EP setup), else ``tp``."""
-        if np.ndim(self.expert_parallel):  # per-layout flags
-            if framework in ("sglang", "tensorrt-llm"):
-                return self.memo(("moe_tp", "div"), lambda: np.where(
-                    self.expert_parallel, np.maximum(self.tp // self.ep, 1), self.tp))
-            return self.memo(("moe_tp", "one"), lambda: np.where(self.expert_parallel, 1, self.tp))
-        if not self.expert_parallel:
-            return self.tp
-        if framework in ("sglang", "tensorrt-llm"):
-            return self.memo(("moe_tp", "div"), lambda: np.maximum(self.tp // self.ep, 1))
-        return self.memo(("moe_tp", "one"), lambda: np.ones_like(self.tp))
+        """TP degree inside one expert's MLP per cell, as ``framework`` defines it
+        (:meth:`dashboard.frameworks.base.Framework.moe_tp`)."""
+        from dashboard import frameworks
+
+        fw = frameworks.get(framework)
+        return self.memo(("moe_tp", fw.name), lambda: self._cell_array(
+            fw.moe_tp(self.tp, self.cells(self.ep), self.cells(self.expert_parallel))))
 
     def is_mla(self) -> np.ndarray:
         return self.bool_col("is_mla")

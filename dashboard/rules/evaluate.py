@@ -12,14 +12,9 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from dashboard import frameworks as _frameworks
 from dashboard import schema, sharding
-from dashboard.frameworks.sglang import rules_executed as _sglang_executed
 from dashboard.rules.common import Ctx, Rule
-from dashboard.rules.releases import rules_at
-
-#: Frameworks that replicate KV heads when kv < attention-TP (status ``valid_replicated``).
-_REPLICATING = {fw.name for fw in _frameworks.all_frameworks() if fw.replicates_kv}
+from dashboard.rules.releases import resolve_version, rules_at
 
 
 @dataclass
@@ -99,21 +94,19 @@ def evaluate(ctx: Ctx, framework: str, version: str | None) -> _Eval:
             unknown |= ~ctx.has(col) & scope
         if r.effect == "padded":
             padded |= f
-    t = ctx.attn_tp(framework)
-    if framework == "sglang" and any(r.versions == _sglang_executed.V for r in rules):
-        t = _sglang_executed.attention_tp_of(ctx)  # per model file (full TP for Llama, Qwen2, ...)
+    from dashboard import frameworks  # the framework defines attention-TP and the KV split
+
+    fw = frameworks.get(framework)
+    t = ctx.attention_tp_of(framework, resolve_version(framework, version).release)
     h = ctx.i("num_attention_heads")
-    kv = ctx.i("num_key_value_heads")
+    kv = np.maximum(ctx.i("num_key_value_heads"), 1)
     has_q = ctx.has("num_attention_heads")
     mla = ctx.is_mla()
     has_kv = ctx.has("num_key_value_heads") | (mla & has_q)
-    q_per_rank = h // np.maximum(t, 1)
-    kv_fw = "tensorrt-llm" if framework == "tensorrt-llm" else "vllm"
-    kv_per_rank = np.where(mla, 1, sharding.kv_heads_per_rank(np.maximum(kv, 1), t, kv_fw))
-    kv_rep = np.where(mla, t, sharding.kv_replicas(np.maximum(kv, 1), t))
-    replicated = np.zeros(ctx.n, dtype=bool)
-    if framework in _REPLICATING:
-        replicated = ~mla & ctx.has("num_key_value_heads") & (t > kv)
+    q_per_rank = fw.q_heads_per_rank(h, t)
+    kv_per_rank = fw.kv_heads_per_rank(kv, t, heads=h, is_mla=mla)
+    kv_rep = fw.kv_replicas(kv, t, heads=h, is_mla=mla)
+    replicated = fw.kv_replicated(ctx.i("num_key_value_heads"), t, is_mla=mla) & ctx.has("num_key_value_heads")
     return _Eval(rules, fire, fields, unknown, padded, replicated, q_per_rank, kv_per_rank, kv_rep, has_q,
                  has_kv, t)
 

@@ -24,6 +24,30 @@ def layout_table(state: PlannerState, data: AppData):
         return None
 
 
+def kv_pool_note(state: PlannerState, rec) -> str:
+    """Plain-text note when the framework sizes its KV-cache pool for a different number of KV heads per
+    rank than the attention shard of this model holds (:meth:`dashboard.frameworks.base.Framework.
+    kv_pool_heads_per_rank`; SGLang DP-attention on a model file that shards attention over the full
+    TP), else ""."""
+    from dashboard import frameworks
+    from dashboard import layout as layout_mod
+
+    try:
+        c = layout_mod.heads_per_rank_counts(rec, state.framework, [state.tp], dp=state.dp,
+                                             dp_attention=state.dp_attention)
+    except (ValueError, TypeError):
+        return ""
+    shard, pool = int(c["kv"][0]), int(c["kv_pool"][0])
+    if not c["has_q"][0] or shard == pool:
+        return ""
+    fw = frameworks.get(state.framework)
+    pool_tp = int(fw.kv_pool_tp(state.tp, state.dp, state.dp_attention)[()])
+    return (f"KV pool differs from the attention shard: this model's attention runs over {int(c['attn_tp'][0])} "
+            f"ranks and holds {shard} KV head{'s' if shard != 1 else ''} per rank (drawn below), but "
+            f"{fw.label} sizes its KV-cache pool with the attention-TP group ({pool_tp} ranks): {pool} KV "
+            f"head{'s' if pool != 1 else ''} per rank. The memory model budgets the pool.")
+
+
 def layout_object(state: PlannerState, data: AppData, *, compact: bool = False):
     """(HoloViews element or None, notice html or "") for the selected (model, framework, TP).
 
@@ -56,6 +80,9 @@ def layout_object(state: PlannerState, data: AppData, *, compact: bool = False):
     note = layout_plots.hidden_slots_note(cut)
     if note and not compact:
         note += " The layout CSV below lists every head of every rank."
+    pool = kv_pool_note(state, rec)
+    if pool:
+        note = f"{pool} {note}".strip()
     note = notice_html(note, "info") if note else ""
     # Short titles: the model id is in the heading above the plot (and in the details column).
     title = f"{framework_label(state.framework)}, TP = {state.tp}"

@@ -19,6 +19,10 @@ class MegatronCore(Framework):
 
     # memory: no pre-allocated KV pool (the default kv_budget)
     keeps_fp32_weights = True
+    #: KV heads (``num_query_groups``) may be a multiple or a divisor of TP since core_v0.16.0 (fewer
+    #: groups than ranks: QKV is all-gathered and sliced, ``transformer_config.py:943``, executed 0.16.1
+    #: table): replicated like vLLM's; MLA caches up-projected per-head K/V split like the query heads.
+    replicates_kv = True
 
 
 __all__ = ["MegatronCore"]

@@ -6,9 +6,10 @@ import functools
 from typing import Any, ClassVar
 
 from dashboard.frameworks.base import Framework
+from dashboard.frameworks.sglang.sharding import SGLangSharding
 
 
-class SGLang(Framework):
+class SGLang(SGLangSharding, Framework):
     name = "sglang"
     label = "SGLang"
     executed_releases = ("0.5.21", "0.5.23")

@@ -174,15 +174,9 @@ def _none(ctx: Ctx):
 
 
 def attn_tp(ctx: Ctx) -> np.ndarray:
-    """``tp / attn_dp`` (``--attn-dp-size``; ``dp`` of the layout under DP attention)."""
-    if np.ndim(ctx.dp_attention) or np.ndim(ctx.dp):  # per-layout arrays
-        on = np.asarray(ctx.dp_attention) & (ctx.dp > 1)
-        if not np.any(on):
-            return ctx.tp
-        return ctx.memo(("sgl_attn_tp",), lambda: np.where(on, np.maximum(ctx.tp // ctx.dp, 1), ctx.tp))
-    if ctx.dp_attention and ctx.dp > 1:
-        return ctx.memo(("sgl_attn_tp",), lambda: np.maximum(ctx.tp // ctx.dp, 1))
-    return ctx.tp
+    """``tp / attn_dp`` (``--attn-dp-size``; ``dp`` of the layout under DP attention): the attention-TP
+    group size (:meth:`dashboard.frameworks.sglang.SGLang.kv_pool_tp`)."""
+    return ctx.attn_tp(FW)
 
 
 def _group(ctx: Ctx, group: str) -> np.ndarray:
@@ -195,22 +189,17 @@ def moe_tp(ctx: Ctx) -> np.ndarray:
 
 
 def moe_ep(ctx: Ctx) -> np.ndarray:
-    if np.ndim(ctx.ep):  # per-layout arrays
-        return np.where(ctx.ep > 1, ctx.ep_size(), 1)
-    return ctx.ep_size() if ctx.ep > 1 else np.ones(ctx.n, dtype=np.int64)
+    """``--ep-size`` per cell (1 = off; :meth:`dashboard.frameworks.sglang.SGLang.ep_size`)."""
+    return ctx.ep_size(FW)
 
 
 def attention_tp_of(ctx: Ctx) -> np.ndarray:
     """Per cell, the TP degree SGLang's attention of that model class is sharded over: ``tp / attn_dp``
-    for model files on the attention-TP group, the full TP for the others (Llama, Qwen2, Gemma, ...)."""
+    for model files on the attention-TP group, the full TP for the others (Llama, Qwen2, Gemma, ...)
+    (:meth:`dashboard.frameworks.sglang.SGLang.attention_tp`)."""
+    from dashboard.frameworks.sglang import SGLang
 
-    def fn() -> np.ndarray:
-        attn = {a for mod, (group, _) in ATTN_ASSERTS.items() if group == "attn" for a in ATTN_ASSERT_ARCHS[mod]}
-        attn |= set(MLA_DEEPSEEK) | set(DSV4) | {"KimiK3ForConditionalGeneration"}
-        on_attn = ctx.arch_in(tuple(sorted(attn)))
-        return np.where(on_attn, attn_tp(ctx), ctx.tp)
-
-    return ctx.memo(("sgl_attention_tp_of",), fn)  # type: ignore[return-value]
+    return ctx.attention_tp_of(FW, SGLang.executed_releases[-1])
 
 
 #: SGLang 0.5.21's ``embed_tokens`` group by model file: on the attention-TP group (``use_attn_tp_group=

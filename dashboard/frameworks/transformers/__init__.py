@@ -22,6 +22,11 @@ class TransformersNativeTP(Framework):
 
     # memory: no pre-allocated KV pool (the default kv_budget)
     keeps_fp32_weights = True
+    #: the TP plan decides; a head count that does not divide is not split (gathered projections,
+    #: plans that shard no attention, embedding-only plans: transformers 5.24.0 executed table) and the
+    #: cache then holds every KV head (``cache.py`` divides KV heads only when ``are_kv_heads_tp_ed``).
+    uneven_heads_whole = True
+    replicates_kv = False
 
 
 class TransformersCBCache(Framework):
@@ -50,6 +55,11 @@ class TransformersCBCache(Framework):
         act = b["activation"]
         return {"budget": (b["memory_bytes"] - b["weights"]) * b["fraction"] - act, "reserve": act,
                 "fraction": b["fraction"]}
+    #: the TP plan decides; a head count that does not divide is not split (gathered projections,
+    #: plans that shard no attention, embedding-only plans: transformers 5.24.0 executed table) and the
+    #: cache then holds every KV head (``cache.py`` divides KV heads only when ``are_kv_heads_tp_ed``).
+    uneven_heads_whole = True
+    replicates_kv = False
 
 
 __all__ = ["TransformersNativeTP", "TransformersCBCache"]

@@ -34,6 +34,9 @@ def check_invariants(df: pd.DataFrame, record, tp: int, attn_tp: int | None = No
     # within each attention-TP group the ranks' query heads are every head exactly once
     for gi in range(groups):
         part = q[(q["rank"] // attn_tp) == gi]
+        if len(part) == heads * attn_tp and attn_tp > 1:  # not split (transformers, uneven heads)
+            assert part.groupby("rank")["head"].apply(sorted).map(lambda h: h == list(range(heads))).all()
+            continue
         assert sorted(part["head"]) == list(range(heads))
     kv = df[df.component == "kv"]
     assert set(kv["rank"]) == set(range(tp))  # every rank caches something
@@ -93,10 +96,12 @@ def test_sglang_pads_vision_heads_with_dummies_vllm_refuses(rec):
     assert dp.groupby("rank").size().eq(16).all() and dp.groupby("head").size().eq(6).all()
 
 
-def test_transformers_cannot_replicate_kv_heads():
+def test_transformers_leaves_uneven_kv_heads_whole():
+    # issue 21: the plan does not split 4 KV heads over 8 ranks; every rank holds all 4 (as the memory
+    # model and the cache do), replica = rank
     r = {"num_attention_heads": 32, "num_key_value_heads": 4}
-    with pytest.raises(LayoutError, match=r"num_key_value_heads \(4\).*TP size \(8\)"):
-        rank_layout(r, "transformers-native-tp", 8)
+    kv8 = rank_layout(r, "transformers-native-tp", 8).query("component == 'kv'")
+    assert kv8.groupby("rank").size().eq(4).all() and kv8.groupby("head").size().eq(8).all()
     df = rank_layout(r, "transformers-native-tp", 4)
     assert df[df.component == "kv"].groupby("rank").size().eq(1).all()
     with pytest.raises(LayoutError, match=r"must divide the attention-TP size \(8\)"):
@@ -104,12 +109,21 @@ def test_transformers_cannot_replicate_kv_heads():
 
 
 def test_sglang_dp_attention_splits_heads_over_attn_tp(rec):
+    q3 = rec("Qwen/Qwen3-14B")  # 40 heads, 8 KV; qwen3.py shards attention on the attention-TP group
+    df = rank_layout(q3, "sglang", 8, dp=2, dp_attention=True)
+    q = df[df.component == "query"]
+    assert q.groupby("rank").size().eq(10).all()  # 40 / attn_tp 4
+    assert q.groupby("head").size().eq(2).all()  # each head once per DP group
+    check_invariants(df, q3, 8, attn_tp=4)
+    # issue 21: llama.py shards attention over the full TP even under DP-attention (llama.py:181)
     r = rec("meta-llama/Llama-3.1-70B-Instruct")  # 64 heads, 8 KV
     df = rank_layout(r, "sglang", 8, dp=2, dp_attention=True)
-    q = df[df.component == "query"]
-    assert q.groupby("rank").size().eq(16).all()  # 64 / attn_tp 4
-    assert q.groupby("head").size().eq(2).all()  # each head once per DP group
-    check_invariants(df, r, 8, attn_tp=4)
+    assert df[df.component == "query"].groupby("rank").size().eq(8).all()
+    assert df[df.component == "kv"].groupby("rank").size().eq(1).all()
+    from dashboard import frameworks
+    assert int(frameworks.get("sglang").kv_pool_heads_per_rank(8, 8, 2, True)) == 2  # the pool: 8 // 4
+    df_old = rank_layout(r, "sglang", 8, dp=2, dp_attention=True, release="0.5.4")  # read from source
+    assert df_old[df_old.component == "query"].groupby("rank").size().eq(16).all()
     with pytest.raises(LayoutError, match="dp"):
         rank_layout(r, "sglang", 8, dp=3, dp_attention=True)
     trt = rank_layout(r, "tensorrt-llm", 4, dp_attention=True)
