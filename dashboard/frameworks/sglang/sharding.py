@@ -8,7 +8,7 @@ Sources (SGLang 0.5.23 wheel, ``python/sglang/srt/``):
   DP-attention: ``models/llama.py:181`` ``tp_size = get_parallel().tp_size``, ``:194``
   ``self.num_kv_heads = max(1, self.total_num_kv_heads // tp_size)``, and ``QKVParallelLinear`` on the
   default ``"tp"`` group (``layers/linear.py:123``, ``:1132``). The per-file table is the executed one,
-  :data:`dashboard.rules.sglang_executed.ATTN_ASSERTS` (0.5.21 / 0.5.23 conformance runs).
+  :data:`dashboard.frameworks.sglang.rules_executed_preds.ATTN_ASSERTS` (0.5.21 / 0.5.23 conformance runs).
 * the KV POOL is sized with the attention-TP size whatever the model file does:
   ``model_executor/pool_configurator.py:356`` ``tp_size = get_parallel().attn_tp_size`` then ``:492``
   ``model_config.get_num_kv_heads(tp_size, dcp_size)``; ``mem_cache/kv_cache_configurator.py:1047-1048``
@@ -45,9 +45,9 @@ _ATTN_GROUP_ARCHS: list[frozenset] = []
 
 def attn_group_archs() -> frozenset:
     """``architectures[0]`` of the model files that shard attention over the attention-TP group
-    (``tp / attn_dp``) in the executed releases (from :mod:`dashboard.rules.sglang_executed`)."""
+    (``tp / attn_dp``) in the executed releases (from :mod:`dashboard.frameworks.sglang.rules_executed_preds`)."""
     if not _ATTN_GROUP_ARCHS:
-        from dashboard.rules import sglang_executed as S  # lazy: rules are heavy (brief rule 5)
+        from dashboard.frameworks.sglang import rules_executed_preds as S  # lazy: rules are heavy (brief rule 5)
 
         attn = {a for mod, (group, _) in S.ATTN_ASSERTS.items() if group == "attn" for a in S.ATTN_ASSERT_ARCHS[mod]}
         attn |= set(S.MLA_DEEPSEEK) | set(S.DSV4) | {"KimiK3ForConditionalGeneration"}

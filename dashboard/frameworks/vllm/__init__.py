@@ -72,9 +72,9 @@ class VLLM(Framework):
 
     def vision_unsharded_when_uneven(self, arch: Any) -> np.ndarray:
         """Only the towers the executed 0.33.0 table shows raising no TP error
-        (:data:`dashboard.rules.vllm_executed.VISION_NO_HEAD_CHECK`: MoonViT switches to data-parallel by
+        (:data:`dashboard.frameworks.vllm.rules_executed.VISION_NO_HEAD_CHECK`: MoonViT switches to data-parallel by
         itself, Gemma-4's tower is an unsharded HF module); the others divide their heads over TP."""
-        from dashboard.rules.vllm_executed import VISION_NO_HEAD_CHECK  # lazy: rules are heavy
+        from dashboard.frameworks.vllm.rules_executed import VISION_NO_HEAD_CHECK  # lazy: rules are heavy
 
         if arch is None:
             return np.asarray(False)
