@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dashboard import context, schema
+from dashboard import context, frameworks, schema
 from dashboard.launch import (
     MAX_GPUS,
     Launch,
@@ -292,10 +292,7 @@ class Request:
 def gpu_count(framework: str, lay: dict[str, Any]) -> int:
     """GPUs a layout occupies: TP x PP x DP, where attention-DP groups live inside the TP group (SGLang
     DP-attention, TensorRT-LLM attention-DP) and so add none."""
-    n = int(lay["tp"]) * int(lay["pp"])
-    if not (lay.get("dp_attention") and framework in ("sglang", "tensorrt-llm")):
-        n *= int(lay["dp"])
-    return n
+    return frameworks.get(framework).gpu_count(lay)
 
 
 _KV_DTYPES = {"auto": None, "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32"}
@@ -343,90 +340,21 @@ def _hit_issue(h: Any) -> Issue:
     return Issue(h.rule_id, h.message, h.exc_type, h.location, h.source_url, h.evidence, h.ours, h.kind, h.condition)
 
 
-_VLLM_SRC = "https://github.com/vllm-project/vllm/blob/v{r}/{path}"
-
-
-def _vllm_kv_site(release: str | None) -> tuple[str, str]:
-    """(raise site, engine) of vLLM's KV-cache start-up check in ``release``: V1's
-    ``_check_enough_kv_cache_memory`` (read in 0.22.0, 0.27.1 and 0.33.0; the line where it was read),
-    V0's ``raise_if_cache_size_invalid`` in ``vllm/worker/worker.py`` before 0.8.0 (V1 the default)."""
-    from packaging.version import InvalidVersion, Version
-
-    known = {"0.33.0": "vllm/v1/core/kv_cache_planning.py:77", "0.27.1": "vllm/v1/core/kv_cache_utils.py:778",
-             "0.22.0": "vllm/v1/core/kv_cache_utils.py:718"}
-    if release in known:
-        return known[release], "v1"
-    try:
-        v = Version(release or "0.33.0")
-    except InvalidVersion:
-        v = Version("0.33.0")
-    if v < Version("0.8.0"):
-        return "vllm/worker/worker.py", "v0"
-    return ("vllm/v1/core/kv_cache_planning.py" if v > Version("0.33.0") else "vllm/v1/core/kv_cache_utils.py"), "v1"
-
-
 def memory_issue(req: Request, release: str | None, cap: dict[str, Any]) -> Issue | None:
     """The start-up failure the framework reports when the layout loads (rules pass) but memory does not
     hold weights plus one ``max_model_len`` sequence, in the framework's words where it has some."""
     fw = req.framework
     ctx = int(cap["context_len"])
     tokens = int(cap["tokens_per_gpu"] or 0)
-    budget = float(cap["kv_budget_bytes_per_gpu"])
-    per_tok = float(cap["kv_bytes_per_token_per_rank"])
     gib = lambda b: f"{round(b / _GiB, 2)}"  # noqa: E731 - vLLM's format_gib
     if float(cap["weight_bytes_per_gpu"]) > float(cap["memory_bytes"]):
         return Issue("memory.weights", f"torch.OutOfMemoryError: CUDA out of memory (the weights need "
                      f"{gib(cap['weight_bytes_per_gpu'])} GiB per GPU; {cap['gpu']} has "
                      f"{gib(cap['memory_bytes'])} GiB)", "torch.OutOfMemoryError", ours=True, kind="memory",
                      condition="weight bytes per GPU > GPU memory (the checkpoint does not load)")
-    if fw == "vllm":
-        site, eng = _vllm_kv_site(release)
-        url = _VLLM_SRC.format(r=release, path=site.split(":")[0]) + (f"#L{site.split(':')[1]}" if ":" in site else "")
-        if budget <= 0 or tokens <= 0:
-            msg = ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
-                   "initializing the engine")
-            msg += (" (this flag also controls CPU memory reservation on the CPU backend, despite its name). See "
-                    "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
-                    if eng == "v1" else ".")
-            return Issue("memory.vllm.no_kv_blocks", msg, "ValueError", site, url, kind="memory",
-                         condition="KV-cache budget (gpu_memory_utilization x total - weights - activation - "
-                                   "non-torch) <= 0; numbers from this project's memory model")
-        if tokens >= ctx:
-            return None
-        if eng == "v0":
-            msg = (f"The model's max seq len ({ctx}) is larger than the maximum number of tokens that can be "
-                   f"stored in KV cache ({tokens}). Try increasing `gpu_memory_utilization` or decreasing "
-                   "`max_model_len` when initializing the engine.")
-        else:
-            block = 16
-            needed = math.ceil(ctx / block) * block * per_tok + float(cap.get("linear_state_bytes_per_sequence_per_rank") or 0)
-            est = f"Based on the available memory, the estimated maximum model length is {tokens}. " if tokens > 0 else ""
-            msg = (f"To serve at least one request with the model's max seq len ({ctx}), ({gib(needed)} GiB KV "
-                   f"cache is needed, which is larger than the available KV cache memory ({gib(budget)} GiB). "
-                   f"{est}Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU "
-                   "backend) or decreasing `max_model_len` when initializing the engine. See "
-                   "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
-        return Issue("memory.vllm.max_model_len", msg, "ValueError", site, url, kind="memory",
-                     condition="KV-cache tokens per GPU < max_model_len at start-up (the message is vLLM's"
-                               + (" as in 0.22.0-0.33.0" if eng == "v1" else "") + "; its numbers come from this "
-                               "project's memory model)")
-    if fw == "sglang":
-        site = "sglang/srt/model_executor/pool_configurator.py:96"
-        url = f"https://github.com/sgl-project/sglang/blob/v{release}/python/{site.split(':')[0]}#L96"
-        if tokens <= 0:
-            msg = "Not enough memory. Please try to increase --mem-fraction-static."
-            if req.mem_fraction is not None:
-                msg += f" Current value: mem_fraction_static={req.mem_fraction}"
-            return Issue("memory.sglang.no_kv_pool", msg, "RuntimeError", site, url, kind="memory",
-                         condition="KV pool tokens <= 0 (numbers from this project's memory model)")
-        if tokens >= ctx:
-            return None
-        return Issue("memory.sglang.context_length",
-                     f"SGLang starts, but its KV pool holds {tokens} tokens per GPU, fewer than the context length "
-                     f"({ctx}): requests are capped at max_req_len = min(context_len - 1, pool - 1) = {tokens - 1} "
-                     "tokens (sglang/srt/managers/tp_worker.py). Increase --mem-fraction-static, use more GPUs "
-                     "or lower --context-length.", "", "", "", ours=True, kind="memory",
-                     condition="KV pool tokens per GPU < context length")
+    own = frameworks.get(fw).memory_issue(req, release, cap)
+    if own is not NotImplemented:
+        return None if own is None else Issue(**own)
     if tokens <= 0 or tokens < ctx:
         return Issue(f"memory.{fw}.max_model_len",
                      f"The KV cache holds {max(tokens, 0)} tokens per GPU, fewer than one sequence of {ctx} tokens "
@@ -480,14 +408,14 @@ def _variants(rec, req: Request, base: dict[str, Any]) -> list[dict[str, Any]]:
     from dashboard import rules
 
     moe = rules._is_moe_record(rec)
-    fw = req.framework
+    mode = frameworks.get(req.framework).expert_parallel_mode
     if not moe and (base["expert_parallel"] or base["ep"] > 1):
         return [dict(base, expert_parallel=False, ep=1)]  # no experts: expert parallelism is refused
     out = [dict(base)]
     if moe:
-        if fw == "vllm":
+        if mode == "flag":
             out.append(dict(base, expert_parallel=not base["expert_parallel"], ep=1))
-        elif fw in ("sglang", "tensorrt-llm", "megatron-core"):
+        elif mode == "size":
             out.append(dict(base, ep=1 if base["ep"] > 1 else -1))  # -1: EP = TP, filled per TP
     return out
 
@@ -514,11 +442,12 @@ def alternatives(rec, req: Request, kv: str, *, limit_same: int = 3) -> list[dic
         found.append((score, lay, why))
 
     # same GPU count
-    attn_dp_in_tp = given["dp_attention"] and fw in ("sglang", "tensorrt-llm")
+    fwo = frameworks.get(fw)
+    attn_dp_in_tp = given["dp_attention"] and fwo.attention_dp_in_tp
     for pp in _divisors(n):
         rest = n // pp
         if attn_dp_in_tp:
-            combos = [(rest, d) for d in ([rest] if fw == "tensorrt-llm" else _divisors(rest))]  # (tp, attn-dp)
+            combos = [(rest, d) for d in ([rest] if fwo.attention_dp_whole_tp else _divisors(rest))]  # (tp, attn-dp)
         else:
             combos = [(t, rest // t) for t in _divisors(rest)]
         by_dp: dict[int, list[int]] = {}
@@ -535,7 +464,7 @@ def alternatives(rec, req: Request, kv: str, *, limit_same: int = 3) -> list[dic
                         lay_b["ep"] = g
                     for t in _ok_tps(rec, req, ts, lay_b):
                         lay = dict(lay_b, tp=t)
-                        if fw == "tensorrt-llm" and lay["ep"] > 1 and t % lay["ep"]:
+                        if fwo.ep_divides_tp and lay["ep"] > 1 and t % lay["ep"]:
                             continue
                         changed = sum(lay[k] != given[k] for k in ("tp", "pp", "dp", "ep", "expert_parallel"))
                         score = (0, changed, abs(math.log2(t) - math.log2(given["tp"])), lay["pp"], -t)
@@ -566,13 +495,13 @@ def context_issue(rec: dict[str, Any], req: Request) -> Issue | None:
     """The engine's refusal of ``--max-model-len`` / ``--context-length`` above the length it derives from
     the config (:mod:`dashboard.context`: vLLM 0.33.0, SGLang 0.5.23; other frameworks not modelled);
     None when no length is given or it is accepted."""
-    if not req.max_model_len or req.framework not in context.RAISE_SITES:
+    if not req.max_model_len or not frameworks.get(req.framework).context_raise_site:
         return None
     msg = context.context_message(req.framework, int(req.max_model_len), rec)
     if not msg:
         return None
     site, rel, url = context.RAISE_SITES[req.framework]
-    flag = "--max-model-len" if req.framework == "vllm" else "--context-length"
+    flag = frameworks.get(req.framework).context_flag
     return Issue(f"context.{req.framework}.max_model_len", msg, "ValueError", site, url, "source", False, "context",
                  f"{flag} {int(req.max_model_len)} > the longest context the engine derives from config.json "
                  f"({context.limit(req.framework, rec)} tokens; {context.__name__} port of {rel})")
@@ -589,9 +518,11 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     """The result document (the ``--json`` output, :data:`SCHEMA_VERSION`)."""
     from dashboard import rules
 
-    if req.framework not in schema.FRAMEWORKS:
+    try:
+        fwo = frameworks.get(req.framework)
+    except ValueError:
         raise CheckInputError(f"unknown framework {printable(req.framework, 40)!r}; expected one of "
-                              + ", ".join(schema.FRAMEWORKS))
+                              + ", ".join(schema.FRAMEWORKS)) from None
     notes: list[str] = []
     if req.launch is not None:
         notes += [printable(n, 300) for n in req.launch.notes]
@@ -599,7 +530,7 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     if req.quantization:
         have = rec.get("quant_method")
         if have and _quant_family(str(have)) != _quant_family(req.quantization):
-            if req.framework == "vllm":
+            if fwo.refuses_quantization_mismatch:
                 pass  # a failing rule below
             else:
                 notes.append(f"--quantization {req.quantization} differs from the config's {have}; the "
@@ -615,18 +546,9 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     except ValueError as e:
         raise CheckInputError(printable(e, 300)) from None
     issues = [_hit_issue(h) for h in v.failures]
-    if req.quantization and req.framework == "vllm" and rec.get("quant_method") and \
+    if req.quantization and fwo.refuses_quantization_mismatch and rec.get("quant_method") and \
             _quant_family(str(rec["quant_method"])) != _quant_family(req.quantization):
-        site = "vllm/config/model.py" + (":1457" if v.release == "0.33.0" else "")
-        issues.insert(0, Issue(
-            "vllm.quantization_mismatch",
-            f"Quantization method specified in the model config ({rec['quant_method']}) does not match the "
-            f"quantization method specified in the `quantization` argument ({req.quantization}).",
-            "ValueError", site, _VLLM_SRC.format(r=v.release or "0.33.0", path="vllm/config/model.py") + (
-                "#L1457" if v.release == "0.33.0" else ""),
-            "source", False, "quantization",
-            "ModelConfig._verify_quantization: the checkpoint's quant_method and --quantization differ (vLLM "
-            "also accepts its own overrides such as gptq -> gptq_marlin)"))
+        issues.insert(0, Issue(**fwo.quantization_mismatch_issue(rec["quant_method"], req.quantization, v.release)))
     ctx_issue = context_issue(rec, req)
     if ctx_issue is not None:
         issues.insert(0, ctx_issue)  # ModelConfig raises it before any parallel-layout check
@@ -673,7 +595,7 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
                 alts.append(a)
         if mem is not None and not v.failures and mem["kv_tokens_per_gpu"] > 0 and \
                 mem["kv_tokens_per_gpu"] < mem["max_model_len"]:
-            block = 16 if req.framework == "vllm" else 1
+            block = fwo.kv_block_tokens
             fit_len = mem["kv_tokens_per_gpu"] // block * block
             if fit_len > 0:
                 alts.append(dict(why="shorter_context", gpus=gpu_count(req.framework, lay), **lay,
@@ -683,20 +605,7 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     unmodeled = sorted(set(req.launch.unmodeled)) if req.launch is not None else []
     if unmodeled:
         warnings.append("not modelled (ignored): " + " ".join(printable(u, 60) for u in unmodeled))
-    if req.framework == "sglang" and req.launch is not None and req.launch.attn_dp:
-        from packaging.version import Version
-
-        rel = v.release
-        if rel and Version(rel) < Version(rules.SGLANG_ATTN_DP_SIZE_FROM):
-            warnings.append(f"--attn-dp-size is new in SGLang {rules.SGLANG_ATTN_DP_SIZE_FROM}; SGLang {rel} "
-                            f"spells it {rules.sglang_dp_attention_flags(rel, req.dp)}")
-    if req.framework == "sglang" and req.launch is not None and req.launch.dp_attention and not req.launch.attn_dp:
-        rel = v.release
-        from packaging.version import Version
-
-        if rel and Version(rel) >= Version(rules.SGLANG_ATTN_DP_SIZE_FROM):
-            warnings.append(f"--enable-dp-attention is deprecated in SGLang {rel}: "
-                            f"use {rules.sglang_dp_attention_flags(rel, req.dp)}")
+    warnings += fwo.check_warnings(req.launch, v.release, req.dp)
     issue_dicts = [{k: printable(val, 3000) if isinstance(val, str) else val for k, val in asdict(i).items()}
                    for i in issues]
     return {
@@ -713,8 +622,7 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
         "evidence": v.evidence,
         "layout": dict(lay, gpus=gpu_count(req.framework, lay),
                        # the expert-parallel size the framework uses: vLLM's --enable-expert-parallel is TP x DP
-                       ep=(int(lay["tp"]) * int(lay["dp"]) if req.framework == "vllm" and lay.get("expert_parallel")
-                           else lay["ep"])),
+                       ep=fwo.ep_group(lay)),
         "status": v.status if accepted or v.failures else "invalid",
         "attn_tp": v.attn_tp,
         "q_heads_per_gpu": v.q_heads_per_rank,
@@ -823,7 +731,7 @@ def _request(args: argparse.Namespace, launch: Launch | None) -> Request:
     if fw not in schema.FRAMEWORKS:
         raise CheckInputError(f"unknown framework {printable(args.framework, 40)!r}; expected one of "
                               + ", ".join(schema.FRAMEWORKS))
-    if launch is not None and args.framework and fw != launch.framework:
+    if launch is not None and args.framework and frameworks.get(fw) is not frameworks.get(launch.framework):
         raise CheckInputError(f"--framework {fw} but the launch command is {launch.framework}'s")
     lay = launch.layout() if launch is not None else dict(tp=1, pp=1, dp=1, ep=1, dp_attention=False,
                                                           expert_parallel=False, vision_dp=False)
@@ -833,15 +741,7 @@ def _request(args: argparse.Namespace, launch: Launch | None) -> Request:
         val = getattr(args, k)
         if val is not None:
             lay[k] = parse_size(val, f"--{k}")
-    if args.ep is not None:
-        if fw == "vllm":
-            lay["expert_parallel"], lay["ep"] = True, 1
-        else:
-            lay["ep"] = lay["tp"] if args.ep == "on" else parse_size(args.ep, "--ep")
-    if args.dp_attention:
-        lay["dp_attention"] = True
-        if fw == "tensorrt-llm" and lay["dp"] == 1:
-            lay["dp"] = lay["tp"]
+    frameworks.get(fw).check_request_layout(lay, ep=args.ep, dp_attention=bool(args.dp_attention))
     if args.vision_dp:
         lay["vision_dp"] = True
     kv = args.kv_cache_dtype or (launch.kv_cache_dtype if launch else None)

@@ -10,5 +10,8 @@ class MegatronCore(Framework):
     label = "Megatron-Core"
     executed_releases = ("0.16.1",)
 
+    #: ``expert_model_parallel_size``
+    expert_parallel_mode = "size"
+
 
 __all__ = ["MegatronCore"]
