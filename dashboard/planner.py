@@ -65,19 +65,22 @@ import numpy as np
 import pandas as pd
 
 from dashboard import context, memory, rules, schema, sharding
+from dashboard import frameworks as fw_registry
+from dashboard.frameworks.sglang import attn_dp_with_replicas as sglang_attn_dp_with_replicas
+from dashboard.frameworks.sglang import serving as _sglang_serving
+from dashboard.frameworks.tensorrt_llm import TRTLLM_MAX_BATCH_SIZE  # noqa: F401  (re-exported)
+from dashboard.frameworks.vllm import serving as _vllm_serving
 
 #: Version of the ``--json`` output of ``tp-planner plan`` and of :func:`plan_to_dict` (bumped on any
 #: change of field names or meanings; the README lists the fields).
 SCHEMA_VERSION = 1
 
 #: Frameworks the planner covers (the serving frameworks with launch commands).
-PLAN_FRAMEWORKS: tuple[str, ...] = ("vllm", "sglang", "tensorrt-llm")
+PLAN_FRAMEWORKS: tuple[str, ...] = tuple(f.name for f in fw_registry.all_frameworks() if f.launch_flags)
 
 #: Placeholder for the head node's address in multi-node launch commands.
 HEAD_ADDR = "$HEAD_IP"
 
-#: TensorRT-LLM ``trtllm-serve --max_batch_size`` default (``BuildConfig.max_batch_size``).
-TRTLLM_MAX_BATCH_SIZE = 2048
 
 #: Minimum compute capability for a dtype to run natively (NVIDIA ``major.minor``).
 DTYPE_MIN_CAPABILITY: dict[str, float] = {"bf16": 8.0, "fp8": 8.9, "nvfp4": 10.0}
@@ -323,14 +326,6 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-@functools.lru_cache(maxsize=256)
-def _sglang_attn_dp_with_replicas(release: str | None) -> bool:
-    """From 0.5.22 SGLang spells attention-DP ``--attn-dp-size`` and keeps ``--dp-size`` for replicas."""
-    from packaging.version import Version
-
-    return release is None or Version(release) >= Version(rules.SGLANG_ATTN_DP_SIZE_FROM)
-
-
 def enumerate_layouts(n_gpus: int, framework: str, *, moe: bool, release: str | None = None) -> pd.DataFrame:
     """Every layout of exactly ``n_gpus`` GPUs for ``framework`` (no filtering by validity or node size).
 
@@ -345,29 +340,13 @@ def enumerate_layouts(n_gpus: int, framework: str, *, moe: bool, release: str | 
     ``r_ep``, ``r_expert_parallel``.
     """
     rows = []
+    fwo = fw_registry.get(framework)
     for tp in _divisors(n_gpus):
         for pp in _divisors(n_gpus // tp):
             dp = n_gpus // (tp * pp)
             ep_opts = [False, True] if moe else [False]
             for ep_on in ep_opts:
-                if framework == "vllm":
-                    if ep_on and tp * dp == 1:
-                        continue
-                    rows.append((tp, pp, dp, 1, tp * dp if ep_on else 1, ep_on, dp, False, 1, ep_on))
-                    continue
-                if ep_on and tp == 1:
-                    continue
-                ep = tp if ep_on else 1
-                rows.append((tp, pp, dp, 1, ep, ep_on, dp, False, ep, False))
-                if tp == 1:
-                    continue
-                if framework == "sglang":
-                    if dp > 1 and not _sglang_attn_dp_with_replicas(release):
-                        continue
-                    for d in _divisors(tp)[1:]:
-                        rows.append((tp, pp, dp, d, ep, ep_on, d, True, ep, False))
-                elif framework == "tensorrt-llm":
-                    rows.append((tp, pp, dp, tp, ep, ep_on, tp, True, ep, False))
+                rows += fwo.layout_rows(tp, pp, dp, ep_on, release=release)
     df = pd.DataFrame(rows, columns=["tp", "pp", "dp", "attn_dp", "ep", "expert_parallel", "r_dp",
                                      "r_dp_attention", "r_ep", "r_expert_parallel"])
     df.insert(0, "framework", framework)
@@ -424,25 +403,10 @@ def _layout_label(tp, pp, dp, attn_dp, ep, framework) -> str:
 # ----------------------------------------------------------------------------------------------------
 
 
-def vllm_default_max_num_seqs(gpu: GPU) -> int:
-    """vLLM 0.33.0's ``--max-num-seqs`` default for the OpenAI server on this GPU (per engine / DP rank):
-    1024 on >= 160 GiB cards, 1024 on >= 70 GiB cards that are not A100, else 256
-    (``vllm/engine/arg_utils.py:2973-3006``)."""
-    gib = gpu.memory_bytes / memory.GiB
-    if gib >= 160:
-        return 1024
-    if gib >= 70 and "a100" not in gpu.name.lower():
-        return 1024
-    return 256
-
-
-def sglang_default_max_running_requests(tokens_per_gpu: np.ndarray, context_len: int) -> np.ndarray:
-    """SGLang 0.5.23's running-request cap per attention-DP worker without ``--max-running-requests``:
-    ``min(clamp(int(tokens / context_len * 512), 2048, 4096), tokens // 2)``
-    (``mem_cache/kv_cache_configurator.py:3119-3133``). ``tokens_per_gpu``: KV-pool tokens, an array."""
-    tok = np.nan_to_num(np.asarray(tokens_per_gpu, dtype=np.float64), nan=0.0)
-    est = np.clip(np.floor(tok / context_len * 512), 2048, 4096)
-    return np.minimum(est, np.floor(tok / 2)).astype(np.int64)
+#: vLLM's ``--max-num-seqs`` default (:func:`dashboard.frameworks.vllm.serving.default_max_num_seqs`).
+vllm_default_max_num_seqs = _vllm_serving.default_max_num_seqs
+#: SGLang's running-request cap (:func:`dashboard.frameworks.sglang.serving.default_max_running_requests`).
+sglang_default_max_running_requests = _sglang_serving.default_max_running_requests
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -569,16 +533,6 @@ def _dtype_refusal(gpu: GPU, weight_kind: str, kv_dtype: str, framework: str, *,
 # ----------------------------------------------------------------------------------------------------
 
 
-def _kv_flag(framework: str, kv_dtype: str) -> str:
-    kv = str(kv_dtype).lower()
-    fp8 = kv.startswith("fp8")
-    if framework == "vllm":
-        return "fp8" if kv == "fp8" else (kv if fp8 else "auto")
-    if framework == "sglang":
-        return ("fp8_e5m2" if kv == "fp8_e5m2" else "fp8_e4m3") if fp8 else "auto"
-    return "fp8" if fp8 else "auto"
-
-
 def launch_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_len: int, kv_dtype: str,
                     release: str | None) -> tuple[str, ...]:
     """Launch command(s) for one accepted layout (a row of :func:`plan`): one per node for multi-node
@@ -588,97 +542,8 @@ def launch_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_
     spanning nodes go through ``mpirun ... trtllm-llmapi-launch``). Each command starts with a ``#``
     comment naming where it runs; ``$HEAD_IP`` stands for the head node's address. The KV dtype and the
     memory fraction the plan assumed are spelled out."""
-    fw = row["framework"]
-    tp, pp, dp, attn_dp, ep = (int(row[k]) for k in ("tp", "pp", "dp", "attn_dp", "ep"))
-    n = tp * pp * dp
-    replica = tp * pp
-    nodes = max(1, -(-n // gpus_per_node))
-    q = shlex.quote(model_id)
-    frac = row.get("mem_fraction")
-    kvf = _kv_flag(fw, kv_dtype)
-    if fw == "vllm":
-        base = (f"vllm serve {q} --tensor-parallel-size {tp} --pipeline-parallel-size {pp} "
-                f"--data-parallel-size {dp}")
-        if bool(row["expert_parallel"]):
-            base += " --enable-expert-parallel"
-        base += f" --max-model-len {context_len} --kv-cache-dtype {kvf}"
-        if frac is not None and np.isfinite(frac):
-            base += f" --gpu-memory-utilization {float(frac):g}"
-        if nodes == 1:
-            return (f"# one node, {n} GPUs\n{base}",)
-        if replica <= gpus_per_node and gpus_per_node % replica == 0 and dp > 1:
-            local = gpus_per_node // replica
-            out = []
-            for k in range(nodes):
-                here = min(local, dp - k * local)
-                extra = (f" --data-parallel-size-local {here} --data-parallel-address {HEAD_ADDR} "
-                         f"--data-parallel-rpc-port 13345")
-                if k == 0:
-                    out.append(f"# node 0 (head, API server): DP ranks 0-{here - 1}\n{base}{extra}")
-                else:
-                    out.append(f"# node {k}: DP ranks {k * local}-{k * local + here - 1}\n"
-                               f"{base}{extra} --headless --data-parallel-start-rank {k * local}")
-            return tuple(out)
-        out = []
-        for k in range(nodes):
-            extra = f" --nnodes {nodes} --node-rank {k} --master-addr {HEAD_ADDR}"
-            out.append(f"# node {k}{' (head, API server)' if k == 0 else ''}\n{base}{extra}"
-                       + ("" if k == 0 else " --headless"))
-        return tuple(out)
-    if fw == "sglang":
-        base = f"python -m sglang.launch_server --model-path {q} --tp-size {tp}"
-        if pp > 1:
-            base += f" --pp-size {pp}"
-        if attn_dp > 1:
-            if _sglang_attn_dp_with_replicas(release):
-                if dp > 1:
-                    base += f" --dp-size {dp}"
-                base += " " + rules.sglang_dp_attention_flags(release, attn_dp)
-            else:
-                base += " " + rules.sglang_dp_attention_flags(release, attn_dp)
-        elif dp > 1:
-            base += f" --dp-size {dp}"
-        if ep > 1:
-            base += f" --ep-size {ep}"
-        base += f" --context-length {context_len} --kv-cache-dtype {kvf}"
-        if frac is not None and np.isfinite(frac):
-            base += f" --mem-fraction-static {float(frac):.3f}"
-        if nodes == 1:
-            return (f"# one node, {n} GPUs\n{base}",)
-        return tuple(f"# node {k}{' (head)' if k == 0 else ''}\n{base} --nnodes {nodes} --node-rank {k} "
-                     f"--dist-init-addr {HEAD_ADDR}:5000" for k in range(nodes))
-    # tensorrt-llm
-    yaml = []
-    if attn_dp > 1:
-        yaml.append("enable_attention_dp: true")
-    if kvf != "auto":
-        yaml += ["kv_cache_config:", f"  dtype: {kvf}"]
-    cmd = f"trtllm-serve {q} --backend pytorch --tp_size {tp} --pp_size {pp}"
-    if ep > 1:
-        cmd += f" --ep_size {ep}"
-    cmd += f" --max_seq_len {context_len}"
-    if frac is not None and np.isfinite(frac):
-        cmd += f" --kv_cache_free_gpu_memory_fraction {float(frac):g}"
-    prefix = ""
-    if yaml:
-        body = "\\n".join(yaml)
-        prefix = f"printf '{body}\\n' > trtllm-extra.yaml && "
-        cmd += " --config trtllm-extra.yaml"
-    out = []
-    if replica <= gpus_per_node:
-        per_node = max(1, gpus_per_node // replica)
-        for r in range(dp):
-            node, slot = divmod(r, per_node)
-            devs = ",".join(str(slot * replica + i) for i in range(replica))
-            where = f"# node {node}, replica {r}" if dp > 1 or nodes > 1 else f"# one node, {n} GPUs"
-            out.append(f"{where}\n{prefix}CUDA_VISIBLE_DEVICES={devs} {cmd} --port {8000 + slot}")
-        return tuple(out)
-    span = -(-replica // gpus_per_node)
-    for r in range(dp):
-        hosts = ",".join(f"$NODE{r * span + i}:{gpus_per_node}" for i in range(span))
-        out.append(f"# replica {r} over {span} nodes (from its first node)\n{prefix}mpirun -np {replica} "
-                   f"--host {hosts} trtllm-llmapi-launch {cmd}")
-    return tuple(out)
+    return fw_registry.get(row["framework"]).plan_commands(
+        row, model_id, gpus_per_node=gpus_per_node, context_len=context_len, kv_dtype=kv_dtype, release=release)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -776,7 +641,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     moe = bool(memory._flag(cols["is_moe"])[0] or memory._nz(cols["num_experts"])[0] > 0)
     resolved = {fw: rules.resolve_version(fw, vers.get(fw)) for fw in fws}
     releases = {fw: r.release for fw, r in resolved.items()}
-    lays = pd.concat([_layouts_cached(n, fw, moe, _sglang_attn_dp_with_replicas(releases[fw]))
+    lays = pd.concat([_layouts_cached(n, fw, moe, sglang_attn_dp_with_replicas(releases[fw]))
                       for fw in fws], ignore_index=True)
     L = {c: lays[c].to_numpy() for c in lays.columns}
     fw_arr = L["framework"].astype(object)
@@ -818,7 +683,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
         sel = {"tp": L["tp"][m], "pp": L["pp"][m], "dp": L["r_dp"][m], "ep": L["r_ep"][m],
                "dp_attention": L["r_dp_attention"][m], "expert_parallel": L["r_expert_parallel"][m]}
         w_fw, kv_fw = weight_dtype, kv_dtype
-        if fw == "vllm" and auto_dtype:  # --dtype auto's fallback; the KV cache (auto) follows the weights
+        if fw_registry.get(fw).auto_dtype_fallback and auto_dtype:  # --dtype auto's fallback; the KV cache (auto) follows the weights
             w_fw = auto_dtype
             kv_fw = auto_dtype if str(kv_dtype).lower() in ("bf16", "bfloat16") else kv_dtype
         cap = memory.layout_capacity(df, fw, gpu.memory_bytes, sel, kv_dtype=kv_fw, weight_dtype=w_fw,
@@ -834,9 +699,10 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     seq_group = np.nan_to_num(mc["concurrent_sequences"], nan=0.0)
     kv_rep = (np.maximum(seq_group, 0) * groups).astype(np.int64)
     tok0 = np.nan_to_num(tokens, nan=0.0)
-    cap_rep = np.where(fw_arr == "vllm", vllm_default_max_num_seqs(gpu),
-                       np.where(fw_arr == "sglang", sglang_default_max_running_requests(tok0, ctx) * groups,
-                                TRTLLM_MAX_BATCH_SIZE * groups)).astype(np.int64)
+    cap_rep = np.zeros(len(fw_arr), dtype=np.int64)
+    for fw in fws:
+        m = fw_arr == fw
+        cap_rep[m] = np.broadcast_to(fw_registry.get(fw).scheduler_cap(gpu, tok0[m], ctx, groups[m]), (int(m.sum()),))
 
     # why a layout would not start, in the order the user meets it
     M = float(gpu.memory_bytes)
@@ -917,7 +783,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
                      kv_dtype=str(kv_dtype), weight_dtype=weight_dtype, min_sequences=need,
                      cross_node_tp=bool(cross_node_tp), releases=releases, moe=moe,
                      gpu_memory_bytes=int(gpu.memory_bytes),
-                     dtype_check=" ".join(x for x in (dtype_check_note(gpu), auto_note if "vllm" in fws else "") if x))
+                     dtype_check=" ".join(x for x in (dtype_check_note(gpu), auto_note if any(fw_registry.get(f).auto_dtype_fallback for f in fws) else "") if x))
     return out
 
 
@@ -929,7 +795,7 @@ CONTEXT_COLUMNS = ("max_model_len_vllm", "max_model_len_vllm_source", "context_l
 #: 0.33.0; ranks are TP-innermost) and SGLang ``--nnodes`` (whole pipeline stages per node,
 #: ``_calculate_rank_ranges``, python/sglang/srt/entrypoints/engine.py:2061-2076, 0.5.23). TensorRT-LLM's
 #: ``mpirun --host a:G,b:G`` fills each node's slots first, so a TP group stays in a node when G % TP == 0.
-EVEN_SPREAD_FRAMEWORKS = ("vllm", "sglang")
+EVEN_SPREAD_FRAMEWORKS = tuple(f.name for f in fw_registry.all_frameworks() if f.even_node_spread)
 
 
 def _cross_node(tp: np.ndarray, pp: np.ndarray, n: int, gpn: int, fw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -958,7 +824,7 @@ def _cross_node_message(tp: int, pp: int, gpn: int, fw: str, even_spread: bool) 
         return f"TP {tp} spans nodes of {gpn} GPUs: {tail}"
     rep = tp * pp
     nodes = -(-rep // gpn)
-    who = {"vllm": "vLLM --nnodes", "sglang": "SGLang --nnodes"}.get(fw, fw)
+    who = fw_registry.REGISTRY[fw].even_node_spread or fw if fw in fw_registry.REGISTRY else fw
     if rep % nodes:
         split = f"{rep} ranks do not split evenly over {nodes} nodes"
     else:
@@ -977,43 +843,12 @@ def _memory_refusal(fw: str, weights: float, budget: float, reserve: float, M: f
         return (f"Weights need {weights / gib:.2f} GiB per GPU plus {reserve / gib:.2f} GiB the framework "
                 f"holds back, more than the GPU's {M / gib:.2f} GiB: loading runs out of memory "
                 "(torch.OutOfMemoryError: CUDA out of memory) (planner estimate).")
-    if budget <= 0:
-        if fw == "vllm":
-            return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
-                    "initializing the engine (this flag also controls CPU memory reservation on the CPU backend, "
-                    "despite its name). See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ "
-                    "for more details.")
-        if fw == "sglang":
-            return ("Not enough memory. Please try to increase --mem-fraction-static. Current value: "
-                    f"mem_fraction_static={frac:.3f}")
-        return (f"No memory left for the KV cache after the weights ({weights / gib:.2f} GiB per GPU) "
-                "(planner estimate; TensorRT-LLM's KvCacheCreator then fails to allocate blocks).")
-    if seq_group < 1:
-        needed = kv_tok * ctx
-        if fw == "vllm":
-            est = int(tokens) if np.isfinite(tokens) else 0
-            est_msg = (f"Based on the available memory, the estimated maximum model length is {est}. "
-                       if est > 0 else "")
-            return (f"To serve at least one request with the model's max seq len ({ctx}), "
-                    f"({round(needed / gib, 2)} GiB KV cache is needed, which is larger than the available KV "
-                    f"cache memory ({round(budget / gib, 2)} GiB). {est_msg}Try increasing "
-                    "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing "
-                    "`max_model_len` when initializing the engine. See "
-                    "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
-        if fw == "sglang":
-            return (f"The KV pool holds {int(tokens)} tokens per GPU, fewer than one {ctx}-token sequence: SGLang "
-                    "starts but cannot schedule a request of that length (planner message).")
-        return (f"The KV cache holds {int(tokens)} tokens per GPU, fewer than one {ctx}-token sequence: "
-                "TensorRT-LLM shrinks the attention window below the context length (planner message).")
+    if budget <= 0 or seq_group < 1:
+        return fw_registry.get(fw).memory_refusal(weights=weights, budget=budget, ctx=ctx, kv_tok=kv_tok,
+                                                 tokens=tokens, frac=frac, seq_group=seq_group)
     return ""
 
 
-# ----------------------------------------------------------------------------------------------------
-# summaries
-# ----------------------------------------------------------------------------------------------------
-
-
-#: What the ranking weighs, said wherever a plan is shown.
 RANKING_NOTE = ("Ranked by concurrent sequences (KV-cache capacity), then fewest GPUs per replica, then fewest "
                 "pipeline stages. Latency and throughput are not modelled: a deep pipeline or a small TP group "
                 "holds more sequences but serves each one more slowly.")
@@ -1206,7 +1041,7 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
         sel = lf[["tp", "pp", "r_dp", "r_ep", "r_dp_attention", "r_expert_parallel"]].rename(columns=ren)
         cap = memory.layout_capacity(cat, fw, gpu.memory_bytes, sel, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
                                      context_len=ctx, cols=cols)
-        if fw == "vllm" and weight_dtype is None and _cc_below(gpu, 8.0):
+        if fw_registry.get(fw).auto_dtype_fallback and weight_dtype is None and _cc_below(gpu, 8.0):
             # --dtype auto on a GPU without bfloat16 (vllm_auto_dtype): bf16 checkpoints run in float16 (the
             # same bytes) or, for the model types that refuse float16, in float32: size those in float32
             f32 = (wk_all["kinds"][wk_all["codes"]] == "bf16") & np.isin(memory._text_model_type(cols),
@@ -1238,12 +1073,7 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
         groups = lf["attn_dp"].to_numpy()[None, :]
         kv_rep = np.maximum(seqg, 0) * groups
         tok = np.nan_to_num(cap["tokens_per_gpu"], nan=0.0)
-        if fw == "vllm":
-            cap_rep = np.full(kv_rep.shape, float(vllm_default_max_num_seqs(gpu)))
-        elif fw == "sglang":
-            cap_rep = sglang_default_max_running_requests(tok, ctx) * groups
-        else:
-            cap_rep = np.full(kv_rep.shape, float(TRTLLM_MAX_BATCH_SIZE)) * groups
+        cap_rep = fw_registry.get(fw).scheduler_cap(gpu, tok, ctx, groups)
         total = np.where(starts, np.minimum(kv_rep, cap_rep) * lf["dp"].to_numpy()[None, :], -1.0)
         # best: most sequences, then fewest GPUs per replica, then fewer pipeline stages (as plan() ranks)
         score = (total * 4096.0 * 4096.0 - (lf["tp"] * lf["pp"]).to_numpy()[None, :] * 4096.0
@@ -1285,8 +1115,8 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
 def _context_ok(cat: pd.DataFrame, fw: str, ctx: int) -> np.ndarray:
     """Per model, whether ``fw`` accepts ``ctx`` tokens (:func:`dashboard.context.context_refusal`'s test
     over the catalog columns; True when the limit is unknown or the framework is not modelled)."""
-    col = {"vllm": "max_model_len_vllm", "sglang": "context_length_sglang"}.get(fw)
-    if col is None or col not in cat.columns:
+    col = fw_registry.get(fw).context_limit_column
+    if not col or col not in cat.columns:
         return np.ones(len(cat), dtype=bool)
     lim = pd.to_numeric(cat[col], errors="coerce").astype("float64").to_numpy(na_value=np.nan)
     return ~(np.isfinite(lim) & (ctx > lim))

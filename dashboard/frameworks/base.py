@@ -137,7 +137,7 @@ class Framework:
             return {"ep": 1, "expert_parallel": int(ep) > 1}
         return {}
 
-    def layout_rows(self, tp: int, pp: int, dp: int, ep_on: bool, *, attn_dp_with_replicas: bool = True) -> list[tuple]:
+    def layout_rows(self, tp: int, pp: int, dp: int, ep_on: bool, *, release: str | None = None) -> list[tuple]:
         """The planner's layouts at one (tp, pp, dp) with expert parallelism ``ep_on``: tuples
         ``(tp, pp, dp, attn_dp, ep, expert_parallel, r_dp, r_dp_attention, r_ep, r_expert_parallel)``
         (see :func:`dashboard.planner.enumerate_layouts`). Default: EP = TP when on (more than one rank);
@@ -147,12 +147,13 @@ class Framework:
         ep = tp if ep_on else 1
         rows = [(tp, pp, dp, 1, ep, ep_on, dp, False, ep, False)]
         if tp > 1:
-            for d in self.attention_dp_sizes(tp, dp, attn_dp_with_replicas=attn_dp_with_replicas):
+            for d in self.attention_dp_sizes(tp, dp, release=release):
                 rows.append((tp, pp, dp, d, ep, ep_on, d, True, ep, False))
         return rows
 
-    def attention_dp_sizes(self, tp: int, dp: int, *, attn_dp_with_replicas: bool = True) -> list[int]:
-        """Attention-DP sizes the planner enumerates at TP ``tp`` (> 1) with ``dp`` replicas; none by default."""
+    def attention_dp_sizes(self, tp: int, dp: int, *, release: str | None = None) -> list[int]:
+        """Attention-DP sizes the planner enumerates at TP ``tp`` (> 1) with ``dp`` replicas under ``release``
+        (None: the newest); none by default."""
         return []
 
     # -- rules -------------------------------------------------------------------------------------------

@@ -62,10 +62,10 @@ class SGLang(Framework):
 
         return context.RAISE_SITE_INFO
 
-    def attention_dp_sizes(self, tp, dp, *, attn_dp_with_replicas=True):
+    def attention_dp_sizes(self, tp, dp, *, release=None):
         """Every divisor ``D > 1`` of tp (``--attn-dp-size D``); before 0.5.22 (``--enable-dp-attention
         --dp-size D``, which uses the DP flag) only with one replica."""
-        if dp > 1 and not attn_dp_with_replicas:
+        if dp > 1 and not attn_dp_with_replicas(release):
             return []
         return [d for d in range(2, tp + 1) if tp % d == 0]
 

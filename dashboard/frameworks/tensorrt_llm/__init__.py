@@ -31,7 +31,7 @@ class TensorRTLLM(Framework):
         "backend": ("--backend",),
     }
 
-    def attention_dp_sizes(self, tp, dp, *, attn_dp_with_replicas=True):
+    def attention_dp_sizes(self, tp, dp, *, release=None):
         """Attention-DP over the whole TP group (``enable_attention_dp``)."""
         return [tp]
 

@@ -48,7 +48,7 @@ class VLLM(Framework):
 
         return context.RAISE_SITE_INFO
 
-    def layout_rows(self, tp, pp, dp, ep_on, *, attn_dp_with_replicas=True):
+    def layout_rows(self, tp, pp, dp, ep_on, *, release=None):
         if ep_on and tp * dp == 1:
             return []
         return [(tp, pp, dp, 1, tp * dp if ep_on else 1, ep_on, dp, False, 1, ep_on)]
