@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 import param
 
-from dashboard import schema
+from dashboard import frameworks, schema
 from dashboard.rules import versions as _versions
 
 #: Environment variable naming a catalog parquet file the dashboard opens instead of the shipped one.
@@ -73,7 +73,7 @@ SORT_CHOICES: tuple[str, ...] = tuple(SORT_LABELS)
 TRISTATE: tuple[str, ...] = ("any", "yes", "no")
 
 #: Frameworks whose rules are keyed by release, and the state parameter (and URL key) naming each one's.
-VERSION_PARAMS: dict[str, str] = {"vllm": "vllm_version", "sglang": "sglang_version"}
+VERSION_PARAMS: dict[str, str] = {f.name: f.version_param for f in frameworks.all_frameworks() if f.version_param}
 #: Release each framework's rules are evaluated at by default: the newest run through the conformance harness.
 DEFAULT_VERSIONS: dict[str, str] = {fw: _versions.newest_executed(fw) or "" for fw in VERSION_PARAMS}
 DEFAULT_VLLM_VERSION: str = DEFAULT_VERSIONS["vllm"]
@@ -256,10 +256,10 @@ def rule_args(framework: str, *, pp: int = 1, dp: int = 1, ep: int = 1, dp_atten
     ``""``: the newest release run through the conformance harness); the others their current rules.
     """
     kw: dict[str, Any] = {"pp": int(pp), "dp": int(dp), "ep": int(ep), "dp_attention": bool(dp_attention)}
-    if framework == "vllm":
-        kw.update(ep=1, expert_parallel=int(ep) > 1)
-    if framework in VERSION_PARAMS:
-        kw["version"] = {"vllm": vllm_version, "sglang": sglang_version}[framework] or None
+    fw = frameworks.get(framework)
+    kw.update(fw.rule_ep(ep))
+    if fw.version_param:
+        kw["version"] = {"vllm_version": vllm_version, "sglang_version": sglang_version}[fw.version_param] or None
     return kw
 
 
