@@ -132,7 +132,7 @@ def test_hostile_rope(rope):
 
 
 def test_catalog_file_has_the_columns():
-    cat = pd.read_parquet(Path(__file__).resolve().parents[1] / "data" / "catalog.parquet")
+    cat = pd.read_parquet(Path(__file__).resolve().parents[2] / "data" / "catalog.parquet")
     row = cat.set_index("model_id").loc["openai-community/gpt2"]
     assert row["max_model_len_vllm"] == 1024 and row["context_length_sglang"] == 1024
     assert row["max_model_len_key"] == "max_position_embeddings"

@@ -16,7 +16,7 @@ import pytest
 from dashboard import memory, planner, rules
 from dashboard.catalog import load_catalog
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LLAMA = "meta-llama/Llama-3.1-70B-Instruct"
 DSV3 = "deepseek-ai/DeepSeek-V3"
 
