@@ -769,12 +769,12 @@ def _request(args: argparse.Namespace, launch: Launch | None) -> Request:
             res = rules.resolve_version(fw, version)
         except ValueError as e:
             raise CheckInputError(printable(e, 300)) from None
-        _check_release(fw, version, res)
+        check_release(fw, version, res)
     return Request(framework=fw, version=version, kv_cache_dtype=kv, quantization=quant, gpu=gpu, max_model_len=mml,
                    mem_fraction=frac, launch=launch, **lay)
 
 
-def _check_release(fw: str, version: str, res) -> None:
+def check_release(fw: str, version: str, res) -> None:
     """A ``--version`` the command line cannot honour is bad input (exit 2), not a silent fallback as in the
     dashboard: text that is neither a release number nor a date, a date before the framework's first
     release, a release number the framework never published (its release list, when one ships)."""

@@ -1252,13 +1252,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"--limit must be 0 (all) or more, got {args.limit}")
         if versions:
             from dashboard import rules as _rules
-            from dashboard.check import _check_release
+            from dashboard.check import check_release
 
             for fw, rel in versions.items():
                 if fw not in PLAN_FRAMEWORKS:
                     raise ValueError(f"--version {fw}={rel}: unknown framework {fw!r}; expected one of "
                                      f"{', '.join(PLAN_FRAMEWORKS)}")
-                _check_release(fw, rel, _rules.resolve_version(fw, rel))
+                check_release(fw, rel, _rules.resolve_version(fw, rel))
         df = plan(record, args.gpus, args.gpu, gpus_per_node=args.gpus_per_node,
                   frameworks=tuple(args.framework or PLAN_FRAMEWORKS), versions=versions or None,
                   context_len=args.context_len, kv_dtype=args.kv_dtype, weight_dtype=args.weight_dtype,
