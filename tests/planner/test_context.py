@@ -236,12 +236,12 @@ def test_tp8_pp2_on_16_gpus_starts():
 
 
 def test_uneven_split_message():
-    msg = planner._cross_node_message(2, 5, 8, "vllm", True)
+    msg = planner.cross_node_message(2, 5, 8, "vllm", True)
     assert "10 ranks over 2 nodes = 5 per node: a TP group of 2 would span nodes" in msg
-    cross, uneven = planner._cross_node([2, 1, 4, 8], [5, 12, 4, 2], 10, 8,
+    cross, uneven = planner.cross_node([2, 1, 4, 8], [5, 12, 4, 2], 10, 8,
                                         ["vllm", "vllm", "sglang", "tensorrt-llm"])
     assert cross.tolist() == [True, False, False, False] and uneven.tolist() == [True, False, False, False]
-    msg = planner._cross_node_message(2, 5, 4, "sglang", True)
+    msg = planner.cross_node_message(2, 5, 4, "sglang", True)
     assert "SGLang --nnodes" in msg and "10 ranks do not split evenly over 3 nodes" in msg
 
 
