@@ -24,7 +24,7 @@ try:
 except ImportError:  # tests/ is not a package: pytest put tests/ itself on sys.path
     from hubserver import FakeHub
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 LLAMA_70B = "meta-llama/Llama-3.1-70B-Instruct"
 
 #: meta-llama/Llama-3.1-70B-Instruct's config.json (verbatim, as the Hub serves it)
@@ -329,7 +329,7 @@ def test_output_to_a_closed_pipe_or_a_full_disk_is_not_a_traceback(tmp_path):
     cfg.write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
                                "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
                                "intermediate_size": 14336, "vocab_size": 128256}))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     cmd = [sys.executable, "-m", "dashboard.cli", "check", str(cfg), "--framework", "vllm", "--tp", "3"]
     p = subprocess.run(" ".join(cmd) + " | head -c 10", shell=True, capture_output=True, text=True, env=env,
                        timeout=300)
