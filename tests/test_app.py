@@ -396,7 +396,7 @@ def test_heatmap_names_are_shortened_by_a_formatter_that_bokeh_measures(app):
     assert isinstance(fig.yaxis[0].formatter, CustomJSTickFormatter)
     assert not fig.yaxis[0].major_label_overrides
     args = fig.yaxis[0].formatter.args
-    assert args["labels"] == heatmap.row_labels(args["names"]) and fig.yaxis[0].formatter.code == heatmap._ROW_LABEL_JS
+    assert args["labels"] == heatmap.row_labels(args["names"]) and fig.yaxis[0].formatter.code == heatmap.ROW_LABEL_JS
     assert HOSTILE in fig.yaxis[0].formatter.args["names"] and HOSTILE not in fig.yaxis[0].formatter.code
 
 
