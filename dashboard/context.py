@@ -35,6 +35,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from dashboard import frameworks
+from dashboard.frameworks.sglang.context import (  # noqa: F401  (re-exported)
+    SGLANG_RAISE_SITE, SGLANG_RELEASE, sglang_message)
+from dashboard.frameworks.vllm.context import (  # noqa: F401  (re-exported)
+    VLLM_RAISE_SITE, VLLM_RELEASE, vllm_message)
+
 #: vLLM's keys, in its order (``derive_max_model_len_and_key``); the smallest present value wins.
 VLLM_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
              "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
@@ -46,11 +52,6 @@ SGLANG_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_le
 SGLANG_DEFAULT_CONTEXT = 2048
 #: Lengths beyond this are not a context length (hostile or corrupt configs): the limit is unknown.
 _MAX_LEN = 1 << 40
-
-VLLM_RAISE_SITE = "vllm/config/model.py:2680"
-VLLM_RELEASE = "0.33.0"
-SGLANG_RAISE_SITE = "python/sglang/srt/configs/model_config.py:1314"
-SGLANG_RELEASE = "0.5.23"
 
 #: Model types whose transformers 5.24.0 config class keeps ``rope_parameters`` nested by layer type
 #: (``{"full_attention": {...}, "sliding_attention": {...}}``) even when ``config.json`` has one flat
@@ -196,55 +197,26 @@ def derive_limits(text: Mapping, model_type: str | None, attribute_map: Mapping[
     return out
 
 
-def vllm_message(context_len: int, derived: float | int | None, source: str | None) -> str:
-    """vLLM's ``ValueError`` text for ``--max-model-len context_len`` above the derived limit ('' when it
-    starts or the limit is unknown), exactly as ``_get_and_verify_max_len`` builds it
-    (``vllm/config/model.py:2664-2683``, vLLM 0.33.0); raised at :data:`VLLM_RAISE_SITE`."""
-    if derived is None or not source or isinstance(derived, bool) or not isinstance(derived, (int, float)) \
-            or not context_len > derived:
-        return ""
-    msg = (f"User-specified max_model_len ({context_len}) is greater than the derived max_model_len "
-           f"({source} in model's config.json).")
-    warning = ("VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative "
-               "position encoding (RoPE), positions exceeding derived_max_model_len lead to nan. If the model "
-               "uses absolute position encoding, positions exceeding derived_max_model_len will cause a CUDA "
-               "array out-of-bounds error.")
-    return f"{msg} To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. {warning}"
+#: framework -> (raise site, release, source URL) of the context-length refusal (the frameworks whose
+#: :attr:`~dashboard.frameworks.base.Framework.context_raise_site` is known).
+RAISE_SITES = {fw.name: fw.context_raise_site for fw in frameworks.all_frameworks() if fw.context_raise_site}
 
 
-def sglang_message(context_len: int, derived: int | None) -> str:
-    """SGLang's ``ValueError`` text for ``--context-length context_len`` above the derived length ('' when
-    it starts or the length is unknown), exactly as ``_derive_context_length`` builds it
-    (``model_config.py:1297-1316``, SGLang 0.5.23); raised at :data:`SGLANG_RAISE_SITE`."""
-    if derived is None or not context_len > derived:
-        return ""
-    msg = (f"Warning: User-specified context_length ({context_len}) is greater than the derived context_length "
-           f"({derived}). This may lead to incorrect model outputs or CUDA errors. Note that the derived "
-           "context_length may differ from max_position_embeddings in the model's config.")
-    return f"{msg} To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
-
-
-#: framework -> (raise site, release, source URL) of the context-length refusal.
-RAISE_SITES = {
-    "vllm": (VLLM_RAISE_SITE, VLLM_RELEASE,
-             f"https://github.com/vllm-project/vllm/blob/v{VLLM_RELEASE}/vllm/config/model.py#L2680"),
-    "sglang": (SGLANG_RAISE_SITE, SGLANG_RELEASE,
-               f"https://github.com/sgl-project/sglang/blob/v{SGLANG_RELEASE}/{SGLANG_RAISE_SITE.replace(':', '#L')}"),
-}
+def _framework(name: str):
+    try:
+        return frameworks.get(name)
+    except ValueError:
+        return None
 
 
 def context_message(framework: str, context_len: int, record: Mapping) -> str:
     """The engine's own error text when ``framework`` refuses ``context_len`` tokens for a catalog record
     (a mapping with ``max_model_len_vllm``, ``max_model_len_vllm_source``, ``context_length_sglang``);
     '' when it starts, the limit is unknown, or the framework is not modelled (TensorRT-LLM)."""
-    if framework == "vllm":
-        src = record.get("max_model_len_vllm_source") if isinstance(record, Mapping) else None
-        return vllm_message(context_len, _number(record, "max_model_len_vllm"),
-                            src if isinstance(src, str) and src else None)
-    if framework == "sglang":
-        d = _number(record, "context_length_sglang")
-        return sglang_message(context_len, None if d is None else int(d))
-    return ""
+    fw = _framework(framework)
+    if fw is None or not fw.context_limit_column:
+        return ""
+    return fw.context_message(context_len, _number(record, fw.context_limit_column), record)
 
 
 def context_refusal(framework: str, context_len: int, record: Mapping) -> str:
@@ -254,8 +226,7 @@ def context_refusal(framework: str, context_len: int, record: Mapping) -> str:
     if not msg:
         return ""
     site, rel, _ = RAISE_SITES[framework]
-    label = {"vllm": "vLLM", "sglang": "SGLang"}[framework]
-    return f"{msg} (ValueError at {site}, {label} {rel})"
+    return f"{msg} (ValueError at {site}, {frameworks.get(framework).label} {rel})"
 def _number(record: Mapping, key: str) -> float | None:
     """A finite number of ``record[key]`` (None for missing, NA, NaN or not a number)."""
     v = record.get(key) if isinstance(record, Mapping) else None
@@ -270,8 +241,9 @@ def _number(record: Mapping, key: str) -> float | None:
 
 def limit(framework: str, record: Mapping) -> int | None:
     """The longest context (tokens, whole) ``framework`` accepts for a record; None when unknown."""
-    key = {"vllm": "max_model_len_vllm", "sglang": "context_length_sglang"}.get(framework)
-    if key is None or not isinstance(record, Mapping):
+    fw = _framework(framework)
+    key = fw.context_limit_column if fw is not None else ""
+    if not key or not isinstance(record, Mapping):
         return None
     v = _number(record, key)
     return None if v is None else int(math.floor(v))

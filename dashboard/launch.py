@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any, Sequence
 
+from dashboard import frameworks
+
 __all__ = ["FLAGS", "Launch", "LaunchError", "parse_command", "render_command", "parse_len", "MAX_GPUS"]
 
 #: Largest parallel size (and GPU count) the check command accepts.
@@ -46,44 +48,10 @@ _KINDS = {
     "quantization": "str", "model": "model", "backend": "str",
 }
 
-#: The flags the planner models, per framework: key -> spellings (first = the one corrected commands use).
+#: The flags the planner models, per framework: key -> spellings (first = the one corrected commands use);
+#: each framework's own :attr:`~dashboard.frameworks.base.Framework.launch_flags`.
 FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
-    "vllm": {
-        "tp": ("--tensor-parallel-size", "-tp"),
-        "pp": ("--pipeline-parallel-size", "-pp"),
-        "dp": ("--data-parallel-size", "-dp"),
-        "expert_parallel": ("--enable-expert-parallel", "-ep"),
-        "no_expert_parallel": ("--no-enable-expert-parallel",),
-        "mem_fraction": ("--gpu-memory-utilization",),
-        "kv_cache_dtype": ("--kv-cache-dtype",),
-        "max_model_len": ("--max-model-len",),
-        "mm_encoder_tp_mode": ("--mm-encoder-tp-mode",),
-        "quantization": ("--quantization", "-q"),
-        "model": ("--model",),
-    },
-    "sglang": {
-        "tp": ("--tp-size", "--tensor-parallel-size", "--tp"),
-        "pp": ("--pp-size", "--pipeline-parallel-size", "--pp"),
-        "dp": ("--dp-size", "--data-parallel-size", "--dp"),
-        "attn_dp": ("--attn-dp-size", "--attention-data-parallel-size"),
-        "ep": ("--ep-size", "--expert-parallel-size", "--ep"),
-        "dp_attention": ("--enable-dp-attention",),
-        "vision_dp": ("--mm-enable-dp-encoder",),
-        "mem_fraction": ("--mem-fraction-static",),
-        "kv_cache_dtype": ("--kv-cache-dtype",),
-        "max_model_len": ("--context-length",),
-        "quantization": ("--quantization",),
-        "model": ("--model-path", "--model"),
-    },
-    "tensorrt-llm": {
-        "tp": ("--tp_size",),
-        "pp": ("--pp_size",),
-        "ep": ("--ep_size",),
-        "mem_fraction": ("--kv_cache_free_gpu_memory_fraction", "--free_gpu_memory_fraction"),
-        "max_model_len": ("--max_seq_len",),
-        "backend": ("--backend",),
-    },
-}
+    fw.name: fw.launch_flags for fw in frameworks.all_frameworks() if fw.launch_flags}
 
 #: Flags of these tools that take no value (so the token after them is not swallowed as one).
 _BOOLEAN = {
@@ -170,14 +138,7 @@ class Launch:
     # -- the layout for the rules engine ---------------------------------------------------------
     def layout(self) -> dict[str, Any]:
         """``tp, pp, dp, ep, dp_attention, expert_parallel, vision_dp`` for :func:`dashboard.rules.check`."""
-        tp, pp = self.tp or 1, self.pp or 1
-        dp, ep, dpa = self.dp or 1, self.ep or 1, self.dp_attention
-        if self.framework == "sglang" and self.attn_dp and self.attn_dp > 1:
-            dpa, dp = True, self.attn_dp
-        if self.framework == "vllm":
-            ep = 1
-        return dict(tp=tp, pp=pp, dp=dp, ep=ep, dp_attention=dpa, expert_parallel=self.expert_parallel,
-                    vision_dp=self.vision_dp)
+        return frameworks.get(self.framework).launch_layout(self)
 
     # -- rewriting -------------------------------------------------------------------------------
     def command_with(self, *, version: str | None = None, **layout: Any) -> str:
@@ -203,10 +164,9 @@ class Launch:
         return _join(kept + extra)
 
     def _replicas(self) -> int:
-        """SGLang ``--dp-size`` next to ``--attn-dp-size`` (0.5.22+): whole replicas, kept as written."""
-        if self.framework == "sglang" and self.attn_dp and self.attn_dp > 1 and self.dp and self.dp > 1:
-            return self.dp
-        return 1
+        """Whole replicas kept as written next to attention-DP (SGLang ``--dp-size`` next to
+        ``--attn-dp-size``, 0.5.22+)."""
+        return frameworks.get(self.framework).launch_replicas(self)
 
 
 def _join(tokens: Sequence[str]) -> str:
@@ -216,57 +176,19 @@ def _join(tokens: Sequence[str]) -> str:
 def _layout_flags(framework: str, lay: dict[str, Any], *, version: str | None = None, keep_vision: bool = False,
                   replicas: int = 1) -> list[str]:
     """The flags that spell ``lay`` for ``framework`` (defaults left out)."""
-    f = FLAGS.get(framework, {})
-    out: list[str] = []
-    tp, pp, dp, ep = (int(lay.get(k) or 1) for k in ("tp", "pp", "dp", "ep"))
-    if framework == "vllm":
-        out += [f["tp"][0], str(tp)]
-        if pp > 1:
-            out += [f["pp"][0], str(pp)]
-        if dp > 1:
-            out += [f["dp"][0], str(dp)]
-        if lay.get("expert_parallel") or ep > 1:
-            out.append(f["expert_parallel"][0])
-        if keep_vision and lay.get("vision_dp"):
-            out += [f["mm_encoder_tp_mode"][0], "data"]
-    elif framework == "sglang":
-        out += [f["tp"][0], str(tp)]
-        if pp > 1:
-            out += [f["pp"][0], str(pp)]
-        if lay.get("dp_attention") and dp > 1:
-            from dashboard.rules import sglang_dp_attention_flags
-
-            out += sglang_dp_attention_flags(version, dp).split()
-            if replicas > 1:
-                out += [f["dp"][0], str(replicas)]
-        elif dp > 1:
-            out += [f["dp"][0], str(dp)]
-        if ep > 1:
-            out += [f["ep"][0], str(ep)]
-        if keep_vision and lay.get("vision_dp"):
-            out.append(f["vision_dp"][0])
-    elif framework == "tensorrt-llm":
-        out += [f["tp"][0], str(tp)]
-        if pp > 1:
-            out += [f["pp"][0], str(pp)]
-        if ep > 1:
-            out += [f["ep"][0], str(ep)]
-        # attention-DP is set in the --config/--extra_llm_api_options YAML (enable_attention_dp: true)
-    return out
+    return frameworks.get(framework).layout_flags(lay, version=version, keep_vision=keep_vision, replicas=replicas)
 
 
 def render_command(framework: str, model: str, lay: dict[str, Any], *, version: str | None = None,
                    max_model_len: int | None = None, extra: Sequence[str] = ()) -> str:
     """A launch command for ``framework`` serving ``model`` at layout ``lay``; frameworks without a
-    server command (transformers, Megatron-Core) get the equivalent ``tp-planner check`` flags."""
+    server command (transformers, Megatron-Core) get the equivalent ``tp-planner check`` flags. ``lay``: a
+    :class:`dashboard.frameworks.Layout` or a dict of its fields."""
+    if isinstance(lay, frameworks.Layout):
+        lay = lay.as_dict()
     flags = _layout_flags(framework, lay, version=version, keep_vision=True)
-    if framework == "vllm":
-        head = ["vllm", "serve", model]
-    elif framework == "sglang":
-        head = ["python", "-m", "sglang.launch_server", "--model-path", model]
-    elif framework == "tensorrt-llm":
-        head = ["trtllm-serve", model]
-    else:
+    head = frameworks.get(framework).launch_head(model)
+    if head is None:
         head = ["tp-planner", "check", model, "--framework", framework]
         flags = ["--tp", str(int(lay.get("tp") or 1))]
         for k in ("pp", "dp", "ep"):
@@ -274,8 +196,9 @@ def render_command(framework: str, model: str, lay: dict[str, Any], *, version: 
                 flags += [f"--{k}", str(int(lay[k]))]
         if lay.get("dp_attention"):
             flags.append("--dp-attention")
-    if max_model_len and framework in FLAGS:
-        flags += [FLAGS[framework]["max_model_len"][0], str(int(max_model_len))]
+    own = frameworks.get(framework).launch_flags
+    if max_model_len and own:
+        flags += [own["max_model_len"][0], str(int(max_model_len))]
     elif max_model_len:
         flags += ["--max-model-len", str(int(max_model_len))]
     return _join([*head, *flags, *extra])
@@ -354,6 +277,7 @@ def parse_command(command: str | Sequence[str]) -> Launch:
     if any("\x00" in t for t in tokens):
         raise LaunchError("launch command contains a NUL character")
     fw, start = _launcher(tokens)
+    fwo = frameworks.get(fw)
     names = _lookup(fw)
     out = Launch(framework=fw, tokens=tokens, start=start)
     positional: list[tuple[int, str]] = []
@@ -366,7 +290,7 @@ def parse_command(command: str | Sequence[str]) -> Launch:
             continue
         name, eq, inline = tok.partition("=")
         look = name
-        if fw == "vllm" and name.startswith("--"):
+        if fwo.flag_underscores and name.startswith("--"):
             look = "--" + name[2:].replace("_", "-")
         key = names.get(look)
         if key is None:
@@ -418,7 +342,7 @@ def parse_command(command: str | Sequence[str]) -> Launch:
         out.spans.setdefault(key, []).append((i, end))
         i = end
     # the MODEL positional: vllm serve MODEL / trtllm-serve MODEL (first positional)
-    if fw in ("vllm", "tensorrt-llm") and positional:
+    if fwo.positional_model and positional:
         idx, tok = positional[0]
         if out.model is None:
             out.model = tok
@@ -428,10 +352,7 @@ def parse_command(command: str | Sequence[str]) -> Launch:
         positional = positional[1:]
     for _, tok in positional:
         out.notes.append(f"stray argument {_show(tok)} ignored")
-    if fw == "sglang" and out.dp_attention and out.attn_dp:
-        out.notes.append("--enable-dp-attention and --attn-dp-size both given: --attn-dp-size is used")
-    if fw == "tensorrt-llm" and out.backend and out.backend not in ("pytorch",):
-        out.notes.append(f"--backend {out.backend}: the rules follow the PyTorch backend's model code")
+    out.notes += fwo.launch_notes(out)
     if out.model is not None and (not out.model.strip() or len(out.model) > 1024):
         raise LaunchError("the command's MODEL is empty or longer than 1024 characters")
     return out

@@ -396,7 +396,7 @@ def test_heatmap_names_are_shortened_by_a_formatter_that_bokeh_measures(app):
     assert isinstance(fig.yaxis[0].formatter, CustomJSTickFormatter)
     assert not fig.yaxis[0].major_label_overrides
     args = fig.yaxis[0].formatter.args
-    assert args["labels"] == heatmap.row_labels(args["names"]) and fig.yaxis[0].formatter.code == heatmap._ROW_LABEL_JS
+    assert args["labels"] == heatmap.row_labels(args["names"]) and fig.yaxis[0].formatter.code == heatmap.ROW_LABEL_JS
     assert HOSTILE in fig.yaxis[0].formatter.args["names"] and HOSTILE not in fig.yaxis[0].formatter.code
 
 
@@ -1076,7 +1076,7 @@ def test_bad_sglang_version_in_the_link_falls_back_with_an_escaped_notice(raw, s
 
 def test_rule_args_and_grid_keys_carry_the_sglang_version(small_catalog):
     from dashboard import rules
-    from dashboard.state import _part_key, rule_args, state_grid_args, state_rule_args
+    from dashboard.state import part_key, rule_args, state_grid_args, state_rule_args
 
     assert rule_args("sglang", dp=2, dp_attention=True, sglang_version="0.5.20") == {
         "pp": 1, "dp": 2, "ep": 1, "dp_attention": True, "version": "0.5.20"}
@@ -1084,9 +1084,9 @@ def test_rule_args_and_grid_keys_carry_the_sglang_version(small_catalog):
     assert "version" not in rule_args("transformers-native-tp", sglang_version="0.5.20", vllm_version="0.22.0")
     assert rule_args("vllm", sglang_version="0.5.20", vllm_version="0.22.0")["version"] == "0.22.0"
     # "", None and the newest executed release are one cache entry; another release is another.
-    keys = {_part_key("sglang", 1, 1, 1, False, None, v) for v in ("", None, "0.5.23")}
-    assert len(keys) == 1 and _part_key("sglang", 1, 1, 1, False, None, "0.5.20") not in keys
-    assert _part_key("vllm", 1, 1, 1, False, "0.22.0", "0.5.20") == _part_key("vllm", 1, 1, 1, False, "0.22.0", None)
+    keys = {part_key("sglang", 1, 1, 1, False, None, v) for v in ("", None, "0.5.23")}
+    assert len(keys) == 1 and part_key("sglang", 1, 1, 1, False, None, "0.5.20") not in keys
+    assert part_key("vllm", 1, 1, 1, False, "0.22.0", "0.5.20") == part_key("vllm", 1, 1, 1, False, "0.22.0", None)
     s = PlannerState(sglang_version="0.5.20", vllm_version="0.22.0")
     assert state_rule_args(s, "sglang")["version"] == "0.5.20" and state_rule_args(s, "vllm")["version"] == "0.22.0"
     assert state_grid_args(s)["sglang_version"] == "0.5.20"

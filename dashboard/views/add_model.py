@@ -30,7 +30,7 @@ from dashboard.addmodel import (
     uploaded_record,
 )
 from dashboard.state import AppData, PlannerState
-from dashboard.views.common import _served, esc, notice_html
+from dashboard.views.common import is_served, esc, notice_html
 
 #: Most notices the box keeps (newest first).
 MAX_NOTICES = 3
@@ -80,7 +80,7 @@ class AddModelPanel(pn.viewable.Viewer):
         ids = self.pending()
         if not ids:
             return
-        if _served():
+        if is_served():
             pn.state.execute(partial(self._fetch_async, ids, True))
         else:
             for rid in ids:
@@ -104,14 +104,14 @@ class AddModelPanel(pn.viewable.Viewer):
         if rid in self.data.model_ids:
             where = "added already" if rid in self.data.added_ids else "in the catalog already"
             self._show(notice_html(f"{rid} is {where}: selected it.", "info"))
-            if _served():  # as a fetched model is selected: from the event loop, not inside the click's
+            if is_served():  # as a fetched model is selected: from the event loop, not inside the click's
                 # own document lock (selecting there left the heatmap and the link half-updated and made
                 # Bokeh raise "_pending_writes should be non-None when we have a document lock")
                 pn.state.execute(partial(self._select_later, rid))
             else:
                 self._select(rid)
             return
-        if _served():
+        if is_served():
             pn.state.execute(partial(self._fetch_async, [rid], False))
         else:
             self._apply(self._fetch_now(rid))

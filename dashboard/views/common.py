@@ -169,7 +169,8 @@ def selected_record_changed(state, event) -> bool:
     return event.old.record(m) is not event.new.record(m) and event.old.record(m) != event.new.record(m)
 
 
-def _served() -> bool:
+def is_served() -> bool:
+    """True inside a served Bokeh document (a browser session), False in a notebook or a test."""
     doc = pn.state.curdoc
     return doc is not None and doc.session_context is not None
 
@@ -187,7 +188,7 @@ def when_shown(view, tab: str, refresh: Callable[..., Any]) -> Callable[..., Any
     stale = {"on": False}
 
     def on_change(*events):
-        if _served() and getattr(view.state, "tab", tab) != tab:
+        if is_served() and getattr(view.state, "tab", tab) != tab:
             stale["on"] = True
             return
         refresh(*events)

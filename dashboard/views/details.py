@@ -5,6 +5,8 @@ from __future__ import annotations
 import panel as pn
 import param
 
+from dashboard import frameworks
+
 from dashboard.plots import heatmap
 from dashboard.plots.style import framework_label
 from dashboard.state import AppData, PlannerState, state_rule_args, state_version
@@ -24,7 +26,7 @@ def fw_label(state: PlannerState, framework: str | None = None) -> str:
 def ep_text(state: PlannerState) -> str:
     """The EP part of the details' layout line (HTML): for vLLM, EP > 1 means ``--enable-expert-parallel``
     with an EP size of TP x DP (see :func:`dashboard.state.rule_args`)."""
-    if state.framework == "vllm":
+    if frameworks.get(state.framework).expert_parallel_mode == "flag":
         return (' &middot; EP on (<code style="color:inherit">--enable-expert-parallel</code>, EP size = '
                 f"TP &times; DP = {state.tp * state.dp})")
     return f" &middot; EP = {state.ep}"

@@ -397,7 +397,8 @@ class ValidityView(pn.viewable.Viewer):
         model = str(y)
         if model not in set(self.data.model_ids):
             return
-        fw = key if key != "disagreement" else (self.state.framework if self.state.framework in self.state.frameworks
+        chosen = self.state.framework
+        fw = key if key != "disagreement" else (chosen if chosen in self.state.frameworks
                                                 else self.state.frameworks[0])
         self.state.param.update(model=model, tp=tp, framework=fw)
         self._show_selection()
@@ -412,7 +413,7 @@ class ValidityView(pn.viewable.Viewer):
         if row is not None and str(s.tp) in self._tps and self._keys:
             if self._keys == ["disagreement"]:
                 cell = (self._groups[0], str(s.tp))
-            elif s.framework in self._keys:
+            elif self._keys.count(s.framework):
                 cell = (self._groups[self._keys.index(s.framework)], str(s.tp))
         heatmap.set_selected_cell(self.figure, cell, row if cell is not None else None)
 

@@ -24,5 +24,8 @@ class MegatronCore(Framework):
     #: table): replicated like vLLM's; MLA caches up-projected per-head K/V split like the query heads.
     replicates_kv = True
 
+    #: ``expert_model_parallel_size``
+    expert_parallel_mode = "size"
+
 
 __all__ = ["MegatronCore"]

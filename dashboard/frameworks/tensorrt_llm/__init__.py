@@ -1,12 +1,18 @@
-"""TensorRT-LLM: everything the product knows about it (see :class:`dashboard.frameworks.base.Framework`)."""
+"""TensorRT-LLM: everything the product knows about it (see :class:`dashboard.frameworks.base.Framework`).
+
+The planner's command writer lives in :mod:`.serving` (imported lazily)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+from typing import Any, ClassVar
 
 from dashboard.frameworks.base import Framework
+
+#: TensorRT-LLM ``trtllm-serve --max_batch_size`` default (``BuildConfig.max_batch_size``).
+TRTLLM_MAX_BATCH_SIZE = 2048
 
 
 class TensorRTLLM(Framework):
@@ -57,5 +63,60 @@ class TensorRTLLM(Framework):
     def dp_attention_suggestion(self, version: "str | None", tp: int, dp: int) -> str:
         return f"Valid at tp={tp} with enable_attention_dp (attention-TP 1)."
 
+    attention_dp_in_tp = True
+    attention_dp_whole_tp = True
+    expert_parallel_mode = "size"
+    ep_divides_tp = True
+    positional_model = True
+    launch_flags: ClassVar[dict[str, tuple[str, ...]]] = {
+        "tp": ("--tp_size",),
+        "pp": ("--pp_size",),
+        "ep": ("--ep_size",),
+        "mem_fraction": ("--kv_cache_free_gpu_memory_fraction", "--free_gpu_memory_fraction"),
+        "max_model_len": ("--max_seq_len",),
+        "backend": ("--backend",),
+    }
 
-__all__ = ["TensorRTLLM"]
+    def attention_dp_sizes(self, tp, dp, *, release=None):
+        """Attention-DP over the whole TP group (``enable_attention_dp``)."""
+        return [tp]
+
+    def launch_notes(self, launch: Any) -> list[str]:
+        if launch.backend and launch.backend not in ("pytorch",):
+            return [f"--backend {launch.backend}: the rules follow the PyTorch backend's model code"]
+        return []
+
+    def layout_flags(self, lay, *, version=None, keep_vision=False, replicas=1):
+        f = self.launch_flags
+        tp, pp, ep = (int(lay.get(k) or 1) for k in ("tp", "pp", "ep"))
+        out = [f["tp"][0], str(tp)]
+        if pp > 1:
+            out += [f["pp"][0], str(pp)]
+        if ep > 1:
+            out += [f["ep"][0], str(ep)]
+        # attention-DP is set in the --config/--extra_llm_api_options YAML (enable_attention_dp: true)
+        return out
+
+    def launch_head(self, model: str) -> list[str]:
+        return ["trtllm-serve", model]
+
+    def plan_commands(self, row, model_id, *, gpus_per_node, context_len, kv_dtype, release):
+        from dashboard.frameworks.tensorrt_llm import serving
+
+        return serving.plan_commands(row, model_id, gpus_per_node=gpus_per_node, context_len=context_len,
+                                     kv_flag=self.kv_cache_flag(kv_dtype))
+
+    def scheduler_cap(self, gpu, tokens_per_gpu, context_len, groups):
+        return TRTLLM_MAX_BATCH_SIZE * groups
+
+    def memory_refusal(self, *, weights, budget, ctx, kv_tok, tokens, frac, seq_group):
+        if budget <= 0:
+            return (f"No memory left for the KV cache after the weights ({weights / (1 << 30):.2f} GiB per GPU) "
+                    "(planner estimate; TensorRT-LLM's KvCacheCreator then fails to allocate blocks).")
+        if seq_group < 1:
+            return (f"The KV cache holds {int(tokens)} tokens per GPU, fewer than one {ctx}-token sequence: "
+                    "TensorRT-LLM shrinks the attention window below the context length (planner message).")
+        return ""
+
+
+__all__ = ["TensorRTLLM", "TRTLLM_MAX_BATCH_SIZE"]

@@ -1,10 +1,14 @@
-"""vLLM: everything the product knows about it (see :class:`dashboard.frameworks.base.Framework`)."""
+"""vLLM: everything the product knows about it (see :class:`dashboard.frameworks.base.Framework`).
+
+Heavier pieces live in submodules imported lazily: :mod:`.serving` (the planner's command writer, the
+start-up memory messages), :mod:`.context` (the context-length refusal)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+from typing import Any, ClassVar
 
 from dashboard.frameworks.base import Framework
 
@@ -79,6 +83,101 @@ class VLLM(Framework):
         if arch is None:
             return np.asarray(False)
         return np.isin(np.asarray(arch, dtype=object), list(VISION_NO_HEAD_CHECK))
+
+    # layouts: --enable-expert-parallel, the EP group spans TP x DP ranks
+    expert_parallel_mode = "flag"
+    version_param = "vllm_version"
+    kv_block_tokens = 16
+    auto_dtype_fallback = True
+    refuses_quantization_mismatch = True
+    #: vLLM ``--nnodes``: ``ParallelConfig.local_world_size = world_size // nnodes_within_dp``
+    #: (vllm/config/parallel.py:838-840, 0.33.0; ranks are TP-innermost).
+    even_node_spread = "vLLM --nnodes"
+    context_flag = "--max-model-len"
+    flag_underscores = True
+    positional_model = True
+    launch_flags: ClassVar[dict[str, tuple[str, ...]]] = {
+        "tp": ("--tensor-parallel-size", "-tp"),
+        "pp": ("--pipeline-parallel-size", "-pp"),
+        "dp": ("--data-parallel-size", "-dp"),
+        "expert_parallel": ("--enable-expert-parallel", "-ep"),
+        "no_expert_parallel": ("--no-enable-expert-parallel",),
+        "mem_fraction": ("--gpu-memory-utilization",),
+        "kv_cache_dtype": ("--kv-cache-dtype",),
+        "max_model_len": ("--max-model-len",),
+        "mm_encoder_tp_mode": ("--mm-encoder-tp-mode",),
+        "quantization": ("--quantization", "-q"),
+        "model": ("--model",),
+    }
+    context_limit_column = "max_model_len_vllm"
+
+    @property
+    def context_raise_site(self) -> tuple[str, str, str]:  # type: ignore[override]
+        from dashboard.frameworks.vllm import context
+
+        return context.RAISE_SITE_INFO
+
+    def layout_rows(self, tp, pp, dp, ep_on, *, release=None):
+        if ep_on and tp * dp == 1:
+            return []
+        return [(tp, pp, dp, 1, tp * dp if ep_on else 1, ep_on, dp, False, 1, ep_on)]
+
+    def launch_layout(self, launch: Any) -> dict[str, Any]:
+        return dict(super().launch_layout(launch), ep=1)
+
+    def layout_flags(self, lay, *, version=None, keep_vision=False, replicas=1):
+        f = self.launch_flags
+        tp, pp, dp, ep = (int(lay.get(k) or 1) for k in ("tp", "pp", "dp", "ep"))
+        out = [f["tp"][0], str(tp)]
+        if pp > 1:
+            out += [f["pp"][0], str(pp)]
+        if dp > 1:
+            out += [f["dp"][0], str(dp)]
+        if lay.get("expert_parallel") or ep > 1:
+            out.append(f["expert_parallel"][0])
+        if keep_vision and lay.get("vision_dp"):
+            out += [f["mm_encoder_tp_mode"][0], "data"]
+        return out
+
+    def launch_head(self, model: str) -> list[str]:
+        return ["vllm", "serve", model]
+
+    def kv_cache_flag(self, kv_dtype: str) -> str:
+        kv = str(kv_dtype).lower()
+        return "fp8" if kv == "fp8" else (kv if kv.startswith("fp8") else "auto")
+
+    def plan_commands(self, row, model_id, *, gpus_per_node, context_len, kv_dtype, release):
+        from dashboard.frameworks.vllm import serving
+
+        return serving.plan_commands(row, model_id, gpus_per_node=gpus_per_node, context_len=context_len,
+                                     kv_flag=self.kv_cache_flag(kv_dtype))
+
+    def scheduler_cap(self, gpu, tokens_per_gpu, context_len, groups):
+        from dashboard.frameworks.vllm import serving
+
+        return serving.default_max_num_seqs(gpu)
+
+    def memory_refusal(self, *, weights, budget, ctx, kv_tok, tokens, frac, seq_group):
+        from dashboard.frameworks.vllm import serving
+
+        return serving.memory_refusal(budget=budget, ctx=ctx, kv_tok=kv_tok, tokens=tokens, seq_group=seq_group)
+
+    def memory_issue(self, req, release, cap):
+        from dashboard.frameworks.vllm import serving
+
+        return serving.memory_issue(release, cap)
+
+    def quantization_mismatch_issue(self, have: str, asked: str, release: str | None) -> dict:
+        """The refusal of ``--quantization asked`` on a ``have`` checkpoint (fields of a
+        :class:`dashboard.check.Issue`); only for :attr:`refuses_quantization_mismatch` frameworks."""
+        from dashboard.frameworks.vllm import serving
+
+        return serving.quantization_mismatch_issue(have, asked, release)
+
+    def context_message(self, context_len, derived, record):
+        from dashboard.frameworks.vllm import context
+
+        return context.context_message(context_len, derived, record)
 
 
 __all__ = ["VLLM"]

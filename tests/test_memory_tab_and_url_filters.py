@@ -1,4 +1,4 @@
-"""Fixes of problems a newcomer reported on the memory and catalog tabs and the URL filters.
+"""The memory and catalog tabs and the URL filters (per-rank KV chart, capacity table, selection, links).
 
 * the "KV cache per token, per rank" chart uses the same PP / DP / DP-attention as the capacity model;
 * the capacity table marks TP sizes the framework refuses, shows whole numbers and says when a layout

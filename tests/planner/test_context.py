@@ -132,7 +132,7 @@ def test_hostile_rope(rope):
 
 
 def test_catalog_file_has_the_columns():
-    cat = pd.read_parquet(Path(__file__).resolve().parents[1] / "data" / "catalog.parquet")
+    cat = pd.read_parquet(Path(__file__).resolve().parents[2] / "data" / "catalog.parquet")
     row = cat.set_index("model_id").loc["openai-community/gpt2"]
     assert row["max_model_len_vllm"] == 1024 and row["context_length_sglang"] == 1024
     assert row["max_model_len_key"] == "max_position_embeddings"
@@ -236,12 +236,12 @@ def test_tp8_pp2_on_16_gpus_starts():
 
 
 def test_uneven_split_message():
-    msg = planner._cross_node_message(2, 5, 8, "vllm", True)
+    msg = planner.cross_node_message(2, 5, 8, "vllm", True)
     assert "10 ranks over 2 nodes = 5 per node: a TP group of 2 would span nodes" in msg
-    cross, uneven = planner._cross_node([2, 1, 4, 8], [5, 12, 4, 2], 10, 8,
+    cross, uneven = planner.cross_node([2, 1, 4, 8], [5, 12, 4, 2], 10, 8,
                                         ["vllm", "vllm", "sglang", "tensorrt-llm"])
     assert cross.tolist() == [True, False, False, False] and uneven.tolist() == [True, False, False, False]
-    msg = planner._cross_node_message(2, 5, 4, "sglang", True)
+    msg = planner.cross_node_message(2, 5, 4, "sglang", True)
     assert "SGLang --nnodes" in msg and "10 ranks do not split evenly over 3 nodes" in msg
 
 

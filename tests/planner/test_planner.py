@@ -16,7 +16,7 @@ import pytest
 from dashboard import memory, planner, rules
 from dashboard.catalog import load_catalog
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LLAMA = "meta-llama/Llama-3.1-70B-Instruct"
 DSV3 = "deepseek-ai/DeepSeek-V3"
 
@@ -339,7 +339,7 @@ def test_plan_catalog_plans_each_shape_once_and_gives_every_model_its_row(cat):
     odd = base[base["model_id"] == LLAMA].assign(model_id="odd/llama-kv3",
                                                   num_key_value_heads=pd.array([3], dtype="Int64"))
     both = pd.concat([base, twin, odd], ignore_index=True)
-    shape, reps = planner._shapes(both)
+    shape, reps = planner.catalog_shapes(both)
     assert len(reps) == 3 and len(set(shape.tolist())) == 3
     assert shape[0] == shape[2] and shape[1] == shape[3] and shape[0] != shape[1]
     kw = dict(min_sequences=16, context_len=32768)

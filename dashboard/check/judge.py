@@ -1,0 +1,162 @@
+"""The check itself: the rules' verdict, the context and quantization refusals, the memory check and
+the corrected commands, as the ``--json`` document (:func:`run_check`)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from typing import Any
+
+from dashboard import context, frameworks, schema
+from dashboard.launch import render_command
+from dashboard.check.common import CheckInputError, SCHEMA_VERSION, printable
+from dashboard.check.request import (
+    Issue, Request, capacity, gpu_count, hit_issue, kv_dtype, memory_issue, quant_family)
+from dashboard.check.source import Source
+from dashboard.check.suggestions import alternatives, fits
+
+
+def context_issue(rec: dict[str, Any], req: Request) -> Issue | None:
+    """The engine's refusal of ``--max-model-len`` / ``--context-length`` above the length it derives from
+    the config (:mod:`dashboard.context`: vLLM 0.33.0, SGLang 0.5.23; other frameworks not modelled);
+    None when no length is given or it is accepted."""
+    if not req.max_model_len or not frameworks.get(req.framework).context_raise_site:
+        return None
+    msg = context.context_message(req.framework, int(req.max_model_len), rec)
+    if not msg:
+        return None
+    site, rel, url = context.RAISE_SITES[req.framework]
+    flag = frameworks.get(req.framework).context_flag
+    return Issue(f"context.{req.framework}.max_model_len", msg, "ValueError", site, url, "source", False, "context",
+                 f"{flag} {int(req.max_model_len)} > the longest context the engine derives from config.json "
+                 f"({context.limit(req.framework, rec)} tokens; {context.__name__} port of {rel})")
+
+
+def _command_for(req: Request, model: str, lay: dict[str, Any], max_model_len: int | None = None) -> str:
+    if req.launch is not None:
+        extra = {"max_model_len": max_model_len} if max_model_len else {}
+        return req.launch.command_with(version=req.version, **lay, **extra)
+    return render_command(req.framework, model, lay, version=req.version, max_model_len=max_model_len)
+
+
+def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
+    """The result document (the ``--json`` output, :data:`SCHEMA_VERSION`)."""
+    from dashboard import rules
+
+    try:
+        fwo = frameworks.get(req.framework)
+    except ValueError:
+        raise CheckInputError(f"unknown framework {printable(req.framework, 40)!r}; expected one of "
+                              + ", ".join(schema.FRAMEWORKS)) from None
+    notes: list[str] = []
+    if req.launch is not None:
+        notes += [printable(n, 300) for n in req.launch.notes]
+    rec = dict(rec)
+    if req.quantization:
+        have = rec.get("quant_method")
+        if have and quant_family(str(have)) != quant_family(req.quantization):
+            if fwo.refuses_quantization_mismatch:
+                pass  # a failing rule below
+            else:
+                notes.append(f"--quantization {req.quantization} differs from the config's {have}; the "
+                             "config's is modelled")
+        elif not have:
+            rec["quant_method"] = req.quantization.lower()
+            rec["is_quantized"] = True
+            notes.append(f"--quantization {req.quantization}: online quantization of an unquantized checkpoint "
+                         "(weights modelled as " + req.quantization.lower() + ")")
+    try:
+        v = rules.check(rec, req.framework, req.tp, version=req.version, pp=req.pp, dp=req.dp, ep=req.ep,
+                        dp_attention=req.dp_attention, vision_dp=req.vision_dp, expert_parallel=req.expert_parallel)
+    except ValueError as e:
+        raise CheckInputError(printable(e, 300)) from None
+    issues = [hit_issue(h) for h in v.failures]
+    if req.quantization and fwo.refuses_quantization_mismatch and rec.get("quant_method") and \
+            quant_family(str(rec["quant_method"])) != quant_family(req.quantization):
+        issues.insert(0, Issue(**fwo.quantization_mismatch_issue(rec["quant_method"], req.quantization, v.release)))
+    ctx_issue = context_issue(rec, req)
+    if ctx_issue is not None:
+        issues.insert(0, ctx_issue)  # ModelConfig raises it before any parallel-layout check
+    kv = kv_dtype(req.kv_cache_dtype, rec)
+    mem = None
+    if req.gpu:
+        try:
+            cap = capacity(rec, req, req.layout(), kv)
+        except ValueError as e:
+            raise CheckInputError(printable(e, 300)) from None
+        mi = memory_issue(req, v.release, cap) if not issues else None
+        if mi is None and issues:
+            mi = None
+        mem = {
+            "gpu": cap["gpu"], "gpu_memory_bytes": int(cap["memory_bytes"]), "kv_cache_dtype": kv,
+            "mem_fraction": cap.get("fraction"), "budget_rule": cap["budget_rule"],
+            "max_model_len": int(cap["context_len"]),
+            "weight_bytes_per_gpu": int(cap["weight_bytes_per_gpu"]),
+            "kv_budget_bytes_per_gpu": int(cap["kv_budget_bytes_per_gpu"]),
+            "kv_bytes_per_token_per_gpu": int(cap["kv_bytes_per_token_per_rank"]),
+            "kv_tokens_per_gpu": int(cap["tokens_per_gpu"] or 0),
+            "sequences_at_max_model_len": int(cap["concurrent_sequences"] or 0),
+            "holds_max_model_len": bool(cap["fits"]) and int(cap["tokens_per_gpu"] or 0) >= int(cap["context_len"]),
+        }
+        if mi is not None:
+            issues.append(mi)
+            mem["holds_max_model_len"] = False
+    accepted = not issues
+    lay = req.layout()
+    alts: list[dict[str, Any]] = []
+    if not accepted:
+        # a context refusal: every layout meets it, so the nearest layouts are planned at the model's length
+        lim = context.limit(req.framework, rec) if ctx_issue is not None else None
+        areq = replace(req, max_model_len=lim) if lim else req
+        if lim and len(issues) == 1:
+            if fits(rec, areq, lay, kv):
+                alts.append(dict(why="model_context", gpus=gpu_count(req.framework, lay), **lay, max_model_len=lim,
+                                 command=printable(_command_for(req, src.model_id, lay, lim), 4000)))
+        elif ctx_issue is None or lim:
+            for a in alternatives(rec, areq, kv):
+                a["command"] = printable(_command_for(req, src.model_id, {k: a[k] for k in lay}, lim), 4000)
+                if lim:
+                    a["max_model_len"] = lim
+                alts.append(a)
+        if mem is not None and not v.failures and mem["kv_tokens_per_gpu"] > 0 and \
+                mem["kv_tokens_per_gpu"] < mem["max_model_len"]:
+            block = fwo.kv_block_tokens
+            fit_len = mem["kv_tokens_per_gpu"] // block * block
+            if fit_len > 0:
+                alts.append(dict(why="shorter_context", gpus=gpu_count(req.framework, lay), **lay,
+                                 max_model_len=fit_len,
+                                 command=printable(_command_for(req, src.model_id, lay, fit_len), 4000)))
+    warnings = [printable(w.message, 600) for w in v.warnings]
+    unmodeled = sorted(set(req.launch.unmodeled)) if req.launch is not None else []
+    if unmodeled:
+        warnings.append("not modelled (ignored): " + " ".join(printable(u, 60) for u in unmodeled))
+    warnings += fwo.check_warnings(req.launch, v.release, req.dp)
+    issue_dicts = [{k: printable(val, 3000) if isinstance(val, str) else val for k, val in asdict(i).items()}
+                   for i in issues]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "verdict": "accepted" if accepted else "refused",
+        "exit_status": 0 if accepted else 1,
+        "model": {"id": printable(src.model_id, 300), "source": src.kind, "path": printable(src.where, 500),
+                  "sha": src.sha, "sidecars": src.sidecars, "offline": src.offline},
+        "framework": req.framework,
+        "framework_label": schema.FRAMEWORK_LABELS[req.framework],
+        "version_requested": req.version,
+        "release": v.release,
+        "executed": bool(v.executed),
+        "evidence": v.evidence,
+        "layout": dict(lay, gpus=gpu_count(req.framework, lay),
+                       # the expert-parallel size the framework uses: vLLM's --enable-expert-parallel is TP x DP
+                       ep=fwo.ep_group(lay)),
+        "status": v.status if accepted or v.failures else "invalid",
+        "attn_tp": v.attn_tp,
+        "q_heads_per_gpu": v.q_heads_per_rank,
+        "kv_heads_per_gpu": v.kv_heads_per_rank,
+        "first_error": issue_dicts[0] if issue_dicts else None,
+        "failures": issue_dicts,
+        "memory": mem,
+        "alternatives": alts,
+        "suggestions": [printable(s, 600) for s in v.suggestions],
+        "warnings": warnings,
+        "notes": notes + ([printable(v.notice, 300)] if v.notice else []),
+        "error": None,
+    }

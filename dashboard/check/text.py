@@ -1,0 +1,81 @@
+"""The text form of a check document (what ``tp-planner check`` prints without ``--json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dashboard.check.common import GiB
+
+
+def _gib(b: float) -> str:
+    return f"{b / GiB:.1f} GiB"
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    lay = doc["layout"]
+    fwl = doc["framework_label"]
+    rel = f" {doc['release']}" if doc["release"] else ""
+    parts = [f"tp={lay['tp']}", f"pp={lay['pp']}", f"dp={lay['dp']}"]
+    if lay["ep"] > 1:
+        parts.append(f"ep={lay['ep']}")
+    if lay["expert_parallel"]:
+        parts.append("expert-parallel")
+    if lay["dp_attention"]:
+        parts.append("dp-attention")
+    if lay["vision_dp"]:
+        parts.append("vision-dp")
+    head = "ACCEPTED" if doc["verdict"] == "accepted" else "REFUSED"
+    m = doc["model"]
+    where = m["source"] + (f" @ {m['sha'][:12]}" if m.get("sha") else "") + (" (offline cache)" if m.get("offline") else "")
+    lines = [f"{head}: {m['id']} on {fwl}{rel}, {' '.join(parts)} ({lay['gpus']} GPU{'s' if lay['gpus'] != 1 else ''})",
+             f"  config: {where}" + (f"; quantization read from {', '.join(m['sidecars'])}" if m["sidecars"] else "")]
+    ev = (f"rules checked against {fwl}{rel}'s own code run over the catalog (conformance table)"
+          if doc["evidence"] == "executed" else f"rules read from {fwl}{rel} source (not executed)")
+    lines.append(f"  evidence: {ev}")
+    fails = doc["failures"]
+    if fails:
+        lines.append("")
+        lines.append(f"{fwl} stops at the first error" + (f" ({len(fails)} failing checks):" if len(fails) > 1 else ":"))
+        for i, f in enumerate(fails, 1):
+            msg = f["message"]
+            if f["exc_type"] and not msg.startswith(f["exc_type"]) and not f["ours"]:
+                msg = f"{f['exc_type']}: {msg}"
+            lines.append(f"  {i}. {msg}" + ("  [our wording]" if f["ours"] else ""))
+            at = f["location"] and f["location"] not in msg and f"at {f['location']}"
+            src = " ".join(x for x in (at, f["source_url"]) if x)
+            if src:
+                lines.append(f"     {src}")
+            if f["ours"] or "no message" in f["message"] or f["kind"] == "memory":
+                if f["condition"]:
+                    lines.append(f"     why: {f['condition']}")
+    mem = doc["memory"]
+    if mem:
+        lines.append("")
+        lines.append(f"Memory on {mem['gpu']} (KV cache {mem['kv_cache_dtype']}, max-model-len {mem['max_model_len']}):")
+        lines.append(f"  weights {_gib(mem['weight_bytes_per_gpu'])}/GPU, KV budget {_gib(max(mem['kv_budget_bytes_per_gpu'], 0))}/GPU, "
+                     f"{mem['kv_bytes_per_token_per_gpu']:,} B/token/GPU")
+        lines.append(f"  KV tokens per GPU: {mem['kv_tokens_per_gpu']:,}; sequences of {mem['max_model_len']:,} tokens: "
+                     f"{mem['sequences_at_max_model_len']:,}")
+    if doc["alternatives"]:
+        lines.append("")
+        lines.append("Nearest valid layouts:" if mem else
+                     "Nearest valid layouts (rules only: memory not checked; add --gpu to keep only layouts that fit):")
+        label = {"same_gpus": "same {g} GPUs", "smaller_tp": "smaller TP ({g} GPUs)",
+                 "larger_tp": "larger TP ({g} GPUs)", "shorter_context": "shorter context",
+                 "model_context": "the model's context"}
+        for a in doc["alternatives"]:
+            lines.append(f"  {label[a['why']].format(g=a['gpus'])}: {a['command']}")
+    elif doc["verdict"] == "refused":
+        lines.append("")
+        lines.append("No valid layout found nearby.")
+    if doc["suggestions"] and doc["verdict"] == "refused":
+        lines.append("")
+        lines.append("The rules engine suggests:")
+        lines += [f"  - {s}" for s in doc["suggestions"]]
+    if doc["warnings"] or doc["notes"]:
+        lines.append("")
+        for w in doc["warnings"]:
+            lines.append(f"warning: {w}")
+        for n in doc["notes"]:
+            lines.append(f"note: {n}")
+    return "\n".join(lines)

@@ -1,0 +1,102 @@
+"""``tp-planner plan``: the thin command (argument parsing, then :func:`dashboard.planner.plan`)."""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import pandas as pd
+
+from dashboard.planner.common import PLAN_FRAMEWORKS, SCHEMA_VERSION
+from dashboard.planner.formatting import format_table, plan_to_dict
+from dashboard.planner.inputs import resolve_record
+from dashboard.planner.plan import plan
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``tp-planner plan MODEL --gpus N --gpu GPU [...]``: print :func:`plan` as a table or JSON.
+    Exit status 0 when some layout fits (starts and holds ``--min-sequences``), 1 when none does (the plan
+    is still printed: every refusal and shortfall), 2 for bad usage / input (message on stderr)."""
+    import argparse
+    import json
+    import sys
+
+    ap = argparse.ArgumentParser(prog="tp-planner plan",
+                                 description="Every way to split N GPUs for one model under vLLM, SGLang and "
+                                             "TensorRT-LLM: verdict, capacity, ranking, launch commands.")
+    ap.add_argument("model", help="a catalog model id (e.g. meta-llama/Llama-3.1-70B-Instruct), else a config.json, "
+                    "a model folder, - (stdin) or a Hub id, read as tp-planner check reads them")
+    ap.add_argument("--gpus", required=True, help="total GPU count N")
+    ap.add_argument("--gpu", required=True, help="GPU id of data/gpus.csv (e.g. H100-80GB), or other:GiB for a card given by its "
+                    "memory per GPU (e.g. other:24)")
+    ap.add_argument("--gpus-per-node", default=None, help="GPUs per node (default: the GPU table's)")
+    ap.add_argument("--context-len", default="32768", help="tokens per sequence (default 32768)")
+    ap.add_argument("--framework", action="append", choices=PLAN_FRAMEWORKS,
+                    help="framework to plan (repeatable; default: all three)")
+    ap.add_argument("--version", action="append", default=[], metavar="FRAMEWORK=RELEASE",
+                    help="release (or date) of a framework, e.g. vllm=0.22.0 (repeatable)")
+    ap.add_argument("--kv-dtype", default="bf16", help="KV-cache dtype (bf16, fp16, fp8; default bf16)")
+    ap.add_argument("--weight-dtype", default=None, help="weight format override (default: the checkpoint's)")
+    ap.add_argument("--min-sequences", default=None, help="concurrent sequences a layout must hold (default 1)")
+    ap.add_argument("--cross-node-tp", action="store_true", help="allow TP groups that span nodes")
+    ap.add_argument("--catalog", default=None, help="catalog parquet (default: the shipped one)")
+    ap.add_argument("--limit", type=int, default=40, help="table rows to print (0 = all; default 40)")
+    ap.add_argument("--json", action="store_true", help="print JSON (schema_version %d)" % SCHEMA_VERSION)
+    args = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        versions = {}
+        for item in args.version:
+            fw, sep, rel = item.partition("=")
+            if not sep:
+                raise ValueError(f"--version takes FRAMEWORK=RELEASE, got {item!r}")
+            versions[fw.strip()] = rel.strip()
+        catalog = None
+        if args.catalog:
+            from dashboard.catalog import load_catalog
+
+            catalog = load_catalog(args.catalog)
+        try:
+            record = resolve_record(args.model, catalog)
+        except ValueError:
+            # not in the catalog: a config.json, a model folder, '-' (stdin) or a Hub id, read as
+            # ``tp-planner check`` reads it
+            from dashboard.check import CheckInputError, load_model
+
+            try:
+                rec, _src = load_model(args.model)
+            except CheckInputError as e:
+                raise ValueError(f"{args.model!r} is not in the catalog, and as a file, folder or Hub id: {e}") \
+                    from None
+            record = pd.DataFrame([rec])
+        if args.limit < 0:
+            raise ValueError(f"--limit must be 0 (all) or more, got {args.limit}")
+        if versions:
+            from dashboard import rules as _rules
+            from dashboard.check import check_release
+
+            for fw, rel in versions.items():
+                if fw not in PLAN_FRAMEWORKS:
+                    raise ValueError(f"--version {fw}={rel}: unknown framework {fw!r}; expected one of "
+                                     f"{', '.join(PLAN_FRAMEWORKS)}")
+                check_release(fw, rel, _rules.resolve_version(fw, rel))
+        df = plan(record, args.gpus, args.gpu, gpus_per_node=args.gpus_per_node,
+                  frameworks=tuple(args.framework or PLAN_FRAMEWORKS), versions=versions or None,
+                  context_len=args.context_len, kv_dtype=args.kv_dtype, weight_dtype=args.weight_dtype,
+                  min_sequences=args.min_sequences, cross_node_tp=args.cross_node_tp)
+    except Exception as exc:  # bad input: one line, exit 2 (TP_PLANNER_DEBUG=1 shows the traceback)
+        from dashboard.check import CheckInputError
+
+        if not isinstance(exc, (ValueError, TypeError, FileNotFoundError, CheckInputError)) or \
+                os.environ.get("TP_PLANNER_DEBUG"):
+            raise
+        print(f"tp-planner plan: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(plan_to_dict(df), indent=1, ensure_ascii=False))
+    else:
+        print(format_table(df, limit=None if args.limit == 0 else args.limit))
+    return 0 if bool(df["fits"].any()) else 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,159 @@
+"""The planner's inputs: a model record resolved and cached with the rules' and the memory model's
+per-model columns, and the weight kind it needs from the GPU."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from dashboard import memory, schema
+
+
+_CACHE: "OrderedDict[tuple, tuple[pd.DataFrame, dict, dict]]" = OrderedDict()
+CACHE_LOCK = threading.Lock()
+_CACHE_SIZE = 64
+
+
+def _typed_frame(record: Any) -> pd.DataFrame:
+    """One catalog record as a one-row DataFrame with the schema's dtypes (a Series from ``df.loc[id]``
+    is object-typed; the rules read typed columns much faster)."""
+    if isinstance(record, pd.DataFrame):
+        if len(record) != 1:
+            raise ValueError(f"plan() takes one model; got a frame of {len(record)} rows (use plan_catalog)")
+        df = record.reset_index(drop=True)
+    elif isinstance(record, pd.Series):
+        df = pd.DataFrame([record.to_dict()])
+    elif isinstance(record, Mapping):
+        df = pd.DataFrame([dict(record)])
+    else:
+        raise TypeError(f"record must be a catalog record (mapping / Series / one-row DataFrame) or a model id, "
+                        f"got {type(record).__name__}")
+    for col, dtype in schema.COLUMN_DTYPES.items():
+        if col in df.columns and str(df[col].dtype) != dtype:
+            try:
+                df[col] = df[col].astype(dtype)
+            except (TypeError, ValueError):
+                try:
+                    df[col] = pd.to_numeric(df[col], errors="coerce").astype(dtype) if dtype in (
+                        "Int64", "float64") else df[col]
+                except (TypeError, ValueError):
+                    pass
+    return df
+
+
+def _record_key(record: Any) -> tuple | None:
+    """A hashable snapshot of a record's content (None when it cannot be taken)."""
+    try:
+        if isinstance(record, pd.DataFrame):
+            if len(record) != 1:
+                return None
+            items = zip(record.columns, record.iloc[0].tolist())
+        elif isinstance(record, pd.Series):
+            items = record.items()
+        elif isinstance(record, Mapping):
+            items = record.items()
+        else:
+            return None
+        return tuple((str(c), type(v).__name__, repr(v)) for c, v in items)
+    except Exception:  # pragma: no cover - exotic values: no caching
+        return None
+
+
+def prepared(record: Any) -> tuple[pd.DataFrame, dict, dict]:
+    """(typed one-row frame, rules model memo, memory columns), cached by the record's content: planning
+    one model at many GPU counts reuses the per-model columns of the rules and the memory model."""
+    key = _record_key(record)
+    if key is not None:
+        with CACHE_LOCK:
+            hit = _CACHE.get(key)
+            if hit is not None:
+                _CACHE.move_to_end(key)
+                return hit
+    df = _typed_frame(record)
+    entry = (df, {}, memory._cols(df))
+    if key is None:
+        return entry
+    with CACHE_LOCK:
+        _CACHE[key] = entry
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return entry
+
+
+_CATALOG_CACHE: dict[tuple, pd.DataFrame] = {}
+
+
+def _default_catalog() -> pd.DataFrame:
+    """The shipped catalog (``$TP_PLANNER_CATALOG`` when set), read once per file version (read-only)."""
+    import os
+
+    from dashboard.catalog import default_catalog_path, load_catalog
+
+    path = os.environ.get("TP_PLANNER_CATALOG") or str(default_catalog_path())
+    try:
+        st = os.stat(path)
+        key = (path, st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = (path, None, None)
+    with CACHE_LOCK:
+        hit = _CATALOG_CACHE.get(key)
+    if hit is None:
+        hit = load_catalog(path)
+        with CACHE_LOCK:
+            _CATALOG_CACHE.clear()
+            _CATALOG_CACHE[key] = hit
+    return hit
+
+
+def resolve_record(record: Any, catalog: pd.DataFrame | None = None) -> Any:
+    if isinstance(record, str):
+        cat = _default_catalog() if catalog is None else catalog
+        hit = cat[cat["model_id"].astype(str) == record]
+        if hit.empty:
+            lower = cat[cat["model_id"].astype(str).str.lower() == record.lower()]
+            if lower.empty:
+                raise ValueError(f"model {record!r} is not in the catalog")
+            hit = lower
+        return hit.iloc[[0]]
+    return record
+
+
+def weight_kind(df: pd.DataFrame, weight_dtype: str | None) -> str:
+    """bf16 | fp16 | fp32 | fp8 | nvfp4 | other: what the weights need from the GPU."""
+    if weight_dtype is not None:
+        w = str(weight_dtype).lower()
+        return {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32"}.get(w, w)
+    rec = df.iloc[0]
+
+    def s(col):
+        v = rec.get(col) if col in df.columns else None
+        return "" if v is None or (not isinstance(v, str) and pd.isna(v)) else str(v).lower()
+
+    method, fmt = s("quant_method"), s("quant_format")
+    if "nvfp4" in fmt or "nvfp4" in method or method == "modelopt_fp4":
+        return "nvfp4"
+    if method == "fp8" or "fp8" in fmt or "float-quantized" in fmt:
+        return "fp8"
+    td = s("torch_dtype")
+    if td in ("bfloat16", "bf16"):
+        return "bf16"
+    if td in ("float16", "fp16", "half"):
+        return "fp16"
+    return "other"
+
+
+def weight_kind_cols(c: Mapping[str, np.ndarray], weight_dtype: str | None) -> str:
+    """:func:`weight_kind` from the memory model's lower-cased model columns (first model)."""
+    if weight_dtype is not None:
+        return weight_kind(pd.DataFrame(), weight_dtype)
+    method, fmt, td = (str(c[k][0]) for k in ("quant_method", "quant_format", "torch_dtype"))
+    if "nvfp4" in fmt or "nvfp4" in method or method == "modelopt_fp4":
+        return "nvfp4"
+    if method == "fp8" or "fp8" in fmt or "float-quantized" in fmt:
+        return "fp8"
+    return {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16", "half": "fp16"}.get(td, "other")
