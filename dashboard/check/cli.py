@@ -125,18 +125,18 @@ def check_release(fw: str, version: str, res) -> None:
 
     label = schema.FRAMEWORK_LABELS.get(fw, fw)
     if "is not a release number or a date" in (res.notice or ""):
-        if V._DATE.match(str(version).strip()):
+        if V.DATE_PATTERN.match(str(version).strip()):
             why = (f"{label} had no release by {version}" if V.has_dates(fw)
                    else f"{label} has no release dates here; give a release number")
         else:
             why = "expected a release number (e.g. 0.33.0) or a date (YYYY-MM)"
         raise CheckInputError(f"--version {printable(version, 40)!r}: {why}")
     known = V.listed(fw)
-    if known and res.release and not V._DATE.match(str(version).strip()):
+    if known and res.release and not V.DATE_PATTERN.match(str(version).strip()):
         from packaging.version import Version
 
-        if all(Version(res.release) != Version(k) for k in known if V._parse(k) is not None):
-            newest = max((k for k in known if V._parse(k) is not None), key=Version)
+        if all(Version(res.release) != Version(k) for k in known if V.parse_release(k) is not None):
+            newest = max((k for k in known if V.parse_release(k) is not None), key=Version)
             raise CheckInputError(f"--version {printable(version, 40)!r}: {label} has no release {res.release} "
                                   f"(newest known: {newest})")
 

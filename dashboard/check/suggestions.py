@@ -24,7 +24,7 @@ def _ok_tps(rec, req: Request, sizes: list[int], lay: dict[str, Any]) -> list[in
         return []
     kw = {k: lay[k] for k in ("pp", "dp", "ep", "dp_attention", "vision_dp", "expert_parallel")}
     try:
-        ok = rules._ok_sizes(rec, req.framework, req.version, np.array(sorted(set(sizes)), dtype=np.int64), **kw)
+        ok = rules.ok_sizes(rec, req.framework, req.version, np.array(sorted(set(sizes)), dtype=np.int64), **kw)
     except (ValueError, TypeError):
         return []
     return [int(x) for x in ok]
@@ -45,7 +45,7 @@ def _variants(rec, req: Request, base: dict[str, Any]) -> list[dict[str, Any]]:
     """Expert-parallel / attention-DP settings to try besides the given one (MoE: EP on and off)."""
     from dashboard import rules
 
-    moe = rules._is_moe_record(rec)
+    moe = rules.is_moe_record(rec)
     mode = frameworks.get(req.framework).expert_parallel_mode
     if not moe and (base["expert_parallel"] or base["ep"] > 1):
         return [dict(base, expert_parallel=False, ep=1)]  # no experts: expert parallelism is refused

@@ -75,7 +75,7 @@ def prepared(record: Any) -> tuple[pd.DataFrame, dict, dict]:
                 _CACHE.move_to_end(key)
                 return hit
     df = _typed_frame(record)
-    entry = (df, {}, memory._cols(df))
+    entry = (df, {}, memory.model_columns(df))
     if key is None:
         return entry
     with CACHE_LOCK:

@@ -61,10 +61,10 @@ def check_args(gpus, gpu_type, gpus_per_node, context_len, kv_dtype, weight_dtyp
         gpn = gpu.gpus_per_node or 8
     else:
         gpn = sharding.parallel_size(gpus_per_node, "gpus_per_node")
-    ctx = memory._check_context_len(context_len)
-    memory._dtype_bytes(kv_dtype, memory.KV_DTYPE_BYTES, "kv_dtype")
+    ctx = memory.check_context_len(context_len)
+    memory.dtype_bytes(kv_dtype, memory.KV_DTYPE_BYTES, "kv_dtype")
     if weight_dtype is not None:
-        memory._dtype_bytes(weight_dtype, memory.WEIGHT_DTYPE_BYTES, "weight_dtype")
+        memory.dtype_bytes(weight_dtype, memory.WEIGHT_DTYPE_BYTES, "weight_dtype")
     k = None if min_sequences is None else sharding.parallel_size(min_sequences, "min_sequences", hi=1 << 40)
     return n, gpu, gpn, ctx, k
 
@@ -118,7 +118,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     df, model_memo, cols = prepared(resolve_record(record))
     model_id = cols["model_id"][0] if "model_id" in df.columns else ""
     model_id = str(df["model_id"].iloc[0]) if model_id else ""
-    moe = bool(memory._flag(cols["is_moe"])[0] or memory._nz(cols["num_experts"])[0] > 0)
+    moe = bool(memory.is_set(cols["is_moe"])[0] or memory.nz(cols["num_experts"])[0] > 0)
     resolved = {fw: rules.resolve_version(fw, vers.get(fw)) for fw in fws}
     releases = {fw: r.release for fw, r in resolved.items()}
     lays = pd.concat([layouts_cached(n, fw, moe, sglang_attn_dp_with_replicas(releases[fw]))
@@ -156,7 +156,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
                                                  "kv_bytes_per_token_per_rank", "tokens_per_gpu", "fraction",
                                                  "concurrent_sequences", "reserve_bytes_per_gpu")}
     wk = weight_kind_cols(cols, weight_dtype)
-    text_type = str(memory._text_model_type(cols)[0])
+    text_type = str(memory.text_model_type(cols)[0])
     auto_dtype, auto_note = vllm_auto_dtype(gpu, wk, text_type, weight_dtype is not None)
     for fw in fws:
         m = fw_arr == fw

@@ -86,8 +86,8 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
     ren = {"r_dp": "dp", "r_ep": "ep", "r_dp_attention": "dp_attention", "r_expert_parallel": "expert_parallel"}
     rg = rules.layout_grid(cat, uniq, fws, versions=vers, messages=False)
     valid = rg["valid"].to_numpy(dtype=bool).reshape(len(fws), nm, nu)  # framework-major, model, layout
-    cols = memory._cols(cat)
-    moe = memory._flag(cols["is_moe"]) | (memory._nz(cols["num_experts"]) > 0)
+    cols = memory.model_columns(cat)
+    moe = memory.is_set(cols["is_moe"]) | (memory.nz(cols["num_experts"]) > 0)
     wk_all = _weight_kinds(cat, weight_dtype)
     M = float(gpu.memory_bytes)
     frames = []
@@ -100,7 +100,7 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
         if fw_registry.get(fw).auto_dtype_fallback and weight_dtype is None and cc_below(gpu, 8.0):
             # --dtype auto on a GPU without bfloat16 (vllm_auto_dtype): bf16 checkpoints run in float16 (the
             # same bytes) or, for the model types that refuse float16, in float32: size those in float32
-            f32 = (wk_all["kinds"][wk_all["codes"]] == "bf16") & np.isin(memory._text_model_type(cols),
+            f32 = (wk_all["kinds"][wk_all["codes"]] == "bf16") & np.isin(memory.text_model_type(cols),
                                                                         list(VLLM_NO_FP16_MODEL_TYPES))
             if f32.any():
                 kv32 = "fp32" if str(kv_dtype).lower() in ("bf16", "bfloat16") else kv_dtype

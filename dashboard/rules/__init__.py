@@ -12,7 +12,7 @@ Public API (the contract in the team preamble)
 This package is the face; one module per job:
 
 * :mod:`.common` -- the rule record (:class:`Rule`) and the evaluation context (:class:`Ctx`);
-  :mod:`._preds` -- predicates the frameworks' rules share; :mod:`.executed` -- the one factory for rules
+  :mod:`.preds` -- predicates the frameworks' rules share; :mod:`.executed` -- the one factory for rules
   of executed releases and their evidence files; :mod:`.sources` -- shared source links;
 * :mod:`.registry` -- the rule order, built in one step from the framework objects;
 * :mod:`.releases` -- release resolution (which rules hold at a version, as they read there);

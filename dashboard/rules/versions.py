@@ -158,3 +158,12 @@ def resolve(framework: str, version: str | None) -> Resolved:
         return Resolved(rel, True, f"Version {text!r} is not a release number or a date; {label} {rel}'s rules "
                                    f"were used.")
     return Resolved(None, False, f"Version {text!r} is not a release number; the current release's rules were used.")
+
+
+#: A date argument (``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``): public name of the pattern the resolver uses.
+DATE_PATTERN = _DATE
+
+
+def parse_release(version: str):
+    """``version`` as a :class:`packaging.version.Version`, or None when it is not a release number."""
+    return _parse(version)

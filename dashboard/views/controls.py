@@ -21,7 +21,7 @@ from dashboard.views.add_model import AddModelPanel
 from dashboard.views.common import bind_as_you_type, bind_two_way, esc
 
 
-class _Immediate:
+class Immediate:
     """Mixin for a Panel widget whose change reaches the server's callbacks at once. Panel delays a
     widget's change by 50 ms (``Syncable._debounce``) to merge a burst of them, e.g. keystrokes; a click
     on a checkbox or a pick in a list is one change, and the delay was a third of the time from a click
@@ -36,7 +36,7 @@ class _Immediate:
     _debounce = 1
 
 
-class CheckBoxGroup(_Immediate, pn.widgets.CheckBoxGroup):
+class CheckBoxGroup(Immediate, pn.widgets.CheckBoxGroup):
     """A CheckBoxGroup whose clicks reach the server without Panel's 50 ms delay."""
 
 
@@ -48,7 +48,7 @@ def flag_box(label: str, obj: param.Parameterized, pname: str, css_classes: list
     return box
 
 
-class Select(_Immediate, pn.widgets.Select):
+class Select(Immediate, pn.widgets.Select):
     """A Select whose picks reach the server without Panel's 50 ms delay."""
 
 

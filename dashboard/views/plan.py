@@ -25,7 +25,7 @@ from dashboard.plots import plan as plan_plots
 from dashboard.plots.style import framework_label
 from dashboard.state import MAX_MIN_SEQUENCES, PLAN_FRAMEWORKS, AppData, PlannerState
 from dashboard.views.common import bind_two_way, csv_safe, esc, notice_html, selected_record_changed, when_shown
-from dashboard.views.controls import CheckBoxGroup, Select, _Immediate, gpu_names, gpu_picker, resolve_gpu
+from dashboard.views.controls import CheckBoxGroup, Select, Immediate, gpu_names, gpu_picker, resolve_gpu
 
 GIB = float(1 << 30)
 #: Accepted layouts the table shows before "Show all" (the CSV has every layout).
@@ -74,7 +74,7 @@ table.tp-refused td.lays { max-width: 340px; }
 """
 
 
-class IntInput(_Immediate, pn.widgets.IntInput):
+class IntInput(Immediate, pn.widgets.IntInput):
     """An IntInput whose changes reach the server without Panel's 50 ms delay."""
 
 

@@ -23,16 +23,12 @@ BRANCH = re.compile(r"(?<!for )(?<![\w.])(?:framework\s*[!=]=|fw\s*[!=]=|framewo
                     r"|fw\s+(?:not\s+)?in\s*[(\[{])")
 
 #: file -> branches allowed for now, and why.
-KNOWN: dict[str, tuple[int, str]] = {
-    "dashboard/rules/common.py": (6, "Ctx.attn_tp / moe_tp / ep_size: the shard helper moves them to the frameworks"),
-    "dashboard/rules/evaluate.py": (3, "the per-rank-heads block of evaluate(), moved verbatim: the shard helper "
-                                       "rewrites it"),
-}
+KNOWN: dict[str, tuple[int, str]] = {}
 
 FOLDERS = [
     "dashboard/rules",
     "conformance",
-    pytest.param("dashboard", marks=pytest.mark.xfail(strict=False, reason="other helpers' modules still branch")),
+    "dashboard",
 ]
 
 

@@ -6,7 +6,7 @@ executed release 0.16.1)."""
 
 from __future__ import annotations
 
-from dashboard.rules import _preds as P
+from dashboard.rules import preds as P
 from dashboard.rules import sources as S
 from dashboard.rules.common import Rule
 

@@ -39,7 +39,7 @@ import numpy as np
 from dashboard import sharding
 from dashboard import frameworks as _frameworks
 from dashboard.rules import executed as X
-from dashboard.rules import _preds as P
+from dashboard.rules import preds as P
 from dashboard.rules.common import Ctx, Rule, not_multiple
 from dashboard.frameworks.sglang.rules_executed_preds import (  # noqa: F401 (re-exported: evaluate, tests)
     FW, ATTN_ASSERTS, ATTN_ASSERT_ALL, ATTN_ASSERT_ARCHS, DSV4, EXPERT_LOCATION, EXPERT_LOCATION_FROM,

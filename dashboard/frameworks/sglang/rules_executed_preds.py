@@ -10,7 +10,7 @@ from functools import lru_cache
 import numpy as np
 
 from dashboard import sharding
-from dashboard.rules import _preds as P
+from dashboard.rules import preds as P
 from dashboard.rules import executed as X
 from dashboard.rules.common import Ctx, not_multiple
 
@@ -256,7 +256,7 @@ def exaone_swa_backend(ctx: Ctx):
 
 def unknown_model_type(release: str):
     """The config's ``model_type`` is neither one of SGLang's own config classes nor known to the
-    transformers the release installs (:func:`dashboard.rules._preds.unknown_model_type` over the
+    transformers the release installs (:func:`dashboard.rules.preds.unknown_model_type` over the
     release's registry)."""
     return P.unknown_model_type(lambda: registry(release).get("model_types", []))
 

@@ -10,7 +10,7 @@ else ``tp``. MLP, experts and vocab shard over the full TP group.
 
 from __future__ import annotations
 
-from dashboard.rules import _preds as P
+from dashboard.rules import preds as P
 from dashboard.rules import sources as S
 from dashboard.rules.common import Rule
 

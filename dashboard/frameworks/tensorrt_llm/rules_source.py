@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dashboard.rules import _preds as P
+from dashboard.rules import preds as P
 from dashboard.rules import sources as S
 from dashboard.rules.common import Ctx, Rule, not_multiple
 

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from dashboard import frameworks as _frameworks
-from dashboard.rules import _preds as P
+from dashboard.rules import preds as P
 from dashboard.rules import executed as X
 from dashboard.rules.common import Ctx, Rule
 

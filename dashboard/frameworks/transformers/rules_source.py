@@ -14,7 +14,7 @@ pass (reshape error). The continuous-batching cache checks the KV heads up front
 from __future__ import annotations
 
 from dashboard import frameworks as _frameworks
-from dashboard.rules import _preds as P
+from dashboard.rules import preds as P
 from dashboard.rules import sources as S
 from dashboard.rules.common import Rule
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from dashboard import frameworks as _frameworks
 from dashboard.rules import executed as X
-from dashboard.rules import _preds as P
+from dashboard.rules import preds as P
 from dashboard.rules.common import Ctx, Rule, not_multiple
 
 FW = "vllm"
@@ -223,7 +223,7 @@ _UNKNOWN_TYPE = (
 
 def _unknown_model_type(release: str):
     """The config's ``model_type`` is neither one of vLLM's own config classes nor known to the
-    transformers the release installs (:func:`dashboard.rules._preds.unknown_model_type` over the
+    transformers the release installs (:func:`dashboard.rules.preds.unknown_model_type` over the
     release's registry)."""
     return P.unknown_model_type(lambda: registry(release).get("model_types", []))
 

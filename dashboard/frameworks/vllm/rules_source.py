@@ -13,7 +13,7 @@ Two generations of rules:
 from __future__ import annotations
 
 from dashboard.frameworks.vllm.rules_executed import rules as _executed_rules
-from dashboard.rules import _preds as P
+from dashboard.rules import preds as P
 from dashboard.rules import sources as S
 from dashboard.rules.common import Rule
 
