@@ -145,8 +145,9 @@ def check_sizes(framework: str, tp: Any, **sizes: Any) -> list[int]:
 
     Every size must be a whole number in ``1 .. sharding.MAX_PARALLEL`` (ValueError naming it otherwise:
     ``tp=4.5`` or ``pp=0`` used to be divided by, truncated or silently clamped)."""
-    if framework not in schema.FRAMEWORKS:
-        raise ValueError(f"unknown framework {framework!r}; expected one of {', '.join(schema.FRAMEWORKS)}")
+    from dashboard import frameworks
+
+    frameworks.get(framework)  # ValueError naming the known frameworks
     return [sharding.parallel_size(tp, "tp"), *(sharding.parallel_size(v, k) for k, v in sizes.items())]
 
 
