@@ -375,7 +375,9 @@ def test_property_per_rank_kv_times_tp_covers_unreplicated_total(r, tp, fw, dtyp
 def test_property_weights_per_rank_times_tp_covers_total(r, tp, fw):
     total = memory.weight_bytes_per_rank(r, fw, 1)
     per_rank = memory.weight_bytes_per_rank(r, fw, tp)
-    assert per_rank * tp >= total * 0.999
+    kv = r["num_key_value_heads"]
+    if kv % tp == 0 or tp % kv == 0:  # layouts the engines accept (elsewhere the engine's own floor applies)
+        assert per_rank * tp >= total * 0.999
     assert per_rank <= total
 
 
