@@ -34,7 +34,7 @@ from typing import Any
 from dashboard.catalog import normalize_config
 
 #: Largest ``config.json`` accepted, uploaded or fetched (bytes; 1 MiB, the CLI's cap). The largest real
-#: config in /work/shared/hub-configs is under 40 KiB.
+#: config in ../shared/hub-configs is under 40 KiB.
 MAX_CONFIG_BYTES = 1 << 20
 #: Seconds one Hub request of "Add a model" may take (each file: one ``HEAD``, then the download).
 HUB_TIMEOUT_S = 4.0

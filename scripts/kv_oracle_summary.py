@@ -55,12 +55,10 @@ def summary(oracle_csv: Path) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("oracles", nargs="?", default=str(ROOT.parent.parent / "shared" / "oracles" / "kv-capacity.csv"))
+    ap.add_argument("oracles", nargs="?", default=str(ROOT.parent / "shared" / "oracles" / "kv-capacity.csv"))
     ap.add_argument("-o", "--output", default=str(memory.KV_ORACLE_SUMMARY_CSV))
     a = ap.parse_args(argv)
     src = Path(a.oracles)
-    if not src.exists():
-        src = Path("/work/shared/oracles/kv-capacity.csv")
     df = summary(src)
     atomic_write_text(a.output, df.to_csv(index=False))
     print(f"wrote {len(df)} rows to {a.output}")

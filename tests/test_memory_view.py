@@ -3,7 +3,6 @@ the evidence marks (dashboard.memory.kv_family / kv_evidence / memory_breakdown)
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import holoviews as hv
 import pandas as pd
@@ -11,10 +10,11 @@ import pytest
 
 from dashboard import memory
 from dashboard.state import PlannerState, calibration_problem, load_app_data
+from tests.conftest import SHARED
 
 GiB = 2**30
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
-ORACLES = Path("/work/shared/oracles/kv-capacity.csv")
+ORACLES = SHARED / "oracles/kv-capacity.csv"
 
 
 @pytest.fixture(scope="module")

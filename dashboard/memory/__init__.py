@@ -65,7 +65,7 @@ Modelling choices (documented constants, not measurements of your machine)
   H100 ``cudaMemGetInfo`` reports ~0.46 GiB less (79.19 GiB), so vLLM/SGLang budgets here are ~0.6 %
   high on that card.
 * vLLM reserve (one rule, read from vLLM 0.33.0, global parameters fitted on the 0.19 logs of
-  ``/work/shared/oracles/kv-capacity.csv``, see the constants' comments): peak activation
+  ``../shared/oracles/kv-capacity.csv``, see the constants' comments): peak activation
   :func:`_activation_bytes` (:data:`VLLM_SAMPLER_BYTES_PER_LOGIT`, :data:`VLLM_PROFILE_LIVE_BYTES`,
   :data:`VLLM_MOE_WORKSPACE_FACTOR`), non-torch :data:`VLLM_NON_TORCH_BYTES`, CUDA graphs
   :data:`VLLM_CUDAGRAPH_BYTES` (charged to the budget from vLLM 0.21, ``gpu_worker.py:719-734``); KV tokens from
@@ -118,16 +118,6 @@ _FRAMEWORK_NAMES: dict[str, str] = {
     "SGLANG_04_FRACTIONS": "dashboard.frameworks.sglang.memory",
     "sglang_default_mem_fraction_static": "dashboard.frameworks.sglang.memory",
 }
-
-#: Older private spellings still read by callers outside the package (the planner); use the public names.
-_cols = model_columns
-_nz = nz
-_flag = is_set
-_text_model_type = text_model_type
-_dtype_bytes = dtype_bytes
-_check_context_len = check_context_len
-_gpu_memory = gpu_memory
-
 
 def __getattr__(name: str) -> Any:
     """The names of :data:`_FRAMEWORK_NAMES`, from their framework module (PEP 562)."""

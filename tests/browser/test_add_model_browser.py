@@ -28,15 +28,16 @@ except ImportError:
 
 from dashboard import addmodel as am
 from dashboard.state import load_app_data
+from tests.conftest import SHARED
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "hostile"
-HUB_CONFIGS = Path("/work/shared/hub-configs")
+HUB_CONFIGS = SHARED / "hub-configs"
 LOAD_TIMEOUT = 120_000
 SECRET = "hf_ServerTokenForGatedRepos0123"
-#: Repos on the local Hub: real configs from /work/shared/hub-configs under ids the catalog lacks.
+#: Repos on the local Hub: real configs from ../shared/hub-configs under ids the catalog lacks.
 NEW = "acme-labs/Qwen3-8B-ft"
 LINKED = "acme-labs/Yi-34B-ft"
 GATED = "acme-labs/gated-70b"

@@ -20,10 +20,11 @@ from dashboard.catalog import normalize_config
 from dashboard.state import TP_CHOICES, MAX_LINK_ADDS, ExtendedAppData, PlannerState, added_ids, load_app_data
 
 from tests.hubserver import FakeHub, llama_like_config
+from tests.conftest import SHARED
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "hostile"
-HUB_CONFIGS = Path("/work/shared/hub-configs")
+HUB_CONFIGS = SHARED / "hub-configs"
 EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
 PROVENANCE = ("source", "fetched_at", "sha", "last_modified", "downloads", "likes", "gated", "safetensors_params",
               "safetensors_params_by_dtype")

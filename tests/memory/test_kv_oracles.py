@@ -1,4 +1,4 @@
-"""Every row of the KV-capacity oracles (``/work/shared/oracles/kv-capacity.csv``, see its README) is a test.
+"""Every row of the KV-capacity oracles (``../shared/oracles/kv-capacity.csv``, see its README) is a test.
 
 Each row is a real run's log: vLLM "GPU KV cache size: N tokens" / "num_gpu_blocks", SGLang
 "max_total_num_tokens". The product's :func:`dashboard.memory.capacity` is called with the run's inputs
@@ -24,9 +24,10 @@ import pandas as pd
 import pytest
 
 from dashboard import catalog, memory
+from tests.conftest import SHARED
 
 GiB = 2**30
-ORACLES = Path("/work/shared/oracles/kv-capacity.csv")
+ORACLES = SHARED / "oracles/kv-capacity.csv"
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "oracle_configs"
 TOLERANCE = 0.05
 

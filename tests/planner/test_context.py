@@ -13,8 +13,9 @@ import pytest
 
 from dashboard import catalog, context, planner
 from dashboard import check as chk
+from tests.conftest import SHARED
 
-HUB = Path("/work/shared/hub-configs")
+HUB = SHARED / "hub-configs"
 
 
 def _raw(mid: str) -> dict:
