@@ -106,7 +106,6 @@ def heads_per_rank_counts(models: Any, framework: str, tp: Any, *, dp: Any = 1, 
     mla = b(records.flag(df, "is_mla"))
     arch = b(np.array([a.split(",")[0].strip() for a in records.text(df, "architectures", lower=False)], dtype=object))
     t = fw.attention_tp(tp_, dp_, dpa, arch=arch, release=release)
-    pool_t = fw.kv_pool_tp(tp_, dp_, dpa, release=release)
     ok = has_q & (tp_ % np.maximum(t, 1) == 0)
     if fw.attention_dp_groups:
         ok &= ~dpa | (tp_ % np.maximum(dp_, 1) == 0)

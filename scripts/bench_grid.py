@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard import schema
-from dashboard.rules import _evaluate, grid
+from dashboard.rules import evaluate, grid
 from dashboard.rules.common import Ctx
 
 
@@ -69,7 +69,7 @@ def per_cell_loop(models: pd.DataFrame, cells: list[tuple[int, int, str]]) -> in
     n_fail = 0
     for i, tp, fw in cells:
         ctx = Ctx(models.iloc[i : i + 1], np.array([tp]))
-        ev = _evaluate(ctx, fw, None)
+        ev = evaluate(ctx, fw, None)
         msgs = []
         for r, f, flds in zip(ev.rules, ev.fire, ev.fields):
             if r.severity == "error" and f[0]:

@@ -299,8 +299,6 @@ class Framework:
     #: Source links of a release: ``str.format`` pattern with ``{release}`` (or a repository ``.../blob``
     #: the rules' own paths follow); "" when the rules carry their own links.
     source_repo_url: ClassVar[str] = ""
-    #: :func:`dashboard.sharding.kv_heads_per_rank` style of KV sharding (``"vllm"`` or ``"tensorrt-llm"``).
-    kv_shard_style: ClassVar[str] = "vllm"
     #: The rule page lists the real library runs the rules were checked against (``verified_with``).
     lists_verified_runs: ClassVar[bool] = False
 

@@ -20,10 +20,6 @@ import numpy as np
 import pandas as pd
 
 from dashboard.plots.style import FONT, TITLE_SIZE
-from dashboard.plots.heatmap_axes import (
-    COLUMN_JS, GROUP_PADDING, HIDE_TOOLTIP_JS, INFO_JS, INFO_SEPARATOR, MARKER_JS, ROWS_LABEL_JS, ROW_LABEL_JS, ROW_NAME_JS, SNAP_ROWS_JS, axis_fonts, heatmap_factors, heatmap_geometry, row_labels, rows_label, ylabel_px)
-from dashboard.plots.heatmap_cells import (
-    HEATMAP_FIGURE_NAME, MARK_COLOR, STATUS_COLORS, STATUS_LABELS, VALIDITY_TOOLTIP, browser_data, concat_source_data, heatmap_source_data, legend_items, markers_for, set_window)
 from dashboard.plots.heatmap_cells import (  # noqa: F401  (re-exported: the heatmap's one face)
     DISAGREE_COLORS, DISAGREE_LABELS, DISAGREE_MARKERS, DISAGREE_TOOLTIP, HEATMAP_COLUMNS,
     HEATMAP_FIGURE_NAME, MARK_COLOR, SHORT_FRAMEWORK_LABELS, SOURCE_COLUMNS, STATUS_COLORS,

@@ -64,13 +64,6 @@ __all__ = [
 #: :attr:`dashboard.frameworks.sglang.SGLang.ATTN_DP_SIZE_FROM`).
 SGLANG_ATTN_DP_SIZE_FROM = _frameworks.get("sglang").ATTN_DP_SIZE_FROM
 
-#: Older private spellings, kept while callers outside this package move to the public names
-#: (``scripts/bench_grid.py``: ``_evaluate``; ``dashboard/check.py``: ``_ok_sizes``, ``_is_moe_record``;
-#: conformance and tests: ``_rules_for``).
-_evaluate = evaluate
-_ok_sizes = ok_sizes
-_is_moe_record = is_moe_record
-_rules_for = rules_at
 
 
 def __getattr__(name: str):

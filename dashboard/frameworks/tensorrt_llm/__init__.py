@@ -54,7 +54,6 @@ class TensorRTLLM(Framework):
     rule_modules = ("dashboard.frameworks.tensorrt_llm.rules_source",)
     rule_prefix = "trtllm"
     replicates_kv = True
-    kv_shard_style = "tensorrt-llm"
 
     def dp_attention_groups(self, tp: int) -> list[int]:
         """``enable_attention_dp``: one group per rank (attention-TP 1)."""
