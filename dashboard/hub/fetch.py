@@ -127,13 +127,12 @@ def fetch_config(repo_id: str, *, revision: str | None = None, endpoint: str | N
         return _fetch_interactive(repo_id, revision, common, timeout, max_bytes, offline, fail)
     path: Path | None = None
     if offline:
-        last: BaseException | None = None
         for rev in dict.fromkeys(r for r in (revision, "main", _cached_revision(repo_id, cache)) if r):
             try:
                 path = Path(hf_hub_download(repo_id, "config.json", revision=rev, local_files_only=True, **common))
                 break
-            except Exception as exc:  # noqa: BLE001
-                last = exc
+            except Exception:  # noqa: BLE001  (not cached at this revision: try the next)
+                continue
         if path is None:
             where = cache or hf_constants.HF_HUB_CACHE
             raise fail("error", f"offline (HF_HUB_OFFLINE is set) and {repo_id}'s config.json is not in the "

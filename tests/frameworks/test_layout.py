@@ -97,7 +97,7 @@ def test_sglang_pads_vision_heads_with_dummies_vllm_refuses(rec):
 
 
 def test_transformers_leaves_uneven_kv_heads_whole():
-    # issue 21: the plan does not split 4 KV heads over 8 ranks; every rank holds all 4 (as the memory
+    # the plan does not split 4 KV heads over 8 ranks; every rank holds all 4 (as the memory
     # model and the cache do), replica = rank
     r = {"num_attention_heads": 32, "num_key_value_heads": 4}
     kv8 = rank_layout(r, "transformers-native-tp", 8).query("component == 'kv'")
@@ -115,7 +115,7 @@ def test_sglang_dp_attention_splits_heads_over_attn_tp(rec):
     assert q.groupby("rank").size().eq(10).all()  # 40 / attn_tp 4
     assert q.groupby("head").size().eq(2).all()  # each head once per DP group
     check_invariants(df, q3, 8, attn_tp=4)
-    # issue 21: llama.py shards attention over the full TP even under DP-attention (llama.py:181)
+    # llama.py shards attention over the full TP even under DP-attention (llama.py:181)
     r = rec("meta-llama/Llama-3.1-70B-Instruct")  # 64 heads, 8 KV
     df = rank_layout(r, "sglang", 8, dp=2, dp_attention=True)
     assert df[df.component == "query"].groupby("rank").size().eq(8).all()

@@ -32,7 +32,7 @@ def rec(catalog):
     return get
 
 
-# ---------------------------------------------------------------- KV-cache oracles (issue 4) ----
+# ---------------------------------------------------------------- KV-cache oracles ----------
 @pytest.mark.parametrize("framework", schema.FRAMEWORKS)
 def test_llama31_8b_kv_bytes_per_token_bf16_tp1(rec, framework):
     r = rec("meta-llama/Llama-3.1-8B-Instruct")

@@ -28,7 +28,7 @@ def kinds(v, kind):
     return [f for f in v.failures if f.kind == kind]
 
 
-# --- issue 2, item 3 ------------------------------------------------------------------------------------
+# --- transformers CB cache: KV heads vs TP ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kv,tp", [(8, 6), (7, 4)])
 def test_transformers_cb_cache_rejects_kv_not_divisible(kv, tp):
@@ -111,7 +111,7 @@ def test_vllm_kv_partition_and_replication():
     assert [f.message for f in kinds(check(rec(40, 10), "vllm", 4), "kv_heads")] == ["10 is not divisible by 4"]
 
 
-# --- issue 4: the rest ---------------------------------------------------------------------------------
+# --- attention-TP under DP-attention (SGLang, TensorRT-LLM) ---------------------------------------------------------------------------------
 
 def test_sglang_dp_attention_uses_attention_tp():
     # attention-TP is per model file: Qwen3 shards attention over tp / attn_dp, Llama over the full TP
@@ -134,7 +134,7 @@ def test_trtllm_attention_dp_and_ceil_kv():
     assert r.valid and r.kv_heads_per_rank == 1 and r.status == "valid_replicated"
 
 
-# --- issue 11: TensorRT-LLM messages (read from source; verbatim where upstream has a message) ----------
+# --- TensorRT-LLM messages (read from source; verbatim where upstream has a message) ----------
 
 def _catalog(model_id):
     from dashboard.catalog import load_catalog
