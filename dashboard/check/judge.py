@@ -47,7 +47,7 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     except ValueError:
         raise CheckInputError(f"unknown framework {printable(req.framework, 40)!r}; expected one of "
                               + ", ".join(schema.FRAMEWORKS)) from None
-    notes: list[str] = []
+    notes: list[str] = [printable(src.note, 300)] if src.note else []
     if req.launch is not None:
         notes += [printable(n, 300) for n in req.launch.notes]
     rec = dict(rec)
@@ -137,13 +137,17 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
         "verdict": "accepted" if accepted else "refused",
         "exit_status": 0 if accepted else 1,
         "model": {"id": printable(src.model_id, 300), "source": src.kind, "path": printable(src.where, 500),
-                  "sha": src.sha, "sidecars": src.sidecars, "offline": src.offline},
+                  "sha": src.sha, "sidecars": src.sidecars, "offline": src.offline, "snapshot_date": src.date,
+                  "config": printable(src.describe(), 300)},
         "framework": req.framework,
         "framework_label": schema.FRAMEWORK_LABELS[req.framework],
         "version_requested": req.version,
         "release": v.release,
-        "executed": bool(v.executed),
+        # this config and layout were run (the release having been run is ``conformance.kind == "checked"``)
+        "executed": v.evidence == "executed",
         "evidence": v.evidence,
+        "evidence_text": v.evidence_text,
+        "conformance": v.conformance.as_dict() if v.conformance is not None else None,
         "layout": dict(lay, gpus=gpu_count(req.framework, lay),
                        # the expert-parallel size the framework uses: vLLM's --enable-expert-parallel is TP x DP
                        ep=fwo.ep_group(lay)),

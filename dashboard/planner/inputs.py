@@ -88,7 +88,7 @@ def prepared(record: Any) -> tuple[pd.DataFrame, dict, dict]:
 _CATALOG_CACHE: dict[tuple, pd.DataFrame] = {}
 
 
-def _default_catalog() -> pd.DataFrame:
+def default_catalog() -> pd.DataFrame:
     """The shipped catalog (``$TP_PLANNER_CATALOG`` when set), read once per file version (read-only)."""
     import os
 
@@ -110,16 +110,27 @@ def _default_catalog() -> pd.DataFrame:
     return hit
 
 
+def catalog_row(model_id: str, catalog: pd.DataFrame | None = None) -> pd.DataFrame | None:
+    """The one-row frame of ``model_id`` in ``catalog`` (default: the shipped one, :func:`default_catalog`):
+    the exact id, else the id in another case (Hub ids are case-insensitive); None when absent. Never
+    asks the Hub."""
+    cat = default_catalog() if catalog is None else catalog
+    ids = cat["model_id"].astype(str)
+    hit = cat[ids == model_id]
+    if hit.empty:
+        hit = cat[ids.str.lower() == str(model_id).lower()]
+    return None if hit.empty else hit.iloc[[0]]
+
+
 def resolve_record(record: Any, catalog: pd.DataFrame | None = None) -> Any:
+    """A model id -> its one-row frame in the shipped catalog (or ``catalog``); anything else unchanged.
+    The Hub is never asked (``tp-planner plan`` and ``check`` fetch ids the catalog lacks, or all with
+    ``--refresh``: :func:`dashboard.check.load_model`). ValueError for an id not in the catalog."""
     if isinstance(record, str):
-        cat = _default_catalog() if catalog is None else catalog
-        hit = cat[cat["model_id"].astype(str) == record]
-        if hit.empty:
-            lower = cat[cat["model_id"].astype(str).str.lower() == record.lower()]
-            if lower.empty:
-                raise ValueError(f"model {record!r} is not in the catalog")
-            hit = lower
-        return hit.iloc[[0]]
+        hit = catalog_row(record, catalog)
+        if hit is None:
+            raise ValueError(f"model {record!r} is not in the catalog")
+        return hit
     return record
 
 
