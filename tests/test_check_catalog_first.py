@@ -106,6 +106,7 @@ def test_refresh_asks_the_hub_and_a_dead_one_is_one_line_naming_the_id_once(monk
     rc = plan_cli.main([LLAMA, "--gpus", "8", "--gpu", "H100-80GB", "--refresh"])
     err = capsys.readouterr().err
     assert rc == 2 and err.count(LLAMA) == 1 and "the Hub did not answer" in err
+    assert err.strip().endswith("give a local config.json (or its folder) as MODEL") and "--config" not in err
 
     def gated(repo_id, **k):
         raise hub.FetchError("gated", f"{repo_id}: gated: 401 Unauthorized; set HF_TOKEN to a token with access to it")

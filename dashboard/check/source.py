@@ -164,9 +164,9 @@ def catalog_source(model_id: str) -> tuple[dict[str, Any], Source] | None:
     return rec, Source(mid, "catalog", "shipped catalog", rec.get("sha"), [], False, rec.get("fetched_at"))
 
 
-def hub_error(repo_id: str, e: Any) -> CheckInputError:
+def hub_error(repo_id: str, e: Any, config_hint: str = "give a local copy with --config PATH") -> CheckInputError:
     """One line for a :class:`dashboard.hub.FetchError` of ``repo_id`` (the id named once), with what to
-    do: ``--config PATH`` when the Hub cannot be reached, ``HF_TOKEN`` for a gated repo."""
+    do: ``config_hint`` (a local config) when the Hub cannot be reached, ``HF_TOKEN`` for a gated repo."""
     rid = printable(repo_id, 120)
     reason = printable(e.reason, 300)
     for prefix in (f"{repo_id}: {e.status}: ", f"{repo_id}: "):
@@ -179,21 +179,20 @@ def hub_error(repo_id: str, e: Any) -> CheckInputError:
         if "; set HF_TOKEN" in reason:
             reason = reason[: reason.index("; set HF_TOKEN")]
         return CheckInputError(f"{rid} is gated on the Hub and no token with access was sent ({reason}): set "
-                               "HF_TOKEN to a token with access to it, or give a local copy with --config PATH")
+                               "HF_TOKEN to a token with access to it, or " + config_hint)
     if e.status == "not_found":
-        return CheckInputError(f"{rid}: not found on the Hub ({reason}); a local config.json goes in --config PATH")
+        return CheckInputError(f"{rid}: not found on the Hub ({reason}); check the id, or {config_hint}")
     endpoint = printable(os.environ.get("HF_ENDPOINT") or "https://huggingface.co", 100)
-    return CheckInputError(f"cannot fetch {rid}'s config.json from the Hub ({endpoint}): {reason}; give a local "
-                           "copy with --config PATH")
+    return CheckInputError(f"cannot fetch {rid}'s config.json from the Hub ({endpoint}): {reason}; {config_hint}")
 
 
-def load_model(arg: str, *, stdin: Any = None, model_id: str | None = None,
-               refresh: bool = False) -> tuple[dict[str, Any], Source]:
+def load_model(arg: str, *, stdin: Any = None, model_id: str | None = None, refresh: bool = False,
+               config_hint: str = "give a local copy with --config PATH") -> tuple[dict[str, Any], Source]:
     """The normalized catalog record of MODEL (Hub id, folder, file or ``-``) and where it came from. A Hub
     id is answered by the shipped catalog when it has the model (no network), else by the Hub;
     ``refresh=True`` always asks the Hub (its current config). Raises :class:`CheckInputError` for
     anything that cannot be judged, and for a Hub that cannot be reached (one line naming the id once and
-    suggesting ``--config PATH``)."""
+    suggesting ``config_hint``: ``--config PATH`` for ``check``)."""
     from dashboard.catalog import normalize_config
 
     if arg == "-":
@@ -210,7 +209,7 @@ def load_model(arg: str, *, stdin: Any = None, model_id: str | None = None,
         try:
             got = _fetch_with_deadline(arg.strip())
         except hub.FetchError as e:
-            raise hub_error(arg.strip(), e) from None
+            raise hub_error(arg.strip(), e, config_hint) from None
         data, sidecars = got.config, got.sidecars
         src = Source(arg.strip(), "hub", "Hub", got.sha, sorted(sidecars), got.offline)
         if known is not None:

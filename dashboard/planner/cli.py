@@ -76,12 +76,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from dashboard.check import CheckInputError, load_model
 
             try:
-                rec, src = load_model(args.model, refresh=args.refresh)
+                rec, src = load_model(args.model, refresh=args.refresh,
+                                      config_hint="give a local config.json (or its folder) as MODEL")
             except CheckInputError as e:
-                if args.refresh:
-                    raise ValueError(str(e)) from None
-                raise ValueError(f"{args.model!r} is not in the catalog, and as a file, folder or Hub id: {e}") \
-                    from None
+                # (the message names the model once)
+                raise ValueError(str(e) if args.refresh else f"not in the shipped catalog; {e}") from None
             record = pd.DataFrame([rec])
             snapshot = src.describe() + (f"; {src.note}" if src.note else "")
         if args.limit < 0:
