@@ -182,6 +182,8 @@ def hub_error(repo_id: str, e: Any, config_hint: str = "give a local copy with -
                                "HF_TOKEN to a token with access to it, or " + config_hint)
     if e.status == "not_found":
         return CheckInputError(f"{rid}: not found on the Hub ({reason}); check the id, or {config_hint}")
+    if reason.startswith("offline (HF_HUB_OFFLINE is set)"):  # the reason names the id
+        return CheckInputError(f"{reason}; {config_hint}")
     endpoint = printable(os.environ.get("HF_ENDPOINT") or "https://huggingface.co", 100)
     return CheckInputError(f"cannot fetch {rid}'s config.json from the Hub ({endpoint}): {reason}; {config_hint}")
 

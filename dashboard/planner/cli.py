@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       config_hint="give a local config.json (or its folder) as MODEL")
             except CheckInputError as e:
                 # (the message names the model once)
-                raise ValueError(str(e) if args.refresh else f"not in the shipped catalog; {e}") from None
+                raise ValueError(str(e) if args.refresh else f"not in the catalog; {e}") from None
             record = pd.DataFrame([rec])
             snapshot = src.describe() + (f"; {src.note}" if src.note else "")
         if args.limit < 0:
