@@ -66,9 +66,9 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
                          "(weights modelled as " + req.quantization.lower() + ")")
     # the rules and the memory model read a typed one-row frame about twice as fast as a dict (the catalog's
     # dtypes: no per-column conversion in every one of the suggestions' re-evaluations)
-    from dashboard.planner.inputs import prepared
+    from dashboard.check.source import typed_frame
 
-    typed = prepared(rec)[0]
+    typed = typed_frame(rec)
     try:
         v = rules.check(typed, req.framework, req.tp, version=req.version, pp=req.pp, dp=req.dp, ep=req.ep,
                         dp_attention=req.dp_attention, vision_dp=req.vision_dp, expert_parallel=req.expert_parallel)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,23 +147,98 @@ def _plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v
 
 
+_CATALOG_CACHE: dict[tuple, Any] = {}
+_CATALOG_LOCK = threading.Lock()
+
+
+def shipped_catalog():
+    """The shipped catalog (``$TP_PLANNER_CATALOG`` when set), read once per file version (a DataFrame;
+    read-only). Lives here, not in :mod:`dashboard.planner`, so ``tp-planner check`` answers a catalog id
+    without importing the planner (or huggingface_hub)."""
+    from dashboard.catalog import default_catalog_path, load_catalog
+
+    path = os.environ.get("TP_PLANNER_CATALOG") or str(default_catalog_path())
+    try:
+        st = os.stat(path)
+        key = (path, st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = (path, None, None)
+    with _CATALOG_LOCK:
+        hit = _CATALOG_CACHE.get(key)
+    if hit is None:
+        hit = load_catalog(path)
+        with _CATALOG_LOCK:
+            _CATALOG_CACHE.clear()
+            _CATALOG_CACHE[key] = hit
+    return hit
+
+
+def catalog_row(model_id: str, catalog: Any = None):
+    """The one-row frame of ``model_id`` in ``catalog`` (default: :func:`shipped_catalog`): the exact id,
+    else the id in another case (Hub ids are case-insensitive); None when absent. Never asks the Hub."""
+    cat = shipped_catalog() if catalog is None else catalog
+    ids = cat["model_id"].astype(str)
+    hit = cat[ids == model_id]
+    if hit.empty:
+        hit = cat[ids.str.lower() == str(model_id).lower()]
+    return None if hit.empty else hit.iloc[[0]]
+
+
+def typed_frame(record: Any):
+    """One catalog record (mapping, Series or one-row DataFrame) as a one-row DataFrame with the schema's
+    dtypes: the rules and the memory model read typed columns much faster than an object-typed row.
+    ValueError for a frame of another length, TypeError for another type."""
+    import pandas as pd
+
+    from dashboard import schema
+
+    if isinstance(record, pd.DataFrame):
+        if len(record) != 1:
+            raise ValueError(f"plan() takes one model; got a frame of {len(record)} rows (use plan_catalog)")
+        df = record.reset_index(drop=True)
+    elif isinstance(record, pd.Series):
+        df = pd.DataFrame([record.to_dict()])
+    elif isinstance(record, Mapping):
+        df = pd.DataFrame([dict(record)])
+    else:
+        raise TypeError(f"record must be a catalog record (mapping / Series / one-row DataFrame) or a model id, "
+                        f"got {type(record).__name__}")
+    for col, dtype in schema.COLUMN_DTYPES.items():
+        if col in df.columns and str(df[col].dtype) != dtype:
+            try:
+                df[col] = df[col].astype(dtype)
+            except (TypeError, ValueError):
+                try:
+                    df[col] = pd.to_numeric(df[col], errors="coerce").astype(dtype) if dtype in (
+                        "Int64", "float64") else df[col]
+                except (TypeError, ValueError):
+                    pass
+    return df
+
+
 def catalog_source(model_id: str) -> tuple[dict[str, Any], Source] | None:
     """``model_id``'s record in the shipped catalog (``$TP_PLANNER_CATALOG`` when set) and its
     :class:`Source` (kind ``catalog``, the row's ``sha`` and ``fetched_at``), or None when the catalog has
     no usable (status ``ok``) row for it. Never touches the network."""
-    from dashboard.planner.inputs import catalog_row
-
     try:
         row = catalog_row(model_id.strip())
     except Exception:  # noqa: BLE001 - no readable catalog: the Hub answers instead
         return None
     if row is None:
         return None
-    rec = {str(k): _plain(v) for k, v in row.iloc[0].items()}
+    return source_of_row(row)
+
+
+def source_of_row(row: Any) -> tuple[dict[str, Any], Source] | None:
+    """A catalog row (one-row frame or Series) as a record and its :class:`Source` (kind ``catalog``);
+    None for a row whose status is not ``ok``."""
+    if hasattr(row, "iloc") and hasattr(row, "columns"):
+        row = row.iloc[0]
+    rec = {str(k): _plain(v) for k, v in row.items()}
     if rec.get("status") != "ok":
         return None
-    mid = str(rec["model_id"])
-    return rec, Source(mid, "catalog", "shipped catalog", rec.get("sha"), [], False, rec.get("fetched_at"))
+    return rec, Source(str(rec["model_id"]), "catalog", "shipped catalog", rec.get("sha"), [], False,
+                       rec.get("fetched_at"))
 
 
 def hub_error(repo_id: str, e: Any, config_hint: str = "give a local copy with --config PATH") -> CheckInputError:

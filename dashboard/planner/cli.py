@@ -63,13 +63,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.refresh:
                 raise ValueError("--refresh: ask the Hub")
             record = resolve_record(args.model, catalog)
-            if catalog is None:
-                from dashboard.check.source import catalog_source
+            from dashboard.check.source import source_of_row
 
-                got = catalog_source(str(record["model_id"].iloc[0]))
-                snapshot = got[1].describe() if got is not None else ""
-            else:
-                snapshot = f"catalog {args.catalog}"
+            got = source_of_row(record)
+            snapshot = (got[1].describe() if got is not None else "shipped catalog") if catalog is None else \
+                f"catalog {args.catalog}"
         except ValueError:
             # not in the catalog (or --refresh): a config.json, a model folder, '-' (stdin) or a Hub id, read
             # as ``tp-planner check`` reads it
