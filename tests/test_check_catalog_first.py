@@ -176,6 +176,9 @@ def test_a_made_up_file_was_not_run(tmp_path, no_hub):
     doc = json.loads(out)
     assert doc["executed"] is False and doc["evidence"] == "checked" and doc["conformance"]["executed"] is False
     assert doc["evidence_text"].startswith(NOT_RUN) and doc["conformance"]["agreement"]["judged"] == 5459
+    # no failing check of a config that was not run says "executed" either
+    assert doc["failures"] and {f["evidence"] for f in doc["failures"]} <= {"checked", "source"}
+    assert all(ln.strip().startswith('"executed": false') for ln in out.splitlines() if "executed" in ln), out
     _no_claim(doc["evidence_text"])
     rc, out, err = run_check(str(p), "--framework", "vllm", "--tp", "4")
     ev = [ln for ln in out.splitlines() if ln.startswith("  evidence: ")]
