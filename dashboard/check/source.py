@@ -129,9 +129,7 @@ def _fetch_with_deadline(repo_id: str):
     t.start()
     t.join(max(deadline, 0.1))
     if t.is_alive():
-        endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
-        raise hub.FetchError("unreachable", f"{repo_id}: the Hub ({printable(endpoint, 100)}) did not answer within "
-                                            f"{deadline:g} s; try again later, or give a local config.json")
+        raise hub.FetchError("unreachable", f"{repo_id}: it did not answer within {deadline:g} s (try again later)")
     if "err" in box:
         raise box["err"]
     return box["ok"]
