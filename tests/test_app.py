@@ -892,8 +892,8 @@ def test_vllm_ep_means_enable_expert_parallel(small_catalog, monkeypatch):
 
 
 def test_details_say_where_the_verdict_comes_from(small_catalog):
-    """vLLM at an unexecuted release: 'Read from vLLM <release> source (not executed)' and the version notice;
-    at the default release the text follows the verdict's own evidence."""
+    """vLLM at an unexecuted release: 'Rules read from vLLM <release> source; not run' and the version notice;
+    at the default release the text follows the verdict's own evidence: this made-up config was not run."""
     from dashboard import rules
     from dashboard.app import DashboardApp
     from dashboard.views.common import esc
@@ -902,21 +902,20 @@ def test_details_say_where_the_verdict_comes_from(small_catalog):
     html = app.validity._details._html.object
     v = rules.check(app.data.record("acme/h24-kv3"), "vllm", 8, version="0.27.1")
     assert v.evidence == "source" and v.notice
-    assert "Read from vLLM 0.27.1 source (not executed)." in html
+    assert "Rules read from vLLM 0.27.1 source; not run." in html
     assert '<div class="tp-version-notice"' in html and esc(v.notice) in html
     assert html.count(esc(v.notice)) == 1  # (not repeated as a warning)
     app.state.vllm_version = "0.33.0"
     html = app.validity._details._html.object
     v = rules.check(app.data.record("acme/h24-kv3"), "vllm", 8)
-    want = ("Reproduced by running vLLM 0.33.0's own code (conformance table)." if v.evidence == "executed"
-            else "Read from vLLM 0.33.0 source (not executed).")
-    assert esc(want) in html and "tp-version-notice" not in html
+    assert v.evidence == "checked"  # acme/h24-kv3 is no config of the table
+    want = "Rules checked against vLLM 0.33.0's own code on 182 catalog models; this config was not run"
+    assert esc(want) in html and "tp-version-notice" not in html and "Reproduced" not in html
     app.state.framework = "sglang"  # SGLang 0.5.23 was run through the harness too
     v = rules.check(app.data.record("acme/h24-kv3"), "sglang", 8)
     assert v.release == "0.5.23" and v.executed
-    want = ("Reproduced by running SGLang 0.5.23's own code (conformance table)." if v.evidence == "executed"
-            else "Read from SGLang 0.5.23 source (not executed).")
-    assert esc(want) in app.validity._details._html.object
+    want = "Rules checked against SGLang 0.5.23's own code on 182 catalog models; this config was not run"
+    assert v.evidence == "checked" and esc(want) in app.validity._details._html.object
 
 
 def test_details_show_raise_site_and_our_wording_escaped(small_catalog, monkeypatch):
@@ -944,13 +943,17 @@ def test_details_show_raise_site_and_our_wording_escaped(small_catalog, monkeypa
             return v
         import dataclasses
 
+        from dashboard.rules.evidence import Evidence
+
         return dataclasses.replace(v, valid=False, status="invalid", failures=hits, warnings=(), release="0.33.0",
-                                   executed=True, notice=f"notice {evil}")
+                                   executed=True, notice=f"notice {evil}",
+                                   conformance=Evidence("vllm", "0.33.0", True, True, "vllm-0.33.0.parquet", 182))
 
     monkeypatch.setattr(rules, "check", fake)
     app = DashboardApp(catalog=small_catalog, query="?model=acme/h30&framework=vllm&tp=6")
     for html in (app.validity._details._html.object, report_html(app.state, app.data)):
-        assert "Reproduced by running vLLM 0.33.0&#x27;s own code (conformance table)." in html
+        assert ("Reproduced by running vLLM 0.33.0&#x27;s own code on this config and layout (conformance table "
+                "vllm-0.33.0.parquet).") in html
         assert ">AssertionError at vllm/<wbr>model_executor/<wbr>models/<wbr>llama.py:151</code>" in html
         assert "AssertionError (no message)</span> <span class=\"tp-ours\"" in html
         assert html.count("(our wording)") == 1
@@ -969,15 +972,16 @@ def test_exports_carry_the_vllm_version(app):
     assert set(df.loc[df["framework"] == "sglang", "version"]) == {"0.5.23"}
     assert len(df) == 5 * 2 * 2
     rep = report_html(app.state, app.data)
-    assert "0.27.1 (rules read from source)" in rep and "<h2>vLLM 0.27.1</h2>" in rep
-    assert "0.5.23 (run through SGLang&#x27;s own code)" in rep and "<h2>SGLang 0.5.23</h2>" in rep
+    assert "0.27.1 (rules read from vLLM 0.27.1 source)" in rep and "<h2>vLLM 0.27.1</h2>" in rep
+    assert "0.5.23 (rules checked against SGLang 0.5.23&#x27;s own code on 182 catalog models)" in rep
+    assert "<h2>SGLang 0.5.23</h2>" in rep
     assert "--enable-expert-parallel" in rep
     app.state.param.update(frameworks=["sglang", "transformers-native-tp"], sglang_version="0.5.20")
     df = pd.read_csv(grid_csv(app.state, app.data), keep_default_na=False)
     assert set(df.loc[df["framework"] == "sglang", "version"]) == {"0.5.20"}
     assert set(df.loc[df["framework"] == "transformers-native-tp", "version"]) == {""}
     rep = report_html(app.state, app.data)
-    assert "0.5.20 (rules read from source)" in rep and "<h2>SGLang 0.5.20</h2>" in rep
+    assert "0.5.20 (rules read from SGLang 0.5.20 source)" in rep and "<h2>SGLang 0.5.20</h2>" in rep
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1098,8 +1102,8 @@ def test_rule_args_and_grid_keys_carry_the_sglang_version(small_catalog):
 
 
 def test_details_say_where_the_sglang_verdict_comes_from(small_catalog):
-    """SGLang at 0.5.20: 'Read from SGLang 0.5.20 source (not executed)' with the version notice, escaped;
-    at 0.5.23 'Reproduced by running SGLang 0.5.23's own code'."""
+    """SGLang at 0.5.20: 'Rules read from SGLang 0.5.20 source; not run' with the version notice, escaped;
+    at 0.5.23 the rules were checked against SGLang 0.5.23's own code, but not on this made-up config."""
     from dashboard import rules
     from dashboard.app import DashboardApp
     from dashboard.views.common import esc
@@ -1110,12 +1114,12 @@ def test_details_say_where_the_sglang_verdict_comes_from(small_catalog):
     html = app.validity._details._html.object
     v = rules.check(app.data.record("acme/h24-kv3"), "sglang", 8, version="0.5.20")
     assert v.evidence == "source" and v.release == "0.5.20" and v.notice
-    assert "Read from SGLang 0.5.20 source (not executed)." in html and "SGLang 0.5.20 &middot; TP = 8" in html
+    assert "Rules read from SGLang 0.5.20 source; not run." in html and "SGLang 0.5.20 &middot; TP = 8" in html
     assert '<div class="tp-version-notice"' in html and esc(v.notice) in html and html.count(esc(v.notice)) == 1
     app.state.sglang_version = "0.5.23"
     html = app.validity._details._html.object
-    assert esc("Reproduced by running SGLang 0.5.23's own code (conformance table).") in html
-    assert "tp-version-notice" not in html
+    assert esc("Rules checked against SGLang 0.5.23's own code on 182 catalog models; this config was not run") in html
+    assert "tp-version-notice" not in html and "Reproduced" not in html
 
 
 def test_sglang_suggestions_spell_dp_attention_as_the_selected_release(small_catalog):

@@ -108,8 +108,15 @@ def test_hub_id_tp6_refused_with_vllms_message_then_offline_from_the_cache(tmp_p
         hub.add("TheBloke/Llama-2-7B-GPTQ", {**LLAMA_70B_CONFIG, "num_hidden_layers": 4},
                 files={"quantize_config.json": json.dumps({"bits": 4, "group_size": 128}).encode()})
         home = tmp_path / "hf-home"
+        # a catalog model: the shipped catalog answers, the Hub is not asked
         r = _cli(LLAMA_70B, "--framework", "vllm", "--tp", "6", env=_env(hub.url, home))
         assert r.returncode == 1, r.stderr
+        assert "  config: shipped catalog, snapshot of 2026-12-01" in r.stdout and hub.count() == 0
+        # --refresh: the Hub's current config, through huggingface_hub's cache
+        r = _cli(LLAMA_70B, "--framework", "vllm", "--tp", "6", "--refresh", env=_env(hub.url, home))
+        assert r.returncode == 1, r.stderr
+        assert "  config: hub @ " in r.stdout and hub.count() > 0
+        assert "note: the Hub's current config is the shipped catalog's (snapshot of 2026-12-01)" in r.stdout
         assert r.stdout.startswith(f"REFUSED: {LLAMA_70B} on vLLM 0.33.0, tp=6")
         assert f"1. ValueError: {HEADS_MSG}" in r.stdout
         assert "at vllm/config/model.py:1560 https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/model.py#L1560" in r.stdout
@@ -125,7 +132,8 @@ def test_hub_id_tp6_refused_with_vllms_message_then_offline_from_the_cache(tmp_p
         assert doc["model"]["sidecars"] == ["quantize_config.json"]
         # offline: the cached config answers, no request is made
         hub.reset_counts()
-        r = _cli(LLAMA_70B, "--framework", "vllm", "--tp", "8", "--json", env=_env(hub.url, home, HF_HUB_OFFLINE="1"))
+        r = _cli(LLAMA_70B, "--framework", "vllm", "--tp", "8", "--json", "--refresh",
+                 env=_env(hub.url, home, HF_HUB_OFFLINE="1"))
         assert r.returncode == 0, r.stderr
         doc = json.loads(r.stdout)
         assert doc["verdict"] == "accepted" and doc["model"]["offline"] is True and doc["model"]["sha"]
@@ -143,7 +151,7 @@ def test_hub_id_tp6_refused_with_vllms_message_then_offline_from_the_cache(tmp_p
 
 def test_offline_hub_id_not_in_the_cache_is_exit_2_with_one_line(tmp_path):
     env = _env("http://127.0.0.1:9", tmp_path / "empty-hf-home", HF_HUB_OFFLINE="1")
-    r = _cli("meta-llama/Llama-3.1-70B-Instruct", "--framework", "vllm", "--tp", "6", env=env)
+    r = _cli("meta-llama/Llama-3.1-70B-Instruct", "--framework", "vllm", "--tp", "6", "--refresh", env=env)
     assert r.returncode == 2
     assert r.stdout == ""
     lines = r.stderr.strip().splitlines()
@@ -369,7 +377,7 @@ def test_a_hub_that_never_answers_is_exit_2_with_one_line_within_the_deadline(tm
         hub.inject(LLAMA_70B, "resolve", *({"sleep": 60} for _ in range(20)))
         env = _env(hub.url, tmp_path / "hf-home", TP_PLANNER_HUB_DEADLINE_S="4")
         t0 = time.monotonic()
-        r = _cli(LLAMA_70B, "--framework", "vllm", "--tp", "8", env=env)
+        r = _cli(LLAMA_70B, "--framework", "vllm", "--tp", "8", "--refresh", env=env)
         took = time.monotonic() - t0
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.strip().splitlines()

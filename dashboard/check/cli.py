@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="tokens per sequence for the memory check (default: the model's context length)")
     ap.add_argument("--gpu-memory-utilization", "--mem-fraction-static", dest="mem_fraction",
                     help="the framework's memory fraction (default: the framework's)")
+    ap.add_argument("--refresh", action="store_true",
+                    help="fetch the Hub's current config.json even when the shipped catalog has the model (by "
+                         "default a catalog model is answered from the catalog, with no network)")
     ap.add_argument("--json", action="store_true", help="print a machine-readable result (schema_version "
                                                         f"{SCHEMA_VERSION})")
     return ap
@@ -178,8 +181,8 @@ def main(argv: Sequence[str] | None = None, *, stdin: Any = None, stdout: Any = 
             model_id = args.model or launch.model
         elif args.model == "-" and launch is not None and launch.model:
             model_id = launch.model
-        rec, src = load_model(source_arg, stdin=stdin, model_id=model_id)
-        if src.kind == "hub" and launch is not None and launch.model is None:
+        rec, src = load_model(source_arg, stdin=stdin, model_id=model_id, refresh=args.refresh)
+        if src.kind in ("hub", "catalog") and launch is not None and launch.model is None:
             launch.model = src.model_id
         doc = run_check(rec, src, req)
     except (CheckInputError, LaunchError) as e:

@@ -26,12 +26,10 @@ def render_text(doc: dict[str, Any]) -> str:
         parts.append("vision-dp")
     head = "ACCEPTED" if doc["verdict"] == "accepted" else "REFUSED"
     m = doc["model"]
-    where = m["source"] + (f" @ {m['sha'][:12]}" if m.get("sha") else "") + (" (offline cache)" if m.get("offline") else "")
+    where = m.get("config") or m["source"]
     lines = [f"{head}: {m['id']} on {fwl}{rel}, {' '.join(parts)} ({lay['gpus']} GPU{'s' if lay['gpus'] != 1 else ''})",
              f"  config: {where}" + (f"; quantization read from {', '.join(m['sidecars'])}" if m["sidecars"] else "")]
-    ev = (f"rules checked against {fwl}{rel}'s own code run over the catalog (conformance table)"
-          if doc["evidence"] == "executed" else f"rules read from {fwl}{rel} source (not executed)")
-    lines.append(f"  evidence: {ev}")
+    lines.append(f"  evidence: {doc['evidence_text']}")
     fails = doc["failures"]
     if fails:
         lines.append("")

@@ -40,6 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--min-sequences", default=None, help="concurrent sequences a layout must hold (default 1)")
     ap.add_argument("--cross-node-tp", action="store_true", help="allow TP groups that span nodes")
     ap.add_argument("--catalog", default=None, help="catalog parquet (default: the shipped one)")
+    ap.add_argument("--refresh", action="store_true",
+                    help="fetch the Hub's current config.json for MODEL even when the catalog has it (by default a "
+                         "catalog model is planned from the catalog, with no network)")
     ap.add_argument("--limit", type=int, default=40, help="table rows to print (0 = all; default 40)")
     ap.add_argument("--json", action="store_true", help="print JSON (schema_version %d)" % SCHEMA_VERSION)
     args = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -55,19 +58,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             from dashboard.catalog import load_catalog
 
             catalog = load_catalog(args.catalog)
+        snapshot = ""
         try:
+            if args.refresh:
+                raise ValueError("--refresh: ask the Hub")
             record = resolve_record(args.model, catalog)
+            from dashboard.check.source import source_of_row
+
+            got = source_of_row(record)
+            snapshot = (got[1].describe() if got is not None else "shipped catalog") if catalog is None else \
+                f"catalog {args.catalog}"
         except ValueError:
-            # not in the catalog: a config.json, a model folder, '-' (stdin) or a Hub id, read as
-            # ``tp-planner check`` reads it
+            # not in the catalog (or --refresh): a config.json, a model folder, '-' (stdin) or a Hub id, read
+            # as ``tp-planner check`` reads it
             from dashboard.check import CheckInputError, load_model
 
             try:
-                rec, _src = load_model(args.model)
+                rec, src = load_model(args.model, refresh=args.refresh,
+                                      config_hint="give a local config.json (or its folder) as MODEL")
             except CheckInputError as e:
-                raise ValueError(f"{args.model!r} is not in the catalog, and as a file, folder or Hub id: {e}") \
-                    from None
+                # (the message names the model once)
+                raise ValueError(str(e) if args.refresh else f"not in the catalog; {e}") from None
             record = pd.DataFrame([rec])
+            snapshot = src.describe() + (f"; {src.note}" if src.note else "")
         if args.limit < 0:
             raise ValueError(f"--limit must be 0 (all) or more, got {args.limit}")
         if versions:
@@ -92,8 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tp-planner plan: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(plan_to_dict(df), indent=1, ensure_ascii=False))
+        doc = plan_to_dict(df)
+        doc["config"] = snapshot
+        print(json.dumps(doc, indent=1, ensure_ascii=False))
     else:
+        print(f"config: {snapshot}")
         print(format_table(df, limit=None if args.limit == 0 else args.limit))
     return 0 if bool(df["fits"].any()) else 1
 

@@ -3,7 +3,6 @@ per-model columns, and the weight kind it needs from the GPU."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from typing import Any, Mapping
@@ -11,7 +10,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from dashboard import memory, schema
+from dashboard import memory
 
 
 _CACHE: "OrderedDict[tuple, tuple[pd.DataFrame, dict, dict]]" = OrderedDict()
@@ -20,30 +19,10 @@ _CACHE_SIZE = 64
 
 
 def _typed_frame(record: Any) -> pd.DataFrame:
-    """One catalog record as a one-row DataFrame with the schema's dtypes (a Series from ``df.loc[id]``
-    is object-typed; the rules read typed columns much faster)."""
-    if isinstance(record, pd.DataFrame):
-        if len(record) != 1:
-            raise ValueError(f"plan() takes one model; got a frame of {len(record)} rows (use plan_catalog)")
-        df = record.reset_index(drop=True)
-    elif isinstance(record, pd.Series):
-        df = pd.DataFrame([record.to_dict()])
-    elif isinstance(record, Mapping):
-        df = pd.DataFrame([dict(record)])
-    else:
-        raise TypeError(f"record must be a catalog record (mapping / Series / one-row DataFrame) or a model id, "
-                        f"got {type(record).__name__}")
-    for col, dtype in schema.COLUMN_DTYPES.items():
-        if col in df.columns and str(df[col].dtype) != dtype:
-            try:
-                df[col] = df[col].astype(dtype)
-            except (TypeError, ValueError):
-                try:
-                    df[col] = pd.to_numeric(df[col], errors="coerce").astype(dtype) if dtype in (
-                        "Int64", "float64") else df[col]
-                except (TypeError, ValueError):
-                    pass
-    return df
+    """:func:`dashboard.check.source.typed_frame` (one record as a one-row frame with the schema's dtypes)."""
+    from dashboard.check.source import typed_frame
+
+    return typed_frame(record)
 
 
 def _record_key(record: Any) -> tuple | None:
@@ -85,41 +64,31 @@ def prepared(record: Any) -> tuple[pd.DataFrame, dict, dict]:
     return entry
 
 
-_CATALOG_CACHE: dict[tuple, pd.DataFrame] = {}
+def default_catalog() -> pd.DataFrame:
+    """The shipped catalog (``$TP_PLANNER_CATALOG`` when set), read once per file version (read-only):
+    :func:`dashboard.check.source.shipped_catalog`, which ``tp-planner check`` shares."""
+    from dashboard.check.source import shipped_catalog
+
+    return shipped_catalog()
 
 
-def _default_catalog() -> pd.DataFrame:
-    """The shipped catalog (``$TP_PLANNER_CATALOG`` when set), read once per file version (read-only)."""
-    import os
+def catalog_row(model_id: str, catalog: pd.DataFrame | None = None) -> pd.DataFrame | None:
+    """The one-row frame of ``model_id`` in ``catalog`` (default: the shipped one): the exact id, else the id
+    in another case; None when absent. Never asks the Hub (:func:`dashboard.check.source.catalog_row`)."""
+    from dashboard.check.source import catalog_row as row
 
-    from dashboard.catalog import default_catalog_path, load_catalog
-
-    path = os.environ.get("TP_PLANNER_CATALOG") or str(default_catalog_path())
-    try:
-        st = os.stat(path)
-        key = (path, st.st_mtime_ns, st.st_size)
-    except OSError:
-        key = (path, None, None)
-    with CACHE_LOCK:
-        hit = _CATALOG_CACHE.get(key)
-    if hit is None:
-        hit = load_catalog(path)
-        with CACHE_LOCK:
-            _CATALOG_CACHE.clear()
-            _CATALOG_CACHE[key] = hit
-    return hit
+    return row(model_id, catalog)
 
 
 def resolve_record(record: Any, catalog: pd.DataFrame | None = None) -> Any:
+    """A model id -> its one-row frame in the shipped catalog (or ``catalog``); anything else unchanged.
+    The Hub is never asked (``tp-planner plan`` and ``check`` fetch ids the catalog lacks, or all with
+    ``--refresh``: :func:`dashboard.check.load_model`). ValueError for an id not in the catalog."""
     if isinstance(record, str):
-        cat = _default_catalog() if catalog is None else catalog
-        hit = cat[cat["model_id"].astype(str) == record]
-        if hit.empty:
-            lower = cat[cat["model_id"].astype(str).str.lower() == record.lower()]
-            if lower.empty:
-                raise ValueError(f"model {record!r} is not in the catalog")
-            hit = lower
-        return hit.iloc[[0]]
+        hit = catalog_row(record, catalog)
+        if hit is None:
+            raise ValueError(f"model {record!r} is not in the catalog")
+        return hit
     return record
 
 

@@ -16,6 +16,7 @@ from dashboard.planner.enumeration import (
     CONTEXT_COLUMNS, cross_node, cross_node_message, layout_label, layouts_cached, unique_rows)
 from dashboard.planner.hardware import dtype_check_note, dtype_refusal, gpu_info, vllm_auto_dtype
 from dashboard.planner.inputs import prepared, resolve_record, weight_kind_cols
+from dashboard.rules.evidence import config_hash, evidence_for
 
 
 def launch_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_len: int, kv_dtype: str,
@@ -143,13 +144,18 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
         for r in rules.rules_for(fw, vers.get(fw)):
             meta.setdefault((fw, r.id), r)
     src, loc, ours, evid = [], [], [], []
-    for fw, rid, ok in zip(fw_arr, first_rule, valid):
+    # evidence per config and layout (dashboard.rules.evidence): "executed" only for a cell of this very config
+    # in the release's conformance table
+    cfg_hash = config_hash(df)
+    for i, (fw, rid, ok) in enumerate(zip(fw_arr, first_rule, valid)):
         r = meta.get((fw, rid)) if rid else None
         src.append(r.source_url if r else "")
         loc.append(r.location if r else "")
         ours.append(bool(r.ours) if r else False)
-        evid.append("executed" if resolved[fw].executed and (ok or (r is not None and r.evidence == "executed"))
-                    else "source")
+        evid.append(evidence_for(df, fw, releases[fw], int(L["tp"][i]), pp=int(L["pp"][i]), dp=int(L["r_dp"][i]),
+                                 ep=int(L["r_ep"][i]), dp_attention=bool(L["r_dp_attention"][i]),
+                                 expert_parallel=bool(L["r_expert_parallel"][i]), record_hash=cfg_hash,
+                                 first_error_executed=bool(ok or (r is not None and r.evidence == "executed"))).kind)
 
     # memory: one vectorized call per framework over its layouts
     mc = {key: np.full(n_rows, np.nan) for key in ("weight_bytes_per_gpu", "kv_budget_bytes_per_gpu",

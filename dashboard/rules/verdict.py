@@ -16,6 +16,7 @@ import pandas as pd
 from dashboard import frameworks as _frameworks
 from dashboard import sharding
 from dashboard.rules.evaluate import STATUS_CATS, Eval, evaluate, status_codes, to_ctx
+from dashboard.rules.evidence import Evidence, evidence_for
 from dashboard.rules.releases import resolve_version
 
 
@@ -67,19 +68,26 @@ class Verdict:
     kv_replicas: int | None
     attn_tp: int
     release: str | None = None  # the release whose rules were applied (a date maps to one)
-    executed: bool = False  # that release was run through the conformance harness
+    executed: bool = False  # that release was run through the conformance harness (not: this config)
     notice: str = ""  # how ``version`` was mapped to ``release``, when it was not the identity
     expert_parallel: bool = False  # vLLM --enable-expert-parallel (EP size = tp x dp)
+    #: what backs this verdict for this very config (:func:`dashboard.rules.evidence.evidence_for`)
+    conformance: "Evidence | None" = None
 
     @property
     def evidence(self) -> str:
-        """``executed`` when the verdict and its first error (the one a user sees) were reproduced by
-        running the framework's own code at ``release``: an executed release, and no failing rule or a
-        first failing rule with executed evidence (the further failing rules the engine lists may be
-        read from source: the framework stops at the first); else ``source``."""
-        if not self.executed:
-            return "source"
-        return "executed" if not self.failures or self.failures[0].evidence == "executed" else "source"
+        """``executed`` only when this config (its :func:`~dashboard.rules.evidence.config_hash`) and this
+        layout are a judged row of the release's conformance table and the first error (if any) is a rule
+        with executed evidence (the further failing rules may be read from source: the framework stops at
+        the first); ``checked`` when the release was run, on other configs or layouts; else ``source``."""
+        return self.conformance.kind if self.conformance is not None else "source"
+
+    @property
+    def evidence_text(self) -> str:
+        """The one wording of :attr:`evidence` (:func:`dashboard.rules.evidence.evidence_text`)."""
+        from dashboard.rules.evidence import Evidence, evidence_text
+
+        return evidence_text(self.conformance or Evidence(self.framework, self.release, False, False))
 
 
 def hits(ev: Eval, row: int) -> tuple[list[RuleHit], list[RuleHit]]:
@@ -261,6 +269,9 @@ def check(
         model_id = str(ctx.models["model_id"].iloc[0]) if "model_id" in ctx.models.columns else ""
     except Exception:  # pragma: no cover
         model_id = ""
+    ev_of = evidence_for(record, framework, res.release, tp, pp=pp, dp=dp, ep=ep,
+                         dp_attention=dp_attention, vision_dp=vision_dp, expert_parallel=expert_parallel,
+                         first_error_executed=not failures or failures[0].evidence == "executed")
     return Verdict(
         model_id=model_id,
         framework=framework,
@@ -283,6 +294,7 @@ def check(
         executed=res.executed,
         notice=res.notice,
         expert_parallel=bool(expert_parallel or ep > 1),
+        conformance=ev_of,
     )
 
 

@@ -33,19 +33,23 @@ def ep_text(state: PlannerState) -> str:
 
 
 def evidence_text(verdict) -> str:
-    """Where a verdict comes from: the framework's own code (vLLM, SGLang), run by the conformance harness
-    (``evidence == "executed"``), or the framework's source read by hand."""
-    fw = framework_label(getattr(verdict, "framework", ""))
-    release = getattr(verdict, "release", None)
-    if getattr(verdict, "evidence", "source") == "executed":
-        return f"Reproduced by running {fw} {release}'s own code (conformance table)"
-    return f"Read from {fw} {release} source (not executed)" if release else f"Read from {fw} source (not executed)"
+    """What backs a verdict, in the one wording of :func:`dashboard.rules.evidence.evidence_text` (the CLI,
+    its JSON and the exports say the same): reproduced by running the release's own code only when this
+    config and layout are a row of its conformance table."""
+    from dashboard.rules.evidence import Evidence
+    from dashboard.rules.evidence import evidence_text as wording
+
+    ev = getattr(verdict, "conformance", None) or Evidence(getattr(verdict, "framework", ""),
+                                                           getattr(verdict, "release", None), False, False)
+    text = wording(ev)
+    return text[:1].upper() + text[1:]
 
 
 def evidence_html(verdict) -> str:
     """:func:`evidence_text` and the verdict's version notice (escaped)."""
-    executed = getattr(verdict, "evidence", "source") == "executed"
-    out = (f'<div class="tp-evidence tp-evidence-{"executed" if executed else "source"}" '
+    kind = getattr(verdict, "evidence", "source")
+    executed = kind == "executed"
+    out = (f'<div class="tp-evidence tp-evidence-{kind}" '
            f'style="font-size:15px;margin:8px 0 4px;color:{"#0b5d3b" if executed else "#444"}">'
            f'{"&#10003; " if executed else ""}{esc(evidence_text(verdict))}.</div>')
     notice = getattr(verdict, "notice", "")

@@ -415,8 +415,8 @@ def test_tap_cell_shows_details_and_layout(server, rpage, artifacts_dir):
 
 def test_vllm_version_selector_changes_the_details_and_the_link(server, rpage, artifacts_dir):
     """Picking another vLLM release in the sidebar re-checks the selected cell at that release: the details
-    say where the verdict comes from (the default release, then 'Read from vLLM 0.27.1 source (not
-    executed)' with the version notice), the summary names the release, and the link carries it."""
+    say where the verdict comes from (the default release, then 'Rules read from vLLM 0.27.1 source; not
+    run' with the version notice), the summary names the release, and the link carries it."""
     from dashboard import rules
     from dashboard.state import DEFAULT_VLLM_VERSION, load_app_data
     from dashboard.views.controls import vllm_version_groups
@@ -426,9 +426,11 @@ def test_vllm_version_selector_changes_the_details_and_the_link(server, rpage, a
     evidence = page.locator(".tp-evidence")
     evidence.wait_for(timeout=30_000)
     v = rules.check(load_app_data().record(model), "vllm", 8)
-    want = (f"Reproduced by running vLLM {DEFAULT_VLLM_VERSION}'s own code (conformance table)."
-            if v.evidence == "executed" else f"Read from vLLM {DEFAULT_VLLM_VERSION} source (not executed).")
-    assert evidence.inner_text().strip().lstrip("✓ ") == want
+    from dashboard.views.details import evidence_text
+
+    assert v.evidence == "executed"  # a catalog config at a layout of vLLM's table
+    assert evidence.inner_text().strip().lstrip("✓ ") == evidence_text(v) + "."
+    assert evidence_text(v).startswith(f"Reproduced by running vLLM {DEFAULT_VLLM_VERSION}'s own code on this config")
     select = page.locator(".tp-vllm-version select")  # (option values are the labels)
     assert select.input_value() == f"{DEFAULT_VLLM_VERSION} (executed)"
     assert select.locator("option").first.inner_text() == f"{DEFAULT_VLLM_VERSION} (executed)"
@@ -436,7 +438,7 @@ def test_vllm_version_selector_changes_the_details_and_the_link(server, rpage, a
     page.locator(".tp-details-col").screenshot(path=str(artifacts_dir / "screenshot-details-default-version.png"))
     label = next(lab for opts in vllm_version_groups().values() for lab, rel in opts.items() if rel == "0.27.1")
     select.select_option(label=label)
-    expect(evidence).to_have_text("Read from vLLM 0.27.1 source (not executed).", timeout=30_000)
+    expect(evidence).to_have_text("Rules read from vLLM 0.27.1 source; not run.", timeout=30_000)
     notice = page.locator(".tp-version-notice")
     expect(notice).to_contain_text("vLLM 0.27.1 was never run through the conformance harness")
     expect(page.locator(".tp-summary")).to_contain_text("vLLM 0.27.1 accepts")
@@ -466,20 +468,20 @@ def test_sglang_version_selector_reads_and_writes_the_link(server, rpage, artifa
     assert select.locator("option").first.inner_text() == f"{DEFAULT_SGLANG_VERSION} (executed)"
     assert page.locator(".tp-vllm-version select").count() == 1
     evidence = page.locator(".tp-evidence")
-    expect(evidence).to_have_text("Read from SGLang 0.5.20 source (not executed).", timeout=30_000)
+    expect(evidence).to_have_text("Rules read from SGLang 0.5.20 source; not run.", timeout=30_000)
     expect(page.locator(".tp-version-notice")).to_contain_text("SGLang 0.5.20 was never run through")
     _wait_url(page, "sglang_version=0.5.20")
     select.select_option(label=f"{DEFAULT_SGLANG_VERSION} (executed)")
     expect(evidence).to_contain_text(f"SGLang {DEFAULT_SGLANG_VERSION}", timeout=30_000)
     page.wait_for_function("() => !location.search.includes('sglang_version')", timeout=30_000)
     select.select_option(label="0.5.22 (read from source)")
-    expect(evidence).to_have_text("Read from SGLang 0.5.22 source (not executed).", timeout=30_000)
+    expect(evidence).to_have_text("Rules read from SGLang 0.5.22 source; not run.", timeout=30_000)
     _wait_url(page, "sglang_version=0.5.22")
     expect(page.locator(".tp-summary")).to_contain_text("SGLang 0.5.22 accepts")
     # Round trip: the rewritten link opens on the same release.
     page = _open(rpage, page.url)
     assert page.locator(".tp-sglang-version select").input_value() == "0.5.22 (read from source)"
-    expect(page.locator(".tp-evidence")).to_have_text("Read from SGLang 0.5.22 source (not executed).", timeout=30_000)
+    expect(page.locator(".tp-evidence")).to_have_text("Rules read from SGLang 0.5.22 source; not run.", timeout=30_000)
     page.set_viewport_size({"width": 1920, "height": 1700})
     page.wait_for_timeout(500)
     page.locator("#sidebar").screenshot(path=str(artifacts_dir / "screenshot-controls-sglang-version.png"))
