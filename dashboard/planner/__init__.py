@@ -68,7 +68,9 @@ from dashboard.planner.enumeration import (  # noqa: F401
 from dashboard.planner.plan import (  # noqa: F401
     check_args, check_frameworks, check_versions, launch_commands, plan)
 from dashboard.planner.formatting import (  # noqa: F401
-    RANKING_NOTE, best, format_table, plan_to_dict, refusals, without_attrs)
+    RANKING_NOTE, best, format_table, fraction_notes, plan_to_dict, refusals, without_attrs)
+from dashboard.planner.ranking import (  # noqa: F401
+    NEAR_TIE, best_per_row, near_ties, rank_order)
 from dashboard.planner.plan_catalog import (  # noqa: F401
     IDENTITY_COLUMNS, catalog_shapes, plan_catalog)
 from dashboard.planner.cli import (  # noqa: F401

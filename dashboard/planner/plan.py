@@ -16,6 +16,7 @@ from dashboard.planner.enumeration import (
     CONTEXT_COLUMNS, cross_node, cross_node_message, layout_label, layouts_cached, unique_rows)
 from dashboard.planner.hardware import dtype_check_note, dtype_refusal, gpu_info, vllm_auto_dtype
 from dashboard.planner.inputs import prepared, resolve_record, weight_kind_cols
+from dashboard.planner.ranking import rank_order
 
 
 def launch_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_len: int, kv_dtype: str,
@@ -100,8 +101,10 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     Returns
     -------
     DataFrame, one row per (framework, layout), columns :data:`COLUMNS` (bytes per GPU, tokens per GPU,
-    sequences per replica / total). Sorted: layouts that fit first by ``rank`` (most ``sequences_total``,
-    then fewest ``gpus_per_replica``), then the rest by framework and size. ``df.attrs`` carries the
+    sequences per replica / total). Sorted by ``rank`` (:mod:`dashboard.planner.ranking`): layouts that fit
+    first; among them the near-ties (``sequences_total`` within 10 % of the most) by fewest pipeline stages,
+    then most replicas, then most sequences; then the other fitting layouts by most ``sequences_total``, then
+    fewest ``gpus_per_replica``; then the rest by framework and size. ``df.attrs`` carries the
     inputs (``model_id``, ``gpus``, ``gpu``, ``gpus_per_node``, ``context_len``, ``kv_dtype``,
     ``weight_dtype``, ``min_sequences``, ``cross_node_tp``, ``releases``).
 
@@ -238,9 +241,9 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
         "starts": starts, "refusal_kind": kind_arr, "refusal": np.array(refusal, dtype=object), "fits": fits,
         "why_not": np.array(why, dtype=object),
     }
-    # ranking: layouts that fit first, most sequences, then fewest GPUs per replica, then (a tie on both)
-    # fewer pipeline stages: the same capacity with less pipeline depth (latency, bubbles) comes first
-    order = np.lexsort((pp, tp * pp, -total, ~fits))
+    # ranking (dashboard.planner.ranking): layouts that fit first; near-ties (within 10 % of the most KV
+    # capacity) by fewest pipeline stages, then most replicas; the rest by most sequences
+    order = rank_order(total, pp, dp, tp * pp, fits)
     nf = int(fits.sum())
     rank = pd.arrays.IntegerArray(np.concatenate([np.arange(1, nf + 1), np.zeros(n_rows - nf, dtype=np.int64)]),
                                   np.concatenate([np.zeros(nf, dtype=bool), np.ones(n_rows - nf, dtype=bool)]))
