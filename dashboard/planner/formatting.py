@@ -157,7 +157,8 @@ def plan_to_dict(plan_df: pd.DataFrame) -> dict[str, Any]:
     Keys: ``schema_version`` (:data:`SCHEMA_VERSION`), ``model_id``, ``gpus``, ``gpu``, ``gpus_per_node``,
     ``context_len``, ``kv_dtype``, ``weight_dtype``, ``min_sequences``, ``cross_node_tp``, ``releases``
     (framework -> release), ``dtype_check`` ('' or the note that the GPU's compute capability is unknown
-    and no dtype was checked), ``best`` (framework -> the label of that framework's layout with the most KV
+    and no dtype was checked), ``node_note`` ('' or the sentence saying the last node is partial), ``command_model`` (the model the commands
+    name: the Hub id, or ``<MODEL-PATH>`` when none is known) and ``model_note`` ('' or why), ``best`` (framework -> the label of that framework's layout with the most KV
     capacity by :func:`best`, or null), ``ranking`` (the rule, :data:`RANKING_NOTE`), ``fraction_notes``
     (:func:`fraction_notes`: leads that come only from default memory fractions),
     ``layouts`` (one object per row with the fields of :data:`COLUMNS`; ``failures`` as a list of
@@ -184,6 +185,8 @@ def plan_to_dict(plan_df: pd.DataFrame) -> dict[str, Any]:
         "kv_dtype": a.get("kv_dtype"), "weight_dtype": a.get("weight_dtype"),
         "min_sequences": a.get("min_sequences"), "cross_node_tp": a.get("cross_node_tp"),
         "releases": dict(a.get("releases", {})), "dtype_check": a.get("dtype_check", ""),
+        "node_note": a.get("node_note", ""), "command_model": a.get("command_model"),
+        "model_note": a.get("model_note", ""),
         "best": {fw: (b.loc[b["framework"] == fw, "layout"].iloc[0] if (b["framework"] == fw).any() else None)
                  for fw in dict(a.get("releases", {}))},
         "ranking": RANKING_NOTE,
@@ -216,7 +219,7 @@ def format_table(plan_df: pd.DataFrame, *, limit: int | None = None, width: int 
     gib = memory.GiB
     head = (f"{a.get('model_id', '')} on {a.get('gpus')} x {a.get('gpu')} ({a.get('gpus_per_node')} per node), "
             f"{a.get('context_len'):,}-token sequences, KV {a.get('kv_dtype')}, at least {a.get('min_sequences')} "
-            f"sequence(s); releases: " + ", ".join(f"{FW_LABEL.get(f, f)} {r or 'current'}"
+            f"sequence{'s' if a.get('min_sequences') != 1 else ''}; releases: " + ", ".join(f"{FW_LABEL.get(f, f)} {r or 'current'}"
                                                       for f, r in a.get("releases", {}).items()))
     cols = ["rank", "framework", "layout", "verdict", "weights GiB/GPU", "KV GiB/GPU", "KV tokens/GPU",
             "seq/replica", "seq total", "limit", "why not"]
@@ -237,6 +240,10 @@ def format_table(plan_df: pd.DataFrame, *, limit: int | None = None, width: int 
     head += "\n" + RANKING_NOTE
     if a.get("dtype_check"):
         head += "\nNote: " + str(a["dtype_check"])
+    if a.get("node_note"):
+        head += "\nNote: " + str(a["node_note"])
+    if a.get("model_note"):
+        head += "\nNote: " + str(a["model_note"])
     lines = [head, "", "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip(),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in rows]

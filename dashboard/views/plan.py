@@ -20,7 +20,7 @@ import pandas as pd
 import panel as pn
 import param
 
-from dashboard.planner import RANKING_NOTE
+from dashboard.planner import CROSS_NODE_HINTS, RANKING_NOTE
 from dashboard.plots import plan as plan_plots
 from dashboard.plots.style import framework_label
 from dashboard.state import MAX_MIN_SEQUENCES, PLAN_FRAMEWORKS, AppData, PlannerState
@@ -112,6 +112,7 @@ def plan_args(state: PlannerState) -> dict:
         "versions": {"vllm": state.vllm_version or None, "sglang": state.sglang_version or None},
         "kv_dtype": state.kv_dtype, "weight_dtype": None if state.weight_dtype == "checkpoint" else state.weight_dtype,
         "min_sequences": int(state.min_sequences),
+        "cross_node_hint": CROSS_NODE_HINTS["dashboard"],  # the Plan tab has no cross-node TP control
     }
 
 
@@ -149,6 +150,7 @@ def row_commands(row, attrs: dict, model_id: str) -> tuple[str, ...]:
     """Launch command(s) of one layout that starts (a row of a plan made with ``commands=False``): what
     ``plan(..., commands=True)`` puts in its ``commands`` column."""
     from dashboard import planner
+    from dashboard.launch import command_model  # the Hub id, or <MODEL-PATH> when none is known
 
     if not bool(row["starts"]):
         return ()
@@ -156,7 +158,7 @@ def row_commands(row, attrs: dict, model_id: str) -> tuple[str, ...]:
     return planner.launch_commands(
         {"framework": fw, "tp": int(row["tp"]), "pp": int(row["pp"]), "dp": int(row["dp"]),
          "attn_dp": int(row["attn_dp"]), "ep": ep, "expert_parallel": ep > 1, "mem_fraction": row["mem_fraction"]},
-        model_id or "MODEL", gpus_per_node=int(attrs["gpus_per_node"]), context_len=int(attrs["context_len"]),
+        command_model(model_id)[0], gpus_per_node=int(attrs["gpus_per_node"]), context_len=int(attrs["context_len"]),
         kv_dtype=str(attrs["kv_dtype"]), release=row["release"])
 
 
