@@ -192,3 +192,17 @@ def test_cross_node_refusal_names_the_control_where_it_is_read():
                         cross_node_hint=planner.CROSS_NODE_HINTS["dashboard"])
     msg = dash.loc[dash["refusal_kind"] == "cross_node_tp", "refusal"].iloc[0]
     assert "the Plan tab keeps TP within a node" in msg and "cross_node_tp" not in msg
+
+
+def test_transformers_source_links_name_a_file_and_line():
+    """Issue 22 item 8: rules without a raise site linked to ``.../v5.24.0/src/``; every transformers rule
+    now links a file and line of the release."""
+    import re
+
+    from dashboard import rules
+
+    for fw in ("transformers-native-tp", "transformers-cb-cache"):
+        for r in rules.rules_for(fw, None):
+            assert re.search(r"/blob/v5\.24\.0/src/transformers/[\w/]+\.py#L\d+(-L\d+)?$", r.source_url), (r.id, r.source_url)
+    heads = next(r for r in rules.rules_for("transformers-native-tp", None) if r.id.endswith("attention_heads.q_proj"))
+    assert heads.source_url.endswith("/distributed/tensor_parallel.py#L143-L146")
