@@ -206,3 +206,24 @@ def test_transformers_source_links_name_a_file_and_line():
             assert re.search(r"/blob/v5\.24\.0/src/transformers/[\w/]+\.py#L\d+(-L\d+)?$", r.source_url), (r.id, r.source_url)
     heads = next(r for r in rules.rules_for("transformers-native-tp", None) if r.id.endswith("attention_heads.q_proj"))
     assert heads.source_url.endswith("/distributed/tensor_parallel.py#L143-L146")
+
+
+def test_the_cli_prints_each_command_whole(llama_file):
+    """Wrapping happens at spaces only: the text output never breaks a command (so never inside a flag
+    such as ``--max-model-len``); each command is one line however long, and parses as the engine's."""
+    p = planner.plan(LLAMA, 16, "H100-80GB", context_len=8192)
+    lines = planner.format_table(p, limit=3).splitlines()
+    for r in planner.best(p).to_dict("records"):
+        for cmd in r["commands"]:
+            for ln in cmd.splitlines():
+                assert "  " + ln in lines
+                if not ln.startswith("#"):
+                    assert len(ln) > 100
+                    if " mpirun " not in f" {ln}":  # a replica over nodes: mpirun ... trtllm-llmapi-launch
+                        assert parse_command(ln.split(" && ")[-1]).framework == r["framework"]
+    rc, text, _ = run(chk, "--config", str(llama_file), "--", "vllm", "serve", LLAMA, "--tensor-parallel-size", "6",
+                      "--max-model-len", "8192")
+    doc = json.loads(run(chk, "--config", str(llama_file), "--json", "--", "vllm", "serve", LLAMA,
+                         "--tensor-parallel-size", "6", "--max-model-len", "8192")[1])
+    for a in doc["alternatives"]:
+        assert any(ln.endswith(": " + a["command"]) for ln in text.splitlines())
