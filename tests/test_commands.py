@@ -227,3 +227,16 @@ def test_the_cli_prints_each_command_whole(llama_file):
                          "--tensor-parallel-size", "6", "--max-model-len", "8192")[1])
     for a in doc["alternatives"]:
         assert any(ln.endswith(": " + a["command"]) for ln in text.splitlines())
+
+
+def test_plan_json_gives_each_instance_its_gpus():
+    p = planner.plan(LLAMA, 16, "H100-80GB", context_len=8192, frameworks=("tensorrt-llm", "vllm"))
+    d = planner.plan_to_dict(p)
+    r = next(x for x in d["layouts"] if x["framework"] == "tensorrt-llm" and x["tp"] == 4 and x["dp"] == 4
+             and x["attn_dp"] == 1)
+    assert [i["gpus"] for i in r["launch"]] == [[0, 1, 2, 3], [4, 5, 6, 7]] * 2
+    assert [i["where"] for i in r["launch"]][:2] == ["node 0, replica 0", "node 0, replica 1"]
+    assert all(i["command"].startswith("CUDA_VISIBLE_DEVICES=") and "\n" not in i["command"] for i in r["launch"])
+    v = next(x for x in d["layouts"] if x["framework"] == "vllm" and x["tp"] == 8 and x["pp"] == 2)
+    assert [i["where"] for i in v["launch"]] == ["node 0 (head, API server)", "node 1"]
+    assert all(i["gpus"] is None and i["command"].startswith("vllm serve ") for i in v["launch"])

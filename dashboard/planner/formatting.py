@@ -151,6 +151,20 @@ def fraction_notes(plan_df: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def launch_item(command: str) -> dict[str, Any]:
+    """One planned command as structured fields: ``where`` (its ``#`` comment: node, replica), ``gpus`` (the
+    ``CUDA_VISIBLE_DEVICES`` it sets, as device indices, or None: every GPU of its node) and ``command``
+    (the shell text without the comment)."""
+    lines = str(command).splitlines()
+    where = lines[0][1:].strip() if lines and lines[0].startswith("#") else ""
+    body = "\n".join(lines[1:] if where else lines)
+    gpus = None
+    for tok in body.replace("&&", " ").split():
+        if tok.startswith("CUDA_VISIBLE_DEVICES="):
+            gpus = [int(x) for x in tok.split("=", 1)[1].split(",") if x.isdigit()]
+    return {"where": where, "gpus": gpus, "command": body}
+
+
 def plan_to_dict(plan_df: pd.DataFrame) -> dict[str, Any]:
     """A :func:`plan` result as plain JSON-able data (the ``--json`` output of ``tp-planner plan``).
 
@@ -162,7 +176,8 @@ def plan_to_dict(plan_df: pd.DataFrame) -> dict[str, Any]:
     capacity by :func:`best`, or null), ``ranking`` (the rule, :data:`RANKING_NOTE`), ``fraction_notes``
     (:func:`fraction_notes`: leads that come only from default memory fractions),
     ``layouts`` (one object per row with the fields of :data:`COLUMNS`; ``failures`` as a list of
-    ``{"rule_id", "message"}``, ``commands`` as a list of strings), ``refusals`` (:func:`refusals` rows:
+    ``{"rule_id", "message"}``, ``commands`` as a list of strings, and ``launch``: the same commands as
+    :func:`launch_item` objects ``{"where", "gpus", "command"}``), ``refusals`` (:func:`refusals` rows:
     ``framework, refusal_kind, reason, layouts, count, summary``)."""
     a = plan_df.attrs
     layouts = []
@@ -175,6 +190,7 @@ def plan_to_dict(plan_df: pd.DataFrame) -> dict[str, Any]:
             elif c == "commands":
                 v = list(v or ())
             item[c] = _plain(v)
+        item["launch"] = [launch_item(cmd) for cmd in item["commands"]]
         layouts.append(item)
     b = best(plan_df)
     ref = refusals(plan_df)

@@ -389,7 +389,7 @@ def test_plan_to_dict_is_json_with_a_schema_version(llama16):
     d = json.loads(json.dumps(planner.plan_to_dict(llama16)))
     assert d["schema_version"] == planner.SCHEMA_VERSION == 1
     assert d["gpus"] == 16 and d["gpu"] == "H100-80GB" and d["releases"]["vllm"] == "0.33.0"
-    assert set(d["layouts"][0]) == {c for c, _ in planner.COLUMNS}
+    assert set(d["layouts"][0]) == {c for c, _ in planner.COLUMNS} | {"launch"}
     b = planner.best(llama16)
     assert d["best"]["vllm"] == b.loc[b["framework"] == "vllm", "layout"].iloc[0]
     assert any(r["summary"].startswith("TP 16 refused by vLLM") for r in d["refusals"])

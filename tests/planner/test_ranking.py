@@ -112,3 +112,20 @@ def test_no_fraction_note_when_the_lead_is_not_the_fraction(cat):
         assert ("does not come from the memory fraction alone" in n["text"]) == (not n["from_fraction"])
     single = planner.plan(_rec(cat, LLAMA), 16, "H100-80GB", context_len=32768, frameworks=("vllm",))
     assert planner.fraction_notes(single) == []
+
+
+def test_plan_tab_headline_says_most_kv_capacity_and_labels_the_fraction(cat):
+    import html
+
+    from dashboard.views.plan import summary_html
+
+    df = planner.plan(_rec(cat, LLAMA), 16, "H100-80GB", context_len=32768)
+    text = html.unescape(summary_html(df))
+    assert "Most KV capacity for sequences of 32,768 tokens on 16 × H100-80GB" in text and "Best" not in text
+    assert "near-ties within 10 % prefer fewer pipeline stages, then more replicas" in text
+    assert "comes only from the default memory fractions" in text and 'class="tp-plan-fraction"' in text
+    # each framework's entry is planner.best's, not merely its first row in the overall order
+    for r in planner.best(df).to_dict("records"):
+        assert f"{r['layout']}</b>, {int(r['sequences_total']):,}" in text
+    vllm = planner.plan(_rec(cat, LLAMA), 16, "H100-80GB", context_len=8192, frameworks=("vllm",))
+    assert "<b>vLLM TP 8 × PP 2</b>" in html.unescape(summary_html(vllm))
