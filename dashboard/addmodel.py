@@ -133,8 +133,10 @@ def record_from_config(raw: bytes | str, model_id: str, *, source: str, sha: str
 def upload_model_id(filename: str | None, raw: bytes | str, taken: Iterable[str] = ()) -> str:
     """The id an uploaded config is shown under: ``(upload)/<name>``.
 
-    ``<name>``: the last part of the config's ``_name_or_path`` when it has one (transformers writes the
-    repo id or folder it saved from), else the file name without ``.json`` unless that is just ``config``,
+    ``<name>``: ``org--name`` when the config's ``_name_or_path`` is a Hub id ``org/name`` or the file is
+    named ``org--name.json`` (the commands map it back to ``org/name``:
+    :func:`dashboard.launch.command_model`); else the last part of the config's ``_name_or_path`` when it
+    has one (transformers writes the repo id or folder it saved from), else the file name without ``.json`` unless that is just ``config``,
     else the config's ``model_type``, else ``model``; reduced to ``A-Z a-z 0-9 . _ -`` (at most 64
     characters), with ``-2``, ``-3`` ... appended when ``taken`` already has it.
     """
@@ -143,13 +145,20 @@ def upload_model_id(filename: str | None, raw: bytes | str, taken: Iterable[str]
         cfg = json.loads(raw) if raw else None
     except (ValueError, RecursionError, TypeError):
         cfg = None
+    from dashboard.launch import hub_id, hub_id_from_config
+
     if isinstance(cfg, dict):
         nop = cfg.get("_name_or_path")
-        if isinstance(nop, str) and nop.strip():
+        hid = hub_id_from_config(cfg)
+        if hid:  # a Hub id: keep its org, as org--name (the id's org part stays "(upload)")
+            name = hid.replace("/", "--")
+        elif isinstance(nop, str) and nop.strip():
             name = nop.strip().rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
     if not _NAME_OK.sub("", name):
         stem = str(filename or "").replace("\\", "/").rsplit("/", 1)[-1]
         stem = stem[:-5] if stem.lower().endswith(".json") else stem
+        if hub_id(stem):  # a file named org--name.json keeps its org too
+            stem = hub_id(stem).replace("/", "--")
         name = stem if stem.lower() not in ("", "config") else ""
     if not _NAME_OK.sub("", name) and isinstance(cfg, dict) and isinstance(cfg.get("model_type"), str):
         name = cfg["model_type"]

@@ -122,9 +122,29 @@ def gpu_row(gpu: Any) -> dict:
     hit = rows.get(str(gpu).strip().lower())
     if hit is None:
         known = ", ".join(r["gpu"] for r in rows.values())
-        raise ValueError(f"unknown GPU {str(gpu)[:60]!r}; known: {known}; or other:<GiB> "
+        near = suggest_gpus(gpu)
+        dym = f" (did you mean {' or '.join(near)}?)" if near else ""
+        raise ValueError(f"unknown GPU {str(gpu)[:60]!r}{dym}; known: {known}; or other:<GiB> "
                          "for a card given by its memory (e.g. other:24)")
     return dict(hit)
+
+
+def suggest_gpus(text: Any, n: int = 3) -> list[str]:
+    """GPU table ids close to ``text`` (case-insensitive): the ids it starts (``H200`` -> ``H200-141GB``;
+    ``H100`` -> every H100 id), else the nearest by :func:`difflib.get_close_matches` (cutoff 0.6); at most
+    ``n``, in table order for prefixes."""
+    import difflib
+
+    rows = _gpu_rows(str(GPUS_CSV))
+    q = str(text).strip().lower()[:60]
+    if not q:
+        return []
+    ids = [r["gpu"] for r in rows.values()]
+    pre = [g for g in ids if g.lower().startswith(q) or g.lower().split("-")[0] == q]
+    if pre:
+        return pre[:n]
+    low = {g.lower(): g for g in ids}
+    return [low[m] for m in difflib.get_close_matches(q, list(low), n=n, cutoff=0.6)]
 
 
 @lru_cache(maxsize=1)

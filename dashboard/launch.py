@@ -28,7 +28,9 @@ from typing import Any, Sequence
 
 from dashboard import frameworks
 
-__all__ = ["FLAGS", "Launch", "LaunchError", "parse_command", "render_command", "parse_len", "MAX_GPUS"]
+__all__ = ["FLAGS", "Launch", "LaunchError", "MODEL_PLACEHOLDER", "command_model", "gpu_sets", "hub_id",
+           "hub_id_from_config", "instance_count", "parse_command", "render_command", "render_commands", "parse_len",
+           "MAX_GPUS"]
 
 #: Largest parallel size (and GPU count) the check command accepts.
 MAX_GPUS = 4096
@@ -163,6 +165,35 @@ class Launch:
             extra += [FLAGS[self.framework]["max_model_len"][0], str(int(layout["max_model_len"]))]
         return _join(kept + extra)
 
+    def commands_with(self, *, version: str | None = None, **layout: Any) -> list[dict[str, Any]]:
+        """:meth:`command_with` as one command per server process: a framework without a data-parallel
+        flag (``trtllm-serve``) runs each replica of ``layout`` as its own instance, so a layout of
+        :func:`instance_count` > 1 gets one command each, ``CUDA_VISIBLE_DEVICES`` set to its GPUs and
+        ``--port`` counted up from the command's own (default 8000). Returns ``[{"instance", "gpus",
+        "command"}]`` (``gpus``: device indices on one machine, None for a single instance)."""
+        one = self.command_with(version=version, **layout)
+        full = dict(self.layout(), **{k: v for k, v in layout.items() if k != "max_model_len"})
+        count, per = instance_count(self.framework, full)
+        if count == 1:
+            return [dict(instance=0, gpus=None, command=one)]
+        toks = _split(one)
+        head = 0
+        while head < len(toks) and _ENV.match(toks[head]):
+            head += 1
+        env = [t for t in toks[:head] if not t.startswith("CUDA_VISIBLE_DEVICES=")]
+        rest = toks[head:]
+        port, at = 8000, None
+        for i, t in enumerate(rest):
+            if t == "--port" and i + 1 < len(rest) and rest[i + 1].isdigit():
+                port, at = int(rest[i + 1]), (i, i + 2)
+            elif t.startswith("--port=") and t[7:].isdigit():
+                port, at = int(t[7:]), (i, i + 1)
+        if at is not None:
+            rest = rest[:at[0]] + rest[at[1]:]
+        return [dict(instance=k, gpus=list(g), command=_join(
+            [f"CUDA_VISIBLE_DEVICES={','.join(map(str, g))}", *env, *rest, "--port", str(port + k)]))
+            for k, (_, g) in enumerate(gpu_sets(count, per))]
+
     def _replicas(self) -> int:
         """Whole replicas kept as written next to attention-DP (SGLang ``--dp-size`` next to
         ``--attn-dp-size``, 0.5.22+)."""
@@ -177,6 +208,118 @@ def _layout_flags(framework: str, lay: dict[str, Any], *, version: str | None = 
                   replicas: int = 1) -> list[str]:
     """The flags that spell ``lay`` for ``framework`` (defaults left out)."""
     return frameworks.get(framework).layout_flags(lay, version=version, keep_vision=keep_vision, replicas=replicas)
+
+
+#: The model argument of a command written for a config whose Hub id is unknown (replace it before running).
+MODEL_PLACEHOLDER = "<MODEL-PATH>"
+#: The note that goes with :data:`MODEL_PLACEHOLDER`.
+PLACEHOLDER_NOTE = (f"no Hub id is known for this config: the commands name the model {MODEL_PLACEHOLDER}; "
+                    "replace it with the model's Hub id or its local folder")
+#: The org of an uploaded config's id in the dashboard (``(upload)/org--name``).
+UPLOAD_ORG = "(upload)"
+
+# a Hugging Face repo id: org/name of [A-Za-z0-9._-], neither part starting with '.' or '-', no '--' or '..'
+_HUB_ID = re.compile(r"^(?!.*(--|\.\.))[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+_FLAT_ID = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*?)--([A-Za-z0-9][A-Za-z0-9._-]*)$")
+
+
+def hub_id(text: Any) -> str | None:
+    """``text`` as a Hub repo id ``org/name`` when it is one; a flattened file stem ``org--name`` (the
+    shipped configs' file names, ``../shared/hub-configs/<org>--<name>.json``) mapped back to ``org/name``;
+    None otherwise (a bare name, a path, an upload without an org)."""
+    t = str(text or "").strip()
+    if t.startswith(UPLOAD_ORG + "/"):
+        t = t[len(UPLOAD_ORG) + 1:]
+    if _HUB_ID.match(t):
+        return t
+    m = _FLAT_ID.match(t)
+    if m and "--" not in m.group(2) and _HUB_ID.match(f"{m.group(1)}/{m.group(2)}"):
+        return f"{m.group(1)}/{m.group(2)}"
+    return None
+
+
+def hub_id_from_config(raw: Any) -> str | None:
+    """The Hub id a config.json names in ``_name_or_path`` (transformers writes the repo id or the folder
+    it saved from) when that looks like ``org/name`` (:func:`hub_id`); None otherwise. ``raw``: the JSON
+    text / bytes, or the parsed dict."""
+    import json
+
+    cfg = raw
+    if isinstance(raw, (bytes, str)):
+        try:
+            cfg = json.loads(raw)
+        except (ValueError, RecursionError, TypeError):
+            return None
+    nop = cfg.get("_name_or_path") if isinstance(cfg, dict) else None
+    if not isinstance(nop, str) or nop.strip().startswith(("/", ".", "~")) or "\\" in nop:
+        return None
+    return hub_id(nop.strip().rstrip("/"))
+
+
+def command_model(model_id: Any, *, kind: str | None = None, where: str | None = None) -> tuple[str, str]:
+    """(the model argument to write in a launch command, a note or ''). The Hub id when ``model_id`` is
+    one or maps back to one (:func:`hub_id`: ``org/name``, ``org--name``, ``(upload)/org--name``); the
+    folder for a config read from a model folder (``kind`` ``"folder"``, or a ``config.json`` file:
+    ``where`` is its path); else :data:`MODEL_PLACEHOLDER` with :data:`PLACEHOLDER_NOTE`."""
+    hid = hub_id(model_id)
+    if hid:
+        return hid, ""
+    if kind == "folder" and where:
+        return where, ""
+    if kind == "file" and where and PurePath(where).name == "config.json":
+        return str(PurePath(where).parent), ""
+    return MODEL_PLACEHOLDER, PLACEHOLDER_NOTE
+
+
+def instance_count(framework: str, lay: Any) -> tuple[int, int]:
+    """(server processes, GPUs each) that layout ``lay`` needs under ``framework``: its replicas when the
+    framework's server has no data-parallel flag (TensorRT-LLM's ``trtllm-serve``: ``dp`` replicas of
+    ``tp x pp`` GPUs, attention-DP inside the TP group adds none), else one process on every GPU."""
+    fw = frameworks.get(framework)
+    if isinstance(lay, frameworks.Layout):
+        lay = lay.as_dict()
+    per = int(lay.get("tp") or 1) * int(lay.get("pp") or 1)
+    gpus = fw.gpu_count(dict(lay, tp=int(lay.get("tp") or 1), pp=int(lay.get("pp") or 1),
+                             dp=int(lay.get("dp") or 1)))
+    if fw.launch_head("MODEL") is None or "dp" in fw.launch_flags or gpus <= per:
+        return 1, gpus
+    return gpus // per, per
+
+
+def gpu_sets(count: int, per: int, gpus_per_node: int | None = None) -> list[tuple[int, tuple[int, ...]]]:
+    """(node, local device indices) of ``count`` instances of ``per`` GPUs each, filling each node of
+    ``gpus_per_node`` GPUs in order (one machine when None). An instance larger than a node gets the
+    devices of its first node (it spans ``ceil(per / gpus_per_node)`` nodes)."""
+    out = []
+    if gpus_per_node is None or per > gpus_per_node:
+        span = 1 if gpus_per_node is None else -(-per // gpus_per_node)
+        for k in range(count):
+            local = per if gpus_per_node is None else gpus_per_node
+            base = k * per if gpus_per_node is None else 0
+            out.append((k * span, tuple(range(base, base + local))))
+        return out
+    per_node = max(1, gpus_per_node // per)
+    for k in range(count):
+        node, slot = divmod(k, per_node)
+        out.append((node, tuple(range(slot * per, slot * per + per))))
+    return out
+
+
+def render_commands(framework: str, model: str, lay: dict[str, Any], *, version: str | None = None,
+                    max_model_len: int | None = None, extra: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """:func:`render_command` as one command per server process (see :meth:`Launch.commands_with`):
+    ``[{"instance", "gpus", "command"}]``."""
+    one = render_command(framework, model, lay, version=version, max_model_len=max_model_len, extra=extra)
+    count, per = instance_count(framework, lay)
+    if count == 1:
+        return [dict(instance=0, gpus=None, command=one)]
+    return parse_command(one).commands_with(version=version, **_as_layout(lay))
+
+
+def _as_layout(lay: Any) -> dict[str, Any]:
+    if isinstance(lay, frameworks.Layout):
+        lay = lay.as_dict()
+    return {k: lay[k] for k in ("tp", "pp", "dp", "ep", "dp_attention", "expert_parallel") if k in lay}
 
 
 def render_command(framework: str, model: str, lay: dict[str, Any], *, version: str | None = None,

@@ -7,7 +7,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from dashboard import context, frameworks, schema
-from dashboard.launch import render_command
+from dashboard.launch import command_model, render_commands
 from dashboard.check.common import CheckInputError, SCHEMA_VERSION, printable
 from dashboard.check.request import (
     Issue, Request, capacity, gpu_count, hit_issue, kv_dtype, memory_issue, quant_family)
@@ -31,11 +31,16 @@ def context_issue(rec: dict[str, Any], req: Request) -> Issue | None:
                  f"({context.limit(req.framework, rec)} tokens; {context.__name__} port of {rel})")
 
 
-def _command_for(req: Request, model: str, lay: dict[str, Any], max_model_len: int | None = None) -> str:
+def _commands_for(req: Request, model: str, lay: dict[str, Any], max_model_len: int | None = None) -> dict[str, Any]:
+    """``command`` (every instance's command, one per line) and ``instances`` (``[{"instance", "gpus",
+    "command"}]``: one server process each, see :func:`dashboard.launch.render_commands`) of one layout."""
     if req.launch is not None:
         extra = {"max_model_len": max_model_len} if max_model_len else {}
-        return req.launch.command_with(version=req.version, **lay, **extra)
-    return render_command(req.framework, model, lay, version=req.version, max_model_len=max_model_len)
+        inst = req.launch.commands_with(version=req.version, **lay, **extra)
+    else:
+        inst = render_commands(req.framework, model, lay, version=req.version, max_model_len=max_model_len)
+    inst = [dict(i, command=printable(i["command"], 4000)) for i in inst]
+    return {"command": "\n".join(i["command"] for i in inst), "instances": inst}
 
 
 def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
@@ -107,6 +112,8 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
             mem["holds_max_model_len"] = False
     accepted = not issues
     lay = req.layout()
+    # the model as the written commands name it (a pasted command keeps its own)
+    cmd_model, model_note = command_model(src.model_id, kind=src.kind, where=src.where)
     alts: list[dict[str, Any]] = []
     if not accepted:
         # a context refusal: every layout meets it, so the nearest layouts are planned at the model's length
@@ -115,10 +122,10 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
         if lim and len(issues) == 1:
             if fits(typed, areq, lay, kv):
                 alts.append(dict(why="model_context", gpus=gpu_count(req.framework, lay), **lay, max_model_len=lim,
-                                 command=printable(_command_for(req, src.model_id, lay, lim), 4000)))
+                                 **_commands_for(req, cmd_model, lay, lim)))
         elif ctx_issue is None or lim:
             for a in alternatives(typed, areq, kv):
-                a["command"] = printable(_command_for(req, src.model_id, {k: a[k] for k in lay}, lim), 4000)
+                a.update(_commands_for(req, cmd_model, {k: a[k] for k in lay}, lim))
                 if lim:
                     a["max_model_len"] = lim
                 alts.append(a)
@@ -128,8 +135,9 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
             fit_len = mem["kv_tokens_per_gpu"] // block * block
             if fit_len > 0:
                 alts.append(dict(why="shorter_context", gpus=gpu_count(req.framework, lay), **lay,
-                                 max_model_len=fit_len,
-                                 command=printable(_command_for(req, src.model_id, lay, fit_len), 4000)))
+                                 max_model_len=fit_len, **_commands_for(req, cmd_model, lay, fit_len)))
+    if model_note and alts and req.launch is None:
+        notes.append(model_note)
     warnings = [printable(w.message, 600) for w in v.warnings]
     unmodeled = sorted(set(req.launch.unmodeled)) if req.launch is not None else []
     if unmodeled:
@@ -169,6 +177,8 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
         "alternatives": alts,
         "suggestions": [printable(s, 600) for s in v.suggestions],
         "warnings": warnings,
-        "notes": notes + ([printable(v.notice, 300)] if v.notice else []),
+        # the release's notice is also one of its warnings: given once, as the warning
+        "notes": notes + ([printable(v.notice, 300)] if v.notice and
+                          all(w.message != v.notice for w in v.warnings) else []),
         "error": None,
     }

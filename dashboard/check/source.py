@@ -90,7 +90,11 @@ def _load_local(arg: str, model_id: str | None) -> tuple[bytes, dict[str, bytes]
                 sidecars[name] = sp.read_bytes()
             except OSError:
                 pass
-    mid = model_id or (p.name if kind == "folder" else (p.parent.name if p.name == "config.json" else p.stem))
+    from dashboard.launch import hub_id, hub_id_from_config
+
+    # the Hub id the config names (_name_or_path), else the file's org--name stem as org/name, else the name
+    stem = p.name if kind == "folder" else (p.parent.name if p.name == "config.json" else p.stem)
+    mid = model_id or hub_id_from_config(data) or hub_id(stem) or stem
     return data, sidecars, Source(mid or "local", kind, str(p), sidecars=sorted(sidecars))
 
 

@@ -7,6 +7,11 @@ from typing import Any
 from dashboard.check.common import GiB
 
 
+def gpus(n: int) -> str:
+    """``1 GPU`` / ``6 GPUs``."""
+    return f"{int(n)} GPU{'s' if int(n) != 1 else ''}"
+
+
 def _gib(b: float) -> str:
     return f"{b / GiB:.1f} GiB"
 
@@ -27,7 +32,7 @@ def render_text(doc: dict[str, Any]) -> str:
     head = "ACCEPTED" if doc["verdict"] == "accepted" else "REFUSED"
     m = doc["model"]
     where = m.get("config") or m["source"]
-    lines = [f"{head}: {m['id']} on {fwl}{rel}, {' '.join(parts)} ({lay['gpus']} GPU{'s' if lay['gpus'] != 1 else ''})",
+    lines = [f"{head}: {m['id']} on {fwl}{rel}, {' '.join(parts)} ({gpus(lay['gpus'])})",
              f"  config: {where}" + (f"; quantization read from {', '.join(m['sidecars'])}" if m["sidecars"] else "")]
     lines.append(f"  evidence: {doc['evidence_text']}")
     fails = doc["failures"]
@@ -58,11 +63,17 @@ def render_text(doc: dict[str, Any]) -> str:
         lines.append("")
         lines.append("Nearest valid layouts:" if mem else
                      "Nearest valid layouts (rules only: memory not checked; add --gpu to keep only layouts that fit):")
-        label = {"same_gpus": "same {g} GPUs", "smaller_tp": "smaller TP ({g} GPUs)",
-                 "larger_tp": "larger TP ({g} GPUs)", "shorter_context": "shorter context",
+        label = {"same_gpus": "same {g}", "smaller_tp": "smaller TP ({g})",
+                 "larger_tp": "larger TP ({g})", "shorter_context": "shorter context",
                  "model_context": "the model's context"}
         for a in doc["alternatives"]:
-            lines.append(f"  {label[a['why']].format(g=a['gpus'])}: {a['command']}")
+            inst = a.get("instances") or []
+            if len(inst) > 1:  # no data-parallel flag: one server process per replica, each on its GPUs
+                lines.append(f"  {label[a['why']].format(g=gpus(a['gpus']))}: run {len(inst)} instances of "
+                             f"{gpus(len(inst[0]['gpus']))}, one command each:")
+                lines += [f"      {i['command']}" for i in inst]
+            else:
+                lines.append(f"  {label[a['why']].format(g=gpus(a['gpus']))}: {a['command']}")
     elif doc["verdict"] == "refused":
         lines.append("")
         lines.append("No valid layout found nearby.")

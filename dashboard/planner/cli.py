@@ -8,6 +8,7 @@ from typing import Sequence
 import pandas as pd
 
 from dashboard.planner.common import PLAN_FRAMEWORKS, SCHEMA_VERSION
+from dashboard.planner.enumeration import CROSS_NODE_HINTS
 from dashboard.planner.formatting import format_table, plan_to_dict
 from dashboard.planner.inputs import resolve_record
 from dashboard.planner.plan import plan
@@ -30,7 +31,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--gpu", required=True, help="GPU id of data/gpus.csv (e.g. H100-80GB), or other:GiB for a card given by its "
                     "memory per GPU (e.g. other:24)")
     ap.add_argument("--gpus-per-node", default=None, help="GPUs per node (default: the GPU table's)")
-    ap.add_argument("--context-len", default="32768", help="tokens per sequence (default 32768)")
+    ap.add_argument("--context-len", "--max-model-len", dest="context_len", default="32768",
+                    help="tokens per sequence: 32768, 32k (x1000), 32K (x1024), 1m / 1M, as vLLM reads "
+                         "--max-model-len (default 32768)")
     ap.add_argument("--framework", action="append", choices=PLAN_FRAMEWORKS,
                     help="framework to plan (repeatable; default: all three)")
     ap.add_argument("--version", action="append", default=[], metavar="FRAMEWORK=RELEASE",
@@ -45,8 +48,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "catalog model is planned from the catalog, with no network)")
     ap.add_argument("--limit", type=int, default=40, help="table rows to print (0 = all; default 40)")
     ap.add_argument("--json", action="store_true", help="print JSON (schema_version %d)" % SCHEMA_VERSION)
-    args = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
+    argl = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argl
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # noqa: D401 - argparse's usage error, also as JSON
+            if as_json:
+                print(json.dumps({"schema_version": SCHEMA_VERSION, "error": message, "exit_status": 2}))
+            super().error(message)
+
+    ap.__class__ = _Parser
+    args = ap.parse_args(argl)
     try:
+        from dashboard.launch import LaunchError, parse_len
+
+        try:
+            context_len = parse_len(args.context_len, "--context-len")
+        except LaunchError as e:
+            raise ValueError(str(e)) from None
         versions = {}
         for item in args.version:
             fw, sep, rel = item.partition("=")
@@ -94,8 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 check_release(fw, rel, _rules.resolve_version(fw, rel))
         df = plan(record, args.gpus, args.gpu, gpus_per_node=args.gpus_per_node,
                   frameworks=tuple(args.framework or PLAN_FRAMEWORKS), versions=versions or None,
-                  context_len=args.context_len, kv_dtype=args.kv_dtype, weight_dtype=args.weight_dtype,
-                  min_sequences=args.min_sequences, cross_node_tp=args.cross_node_tp)
+                  context_len=context_len, kv_dtype=args.kv_dtype, weight_dtype=args.weight_dtype,
+                  min_sequences=args.min_sequences, cross_node_tp=args.cross_node_tp,
+                  cross_node_hint=CROSS_NODE_HINTS["cli"])
     except Exception as exc:  # bad input: one line, exit 2 (TP_PLANNER_DEBUG=1 shows the traceback)
         from dashboard.check import CheckInputError
 
@@ -103,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 os.environ.get("TP_PLANNER_DEBUG"):
             raise
         print(f"tp-planner plan: error: {exc}", file=sys.stderr)
+        if args.json:  # like tp-planner check --json: a JSON error object on stdout
+            print(json.dumps({"schema_version": SCHEMA_VERSION, "error": str(exc), "exit_status": 2}))
         return 2
     if args.json:
         doc = plan_to_dict(df)

@@ -64,7 +64,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("refusal", "the message the user would see ('' when it starts)"),
     ("fits", "starts and holds >= min_sequences (>= 1 when not given) sequences"),
     ("why_not", "'' when it fits, else the refusal or the shortfall"),
-    ("rank", "1 = best (most sequences, then fewest GPUs per replica, then fewest pipeline stages) among the "
-             "layouts that fit; <NA> otherwise"),
+    ("rank", "1 = first by the interim ranking among the layouts that fit (dashboard.planner.ranking: most KV "
+             "capacity; near-ties within 10 % prefer fewer pipeline stages, then more replicas); <NA> otherwise"),
     ("commands", "launch command(s) for layouts that start: one per node / instance ('#' comment first)"),
 )

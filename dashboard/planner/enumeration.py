@@ -126,10 +126,15 @@ def cross_node(tp: np.ndarray, pp: np.ndarray, n: int, gpn: int, fw: np.ndarray)
     return base | uneven, uneven & ~base
 
 
-def cross_node_message(tp: int, pp: int, gpn: int, fw: str, even_spread: bool) -> str:
-    """The planner's refusal of a layout whose TP group would span nodes (this project's wording)."""
-    tail = ("tensor parallelism stays within a node (NVLink) unless cross-node TP is allowed "
-            "(cross_node_tp=True, --cross-node-tp).")
+#: How to allow cross-node TP, where the refusal is read: the Python API (the default), the CLI, the dashboard.
+CROSS_NODE_HINTS = {"api": "plan(..., cross_node_tp=True)", "cli": "--cross-node-tp",
+                    "dashboard": "the Plan tab keeps TP within a node; tp-planner plan --cross-node-tp allows it"}
+
+
+def cross_node_message(tp: int, pp: int, gpn: int, fw: str, even_spread: bool, hint: str = CROSS_NODE_HINTS["api"]) -> str:
+    """The planner's refusal of a layout whose TP group would span nodes (this project's wording); ``hint``
+    says how to allow it where the message is shown (:data:`CROSS_NODE_HINTS`)."""
+    tail = f"tensor parallelism stays within a node (NVLink) unless cross-node TP is allowed ({hint})."
     if not even_spread:
         return f"TP {tp} spans nodes of {gpn} GPUs: {tail}"
     rep = tp * pp

@@ -10,13 +10,15 @@ import pandas as pd
 
 from dashboard import context, memory, rules, sharding
 from dashboard import frameworks as fw_registry
+from dashboard.launch import command_model
 from dashboard.frameworks.sglang import attn_dp_with_replicas as sglang_attn_dp_with_replicas
 from dashboard.planner.common import COLUMNS, PLAN_FRAMEWORKS
 from dashboard.planner.enumeration import (
-    CONTEXT_COLUMNS, cross_node, cross_node_message, layout_label, layouts_cached, unique_rows)
+    CONTEXT_COLUMNS, CROSS_NODE_HINTS, cross_node, cross_node_message, layout_label, layouts_cached, unique_rows)
 from dashboard.planner.hardware import dtype_check_note, dtype_refusal, gpu_info, vllm_auto_dtype
 from dashboard.planner.inputs import prepared, resolve_record, weight_kind_cols
 from dashboard.rules.evidence import config_hash, evidence_for
+from dashboard.planner.ranking import rank_order
 
 
 def launch_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_len: int, kv_dtype: str,
@@ -30,6 +32,17 @@ def launch_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_
     memory fraction the plan assumed are spelled out."""
     return fw_registry.get(row["framework"]).plan_commands(
         row, model_id, gpus_per_node=gpus_per_node, context_len=context_len, kv_dtype=kv_dtype, release=release)
+
+
+def node_note(gpus: int, gpus_per_node: int) -> str:
+    """'' when ``gpus`` fill whole nodes of ``gpus_per_node``; else the sentence saying the last node is
+    partial (``8 GPUs on nodes of 3: 3 nodes, the last with 2 of its 3 GPUs``)."""
+    n, g = int(gpus), int(gpus_per_node)
+    if n <= g or n % g == 0:
+        return ""
+    nodes, last = -(-n // g), n % g
+    return (f"{n} GPUs on nodes of {g}: {nodes} nodes, the last with {last} of its {g} GPU{'s' if g != 1 else ''} "
+            f"(a partial node; the plan uses {n} GPUs, not {nodes * g}).")
 
 
 def check_frameworks(frameworks: Iterable[str]) -> list[str]:
@@ -74,7 +87,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
          frameworks: Sequence[str] = PLAN_FRAMEWORKS, versions: Mapping[str, str | None] | None = None,
          context_len: int, kv_dtype: str = "bf16", weight_dtype: str | None = None,
          min_sequences: int | None = None, cross_node_tp: bool = False,
-         commands: bool = True) -> pd.DataFrame:
+         commands: bool = True, cross_node_hint: str = CROSS_NODE_HINTS["api"]) -> pd.DataFrame:
     """Every way to serve one model on ``gpus`` x ``gpu_type``, per framework, ranked.
 
     Parameters
@@ -97,14 +110,22 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     cross_node_tp : allow a TP group to span nodes (default: TP stays within a node; such layouts are
         refused with ``refusal_kind == "cross_node_tp"``).
     commands : build the launch commands (``commands`` column; empty tuples when False).
+    cross_node_hint : how the cross-node refusal says to allow it, for where it is read
+        (:data:`dashboard.planner.enumeration.CROSS_NODE_HINTS`: the API's argument by default, the CLI flag,
+        the dashboard's wording).
 
     Returns
     -------
     DataFrame, one row per (framework, layout), columns :data:`COLUMNS` (bytes per GPU, tokens per GPU,
-    sequences per replica / total). Sorted: layouts that fit first by ``rank`` (most ``sequences_total``,
-    then fewest ``gpus_per_replica``), then the rest by framework and size. ``df.attrs`` carries the
+    sequences per replica / total). Sorted by ``rank`` (:mod:`dashboard.planner.ranking`): layouts that fit
+    first; among them the near-ties (``sequences_total`` within 10 % of the most) by fewest pipeline stages,
+    then most replicas, then most sequences; then the other fitting layouts by most ``sequences_total``, then
+    fewest ``gpus_per_replica``; then the rest by framework and size. ``df.attrs`` carries the
     inputs (``model_id``, ``gpus``, ``gpu``, ``gpus_per_node``, ``context_len``, ``kv_dtype``,
-    ``weight_dtype``, ``min_sequences``, ``cross_node_tp``, ``releases``).
+    ``weight_dtype``, ``min_sequences``, ``cross_node_tp``, ``releases``, ``node_note``: '' or
+    :func:`node_note`'s sentence when the last node is partial, ``command_model``: the model the commands
+    name, :func:`dashboard.launch.command_model` of ``model_id``, ``model_note``: '' or why it is a
+    placeholder).
 
     Raises
     ------
@@ -207,7 +228,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
             refusal.append(first[i])
         elif cross[i] and not cross_node_tp:
             kind.append("cross_node_tp")
-            refusal.append(cross_node_message(int(tp[i]), int(pp[i]), gpn, fw, bool(uneven[i])))
+            refusal.append(cross_node_message(int(tp[i]), int(pp[i]), gpn, fw, bool(uneven[i]), cross_node_hint))
         elif dtype_msg[fw]:
             kind.append("dtype")
             refusal.append(dtype_msg[fw])
@@ -244,27 +265,29 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
         "starts": starts, "refusal_kind": kind_arr, "refusal": np.array(refusal, dtype=object), "fits": fits,
         "why_not": np.array(why, dtype=object),
     }
-    # ranking: layouts that fit first, most sequences, then fewest GPUs per replica, then (a tie on both)
-    # fewer pipeline stages: the same capacity with less pipeline depth (latency, bubbles) comes first
-    order = np.lexsort((pp, tp * pp, -total, ~fits))
+    # ranking (dashboard.planner.ranking): layouts that fit first; near-ties (within 10 % of the most KV
+    # capacity) by fewest pipeline stages, then most replicas; the rest by most sequences
+    order = rank_order(total, pp, dp, tp * pp, fits)
     nf = int(fits.sum())
     rank = pd.arrays.IntegerArray(np.concatenate([np.arange(1, nf + 1), np.zeros(n_rows - nf, dtype=np.int64)]),
                                   np.concatenate([np.zeros(nf, dtype=bool), np.ones(n_rows - nf, dtype=bool)]))
     ordered = {c: (v[order] if isinstance(v, (np.ndarray, pd.api.extensions.ExtensionArray))
                    else [v[j] for j in order]) for c, v in data.items()}
     ordered["rank"] = rank
+    cmd_model, model_note = command_model(model_id)
     if commands:
         epf = L["expert_parallel"][order]
         ordered["commands"] = [
             launch_commands({"framework": ordered["framework"][j], "tp": ordered["tp"][j], "pp": ordered["pp"][j],
                              "dp": ordered["dp"][j], "attn_dp": ordered["attn_dp"][j], "ep": ordered["ep"][j],
                              "expert_parallel": bool(epf[j]), "mem_fraction": ordered["mem_fraction"][j]},
-                            model_id or "MODEL", gpus_per_node=gpn, context_len=ctx, kv_dtype=kv_dtype,
+                            cmd_model, gpus_per_node=gpn, context_len=ctx, kv_dtype=kv_dtype,
                             release=ordered["release"][j]) if ordered["starts"][j] else ()
             for j in range(n_rows)]
     else:
         ordered["commands"] = [()] * n_rows
     out = pd.DataFrame({c: ordered[c] for c, _ in COLUMNS})
+    out.attrs.update(node_note=node_note(n, gpn), command_model=cmd_model, model_note=model_note)
     out.attrs.update(model_id=model_id, gpus=n, gpu=gpu.gpu, gpus_per_node=gpn, context_len=ctx,
                      kv_dtype=str(kv_dtype), weight_dtype=weight_dtype, min_sequences=need,
                      cross_node_tp=bool(cross_node_tp), releases=releases, moe=moe,

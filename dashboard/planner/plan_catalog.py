@@ -14,6 +14,7 @@ from dashboard.planner.enumeration import cross_node, enumerate_layouts, layout_
 from dashboard.planner.hardware import VLLM_NO_FP16_MODEL_TYPES, cc_below, dtype_check_note, dtype_refusal
 from dashboard.planner.inputs import weight_kind
 from dashboard.planner.plan import check_args, check_frameworks, check_versions
+from dashboard.planner.ranking import best_per_row
 
 
 
@@ -131,10 +132,13 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
         tok = np.nan_to_num(cap["tokens_per_gpu"], nan=0.0)
         cap_rep = fw_registry.get(fw).scheduler_cap(gpu, tok, ctx, groups)
         total = np.where(starts, np.minimum(kv_rep, cap_rep) * lf["dp"].to_numpy()[None, :], -1.0)
-        # best: most sequences, then fewest GPUs per replica, then fewer pipeline stages (as plan() ranks)
-        score = (total * 4096.0 * 4096.0 - (lf["tp"] * lf["pp"]).to_numpy()[None, :] * 4096.0
-                 - lf["pp"].to_numpy()[None, :])
-        bi = np.argmax(score, axis=1)
+        # best: the interim ranking of plan() per model (dashboard.planner.ranking: most KV capacity,
+        # near-ties within 10 % by fewest pipeline stages, then most replicas)
+        # among the layouts holding min_sequences (plan()'s "fits"), else among those that start
+        rank_cols = (lf["pp"].to_numpy(), lf["dp"].to_numpy(), (lf["tp"] * lf["pp"]).to_numpy())
+        fit_ok = starts & (total >= k)
+        bi = np.where(fit_ok.any(axis=1), best_per_row(total, fit_ok, *rank_cols),
+                      best_per_row(total, starts, *rank_cols))
         rows = np.arange(nm)
         bt = total[rows, bi]
         any_start = starts.any(axis=1)

@@ -20,7 +20,7 @@ import pandas as pd
 import panel as pn
 import param
 
-from dashboard.planner import RANKING_NOTE
+from dashboard.planner import CROSS_NODE_HINTS, RANKING_NOTE
 from dashboard.plots import plan as plan_plots
 from dashboard.plots.style import framework_label
 from dashboard.state import MAX_MIN_SEQUENCES, PLAN_FRAMEWORKS, AppData, PlannerState
@@ -112,6 +112,7 @@ def plan_args(state: PlannerState) -> dict:
         "versions": {"vllm": state.vllm_version or None, "sglang": state.sglang_version or None},
         "kv_dtype": state.kv_dtype, "weight_dtype": None if state.weight_dtype == "checkpoint" else state.weight_dtype,
         "min_sequences": int(state.min_sequences),
+        "cross_node_hint": CROSS_NODE_HINTS["dashboard"],  # the Plan tab has no cross-node TP control
     }
 
 
@@ -149,6 +150,7 @@ def row_commands(row, attrs: dict, model_id: str) -> tuple[str, ...]:
     """Launch command(s) of one layout that starts (a row of a plan made with ``commands=False``): what
     ``plan(..., commands=True)`` puts in its ``commands`` column."""
     from dashboard import planner
+    from dashboard.launch import command_model  # the Hub id, or <MODEL-PATH> when none is known
 
     if not bool(row["starts"]):
         return ()
@@ -156,7 +158,7 @@ def row_commands(row, attrs: dict, model_id: str) -> tuple[str, ...]:
     return planner.launch_commands(
         {"framework": fw, "tp": int(row["tp"]), "pp": int(row["pp"]), "dp": int(row["dp"]),
          "attn_dp": int(row["attn_dp"]), "ep": ep, "expert_parallel": ep > 1, "mem_fraction": row["mem_fraction"]},
-        model_id or "MODEL", gpus_per_node=int(attrs["gpus_per_node"]), context_len=int(attrs["context_len"]),
+        command_model(model_id)[0], gpus_per_node=int(attrs["gpus_per_node"]), context_len=int(attrs["context_len"]),
         kv_dtype=str(attrs["kv_dtype"]), release=row["release"])
 
 
@@ -190,7 +192,9 @@ def cluster_text(attrs: dict) -> str:
 
 
 def summary_html(df: pd.DataFrame) -> str:
-    """The plan's headline: the best layout overall and per framework (escaped)."""
+    """The plan's headline: the layout with the most KV capacity overall and per framework by the interim
+    ranking (:mod:`dashboard.planner.ranking`), and the leads that come only from default memory fractions
+    (escaped)."""
     from dashboard.planner import without_attrs
 
     a = df.attrs
@@ -204,12 +208,16 @@ def summary_html(df: pd.DataFrame) -> str:
                if starts else "no layout starts (see the refused layouts below)")
         return (f'<div class="tp-plan-best" style="font-size:17px;color:#8a1c0b;margin:6px 0">'
                 f"Nothing fits {esc(ask)} on {esc(cluster_text(a))}: {esc(why)}.</div>")
-    # the plan is ranked: the first fitting row of each framework is its best
+    # the plan is ranked (dashboard.planner.ranking): its first fitting row leads; each framework's own
+    # layout with the most KV capacity is planner.best's (near-ties measured within that framework)
+    from dashboard.planner import best, fraction_notes
+
     fit = list(zip(*(df[c].to_numpy()[fits].tolist() for c in ("framework", "layout", "sequences_total"))))
     b = dict(zip(("framework", "layout", "sequences_total"), fit[0]))
-    first: dict[str, tuple] = {}
-    for r in fit:
-        first.setdefault(r[0], r)
+    first: dict[str, tuple] = {r["framework"]: (r["framework"], r["layout"], r["sequences_total"])
+                               for r in best(df).to_dict("records")}
+    df.attrs = dict(a)
+    notes = fraction_notes(df)
     per_fw = []
     for fw in a.get("releases", {}):
         color = plan_plots.FRAMEWORK_COLORS.get(fw, "#777")
@@ -222,10 +230,13 @@ def summary_html(df: pd.DataFrame) -> str:
                           f"{int(seqs):,}</span>")
     return (
         '<div class="tp-plan-best" style="font-size:17px;margin:6px 0 2px 0;line-height:1.45">'
-        f"Best for {esc(ask)} on {esc(cluster_text(a))}: <b>{esc(framework_label(b['framework']))} "
+        f"Most KV capacity for {esc(ask)} on {esc(cluster_text(a))}: <b>{esc(framework_label(b['framework']))} "
         f"{esc(b['layout'])}</b>, {int(b['sequences_total']):,} concurrent sequences "
-        f"({len(fit)} of {len(df)} layouts fit).</div>"
+        f"({len(fit)} of {len(df)} layouts fit; near-ties within 10 % prefer fewer pipeline stages, then more "
+        "replicas).</div>"
         f'<div style="font-size:15px;color:#333;display:flex;flex-wrap:wrap;gap:4px 22px">{"".join(per_fw)}</div>'
+        + "".join(f'<div class="tp-plan-fraction" style="font-size:14px;color:#555;margin-top:4px">'
+                  f"{esc(n['text'])}</div>" for n in notes)
     )
 
 
@@ -413,7 +424,7 @@ def catalog_html(rank: pd.DataFrame, what: str, rows: int = CATALOG_ROWS) -> str
         )
     return (
         f'<div style="font-size:16px;margin:4px 0 6px 0"><b>{n_serve}</b> of {len(rank)} models fit {esc(what)}. '
-        f"{'Best ' + str(min(rows, len(rank))) + ' by concurrent sequences:' if len(rank) else ''}</div>"
+        f"{'Top ' + str(min(rows, len(rank))) + ' by KV capacity (concurrent sequences):' if len(rank) else ''}</div>"
         '<table class="tp-plan tp-catalog-plan"><thead><tr><th>#</th><th>model</th><th>best framework</th>'
         "<th>best layout</th><th>sequences</th><th>frameworks that fit it (or why not)</th></tr></thead><tbody>"
         + "".join(body) + "</tbody></table>"

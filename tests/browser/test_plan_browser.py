@@ -87,7 +87,7 @@ def test_plan_tab_renders_clean(server, rpage, artifacts_dir):
     assert {f[0] for f in chart["factors"]} == {"vLLM", "SGLang", "TensorRT-LLM"}
     assert page.locator(".tp-plan-copy").count() == 10
     assert page.locator("tr.tp-refused-row").count() >= 1  # the refused layouts, greyed, with their reason
-    assert "Best for sequences of 32,768 tokens on 16 × H100-80GB" in page.locator(".tp-plan-best").inner_text()
+    assert "Most KV capacity for sequences of 32,768 tokens on 16 × H100-80GB" in page.locator(".tp-plan-best").inner_text()
     # The layout fits the page: no sideways scrolling, the table within the main column.
     widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
     assert widths[0] <= widths[1], widths

@@ -99,6 +99,22 @@ def test_upload_ids_are_marked_sanitised_and_unique():
     assert not am.is_hub_id(am.upload_model_id("x.json", plain))  # never mistaken for a Hub id
 
 
+def test_upload_ids_keep_the_org_and_commands_name_the_hub_id():
+    """Issue 22 item 4: an upload's org (from _name_or_path, or an org--name file name) is kept, and the
+    launch commands map it back to the Hub id; an upload with no org gets the marked placeholder."""
+    from dashboard.launch import MODEL_PLACEHOLDER, command_model
+
+    cfg = json.dumps({**llama_like_config(), "_name_or_path": "meta-llama/Llama-3.1-8B"}).encode()
+    mid = am.upload_model_id("config.json", cfg)
+    assert mid == "(upload)/meta-llama--Llama-3.1-8B" and not am.is_hub_id(mid)
+    assert command_model(mid) == ("meta-llama/Llama-3.1-8B", "")
+    plain = json.dumps(llama_like_config()).encode()
+    assert am.upload_model_id("Qwen--Qwen3-8B.json", plain) == "(upload)/Qwen--Qwen3-8B"
+    assert command_model("(upload)/Qwen--Qwen3-8B")[0] == "Qwen/Qwen3-8B"
+    got, note = command_model(am.upload_model_id("my-finetune.json", plain))
+    assert got == MODEL_PLACEHOLDER and MODEL_PLACEHOLDER in note and "Hub id" in note
+
+
 @pytest.mark.parametrize("text,ok", [
     ("meta-llama/Llama-3.1-8B", True), ("Qwen/Qwen3-30B-A3B", True), ("a/b", True), ("org/name.v2_x", True),
     ("no-org", False), ("a/b/c", False), ("a--b/c", False), ("a/b..c", False), ("-a/b", False), ("a/b-", False),
@@ -303,7 +319,8 @@ def test_app_failed_link_add_is_dropped_with_a_notice_and_upload_stays_out_of_th
     up = app.add_model.upload
     up.filename = "x.json"
     up.value = json.dumps({**llama_like_config(), "_name_or_path": "team/fine-tune"}).encode()
-    assert app.data.added_ids == ("(upload)/fine-tune",) and app.state.model == "(upload)/fine-tune"
+    # the org from the file is kept (as org--name under "(upload)"; commands map it back to team/fine-tune)
+    assert app.data.added_ids == ("(upload)/team--fine-tune",) and app.state.model == "(upload)/team--fine-tune"
     assert app.state.add == [] and "add=" not in app.state.query_string()
     assert "cannot travel in a link" in app.add_model.notice.object
     up.value = (HOSTILE / "34-html-in-strings.json").read_bytes()  # escaped in the notice

@@ -151,10 +151,16 @@ def test_deepseek_v3_on_8_h200_has_ep_and_attention_dp_layouts(dsv3):
     assert s["starts"] and s["kv_sequences_per_replica"] > 0
 
 
-def test_ranking_by_total_sequences_then_fewest_gpus_per_replica(llama16):
+def test_ranking_near_ties_then_total_sequences_then_fewest_gpus_per_replica(llama16):
     fit = llama16[llama16["fits"]]
     assert list(fit["rank"]) == list(range(1, len(fit) + 1))
-    keys = list(zip(-fit["sequences_total"], fit["gpus_per_replica"]))
+    top = fit["sequences_total"].max()
+    band = fit["sequences_total"] >= 0.9 * top
+    n = int(band.sum())
+    assert band.iloc[:n].all() and not band.iloc[n:].any()  # the near-ties first
+    keys = list(zip(fit["pp"][:n], -fit["dp"][:n], -fit["sequences_total"][:n], fit["gpus_per_replica"][:n]))
+    assert keys == sorted(keys)
+    keys = list(zip(-fit["sequences_total"][n:], fit["gpus_per_replica"][n:]))
     assert keys == sorted(keys)
     assert not llama16.iloc[len(fit):]["fits"].any()
     b = planner.best(llama16)
@@ -327,7 +333,13 @@ def test_plan_catalog_agrees_with_plan(cat):
             pf = p[(p["framework"] == fw) & p["starts"]]
             assert row["layouts_starting"] == len(pf), (mid, fw)
             if len(pf):
-                assert row["sequences_total"] == pf["sequences_total"].max(), (mid, fw)
+                b = planner.best(p)
+                b = b[b["framework"] == fw]
+                if len(b):  # the same interim ranking as plan()'s best
+                    assert row["best_layout"] == b["layout"].iloc[0], (mid, fw)
+                    assert row["sequences_total"] == b["sequences_total"].iloc[0], (mid, fw)
+                else:
+                    assert row["sequences_total"] == pf["sequences_total"].max(), (mid, fw)
                 assert row["serves"] == bool(p[p["framework"] == fw]["fits"].any())
 
 
@@ -377,8 +389,9 @@ def test_plan_to_dict_is_json_with_a_schema_version(llama16):
     d = json.loads(json.dumps(planner.plan_to_dict(llama16)))
     assert d["schema_version"] == planner.SCHEMA_VERSION == 1
     assert d["gpus"] == 16 and d["gpu"] == "H100-80GB" and d["releases"]["vllm"] == "0.33.0"
-    assert set(d["layouts"][0]) == {c for c, _ in planner.COLUMNS}
-    assert d["best"]["vllm"] == llama16[llama16["framework"] == "vllm"]["layout"].iloc[0]
+    assert set(d["layouts"][0]) == {c for c, _ in planner.COLUMNS} | {"launch"}
+    b = planner.best(llama16)
+    assert d["best"]["vllm"] == b.loc[b["framework"] == "vllm", "layout"].iloc[0]
     assert any(r["summary"].startswith("TP 16 refused by vLLM") for r in d["refusals"])
 
 
@@ -398,7 +411,7 @@ def test_cli_table_and_json():
     assert j.returncode == 0, j.stderr
     d = json.loads(j.stdout)
     assert d["schema_version"] == 1 and {x["framework"] for x in d["layouts"]} == {"vllm"}
-    assert "Ranked by concurrent sequences" in r.stdout and "Latency and throughput are not modelled" in r.stdout
+    assert "Ranked by KV capacity" in r.stdout and "Latency and throughput are not modelled" in r.stdout
     # nothing fits: the plan is printed and the exit status is 1 (a launch script can stop on it)
     none = _cli(LLAMA, "--gpus", "8", "--gpu", "H100-80GB", "--min-sequences", "100000", "--framework", "vllm")
     assert none.returncode == 1, none.stderr

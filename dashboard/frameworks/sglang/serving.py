@@ -48,7 +48,7 @@ def plan_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_le
     if frac is not None and np.isfinite(frac):
         base += f" --mem-fraction-static {float(frac):.3f}"
     if nodes == 1:
-        return (f"# one node, {n} GPUs\n{base}",)
+        return (f"# one node, {n} GPU{'s' if n != 1 else ''}\n{base}",)
     return tuple(f"# node {k}{' (head)' if k == 0 else ''}\n{base} --nnodes {nodes} --node-rank {k} "
                  f"--dist-init-addr {HEAD_ADDR}:5000" for k in range(nodes))
 

@@ -36,13 +36,15 @@ def plan_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_le
         body = "\\n".join(yaml)
         prefix = f"printf '{body}\\n' > trtllm-extra.yaml && "
         cmd += " --config trtllm-extra.yaml"
+    from dashboard.launch import gpu_sets
+
     out = []
     if replica <= gpus_per_node:
         per_node = max(1, gpus_per_node // replica)
-        for r in range(dp):
-            node, slot = divmod(r, per_node)
-            devs = ",".join(str(slot * replica + i) for i in range(replica))
-            where = f"# node {node}, replica {r}" if dp > 1 or nodes > 1 else f"# one node, {n} GPUs"
+        for r, (node, devices) in enumerate(gpu_sets(dp, replica, gpus_per_node)):
+            slot = r % per_node
+            devs = ",".join(map(str, devices))
+            where = f"# node {node}, replica {r}" if dp > 1 or nodes > 1 else f"# one node, {n} GPU{'s' if n != 1 else ''}"
             out.append(f"{where}\n{prefix}CUDA_VISIBLE_DEVICES={devs} {cmd} --port {8000 + slot}")
         return tuple(out)
     span = -(-replica // gpus_per_node)

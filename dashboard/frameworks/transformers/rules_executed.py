@@ -258,15 +258,33 @@ RESHAPE_NOTE = (
 )
 
 
+#: Where a rule without a raise site of its own (no check upstream: our message) points its source link:
+#: the colwise split that does not check divisibility (``ColwiseParallel``, its docstring says so), or the
+#: reshape that then fails (5.24.0, read in the installed release).
+LINK_SITES = {
+    "colwise": "transformers/distributed/tensor_parallel.py:143-146",
+    "codegen_qkv": "transformers/models/codegen/modeling_codegen.py:138",
+}
+
+
+def source_link(site: str) -> str:
+    """The pinned link of a ``path.py:line`` (or ``path.py:first-last``) site in transformers 5.24.0."""
+    path, _, lines = site.rpartition(":")
+    first, _, last = lines.partition("-")
+    return (f"https://github.com/huggingface/transformers/blob/v{RELEASE}/src/{path}#L{first}"
+            + (f"-L{last}" if last else ""))
+
+
 def _rule(fw: str, rid: str, kind: str, condition: str, message: str, site: str | None, pred, *,
           exc_type: str = "", ours: bool = False, effect: str = "", needs: tuple[str, ...] = (),
-          note: str = "") -> Rule:
-    """A rule of ``fw`` held to 5.24.0's whole table (:func:`dashboard.rules.executed.executed_rule`)."""
+          note: str = "", link: str | None = None) -> Rule:
+    """A rule of ``fw`` held to 5.24.0's whole table (:func:`dashboard.rules.executed.executed_rule`).
+    ``site``: the raise site (``path.py:line``); ``link``: where the source link points when there is none
+    (:data:`LINK_SITES`)."""
     return X.executed_rule(fw, EXECUTED, {}, None, rid, kind, condition, message,
                            {RELEASE: site} if site else {}, pred, exc_type=exc_type, needs=needs, note=note,
                            ours=ours, versions=V, effect=effect, verified_with=VERIFIED_WITH, ran=EXECUTED,
-                           src=f"https://github.com/huggingface/transformers/blob/v{RELEASE}/src/"
-                           + (site.rpartition(":")[0] + "#L" + site.rpartition(":")[2] if site else ""))
+                           src=source_link(site or link or LINK_SITES["colwise"]))
 
 
 def _load_rules(fw: str) -> list[Rule]:
@@ -325,7 +343,7 @@ def _codegen_rule(fw: str) -> list[Rule]:
         "tp_size ({tp}) does not divide 4: CodeGen's fused qkv_proj is laid out in 4 blocks (mp_num) and the "
         "model's TP plan splits it by output features; from_pretrained loads it, then the first forward pass "
         "fails reshaping qkv (RuntimeError: shape '[...]' is invalid for input of size ...).",
-        None, pred, ours=True, effect="run_time",
+        None, pred, ours=True, effect="run_time", link=LINK_SITES["codegen_qkv"],
         note="Tiny run, TP 3: RuntimeError: shape '[1, 8, -1, 144]' is invalid for input of size 1536 "
         "(modeling_codegen.py:138).")]
 

@@ -49,7 +49,7 @@ def plan_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_le
     if frac is not None and np.isfinite(frac):
         base += f" --gpu-memory-utilization {float(frac):g}"
     if nodes == 1:
-        return (f"# one node, {n} GPUs\n{base}",)
+        return (f"# one node, {n} GPU{'s' if n != 1 else ''}\n{base}",)
     if replica <= gpus_per_node and gpus_per_node % replica == 0 and dp > 1:
         local = gpus_per_node // replica
         out = []
