@@ -19,7 +19,6 @@ query falls back to defaults and the page shows what was ignored.
 
 from __future__ import annotations
 
-import time
 from functools import partial
 
 import pandas as pd
@@ -36,7 +35,7 @@ from dashboard.state import (
     load_app_data,
 )
 from dashboard.views import CatalogView, Controls, ExportPanel, LayoutView, MemoryView, PlanView, ValidityView
-from dashboard.views.common import esc, notice_html
+from dashboard.views.common import building_indicator, esc, notice_html
 
 TITLE = "TP planner: which tensor-parallel sizes each serving framework accepts"
 
@@ -81,11 +80,6 @@ if (el) {
   report();
 }
 """
-
-#: Delay (ms) from the last state change to the URL update in a served session
-#: (:meth:`DashboardApp._push_url`).
-URL_DELAY_MS = 400
-
 
 class DashboardApp(pn.viewable.Viewer):
     """The whole dashboard for one session: controls, validity / layout / memory / catalog views, exports.
@@ -141,7 +135,6 @@ class DashboardApp(pn.viewable.Viewer):
         state.param.watch(lambda e: setattr(self.tabs, "active", TABS.index(e.new)), "tab")
         # Tapping a cell or picking a row selects a model: the layout tab follows from the details link.
         self._sync_url = sync_url
-        self._url_pending, self._url_due = False, 0.0
         self._history_sink = None
         self._width_sink = None
         if sync_url:
@@ -192,9 +185,26 @@ class DashboardApp(pn.viewable.Viewer):
             slot.objects = [self.view(tab)]
 
     def _tab_changed(self, event) -> None:
+        """A tab was clicked: the state (and with it the URL, :meth:`_push_url`) changes first; a view shown
+        for the first time is built after that, in a later callback of a served session, behind Panel's
+        loading spinner, so the address bar and the spinner reach the browser before the build starts."""
         tab = TABS[event.new]
-        self._fill(tab)
+        slot = self._slots[tab]
+        doc = pn.state.curdoc
+        if slot.objects or doc is None or doc.session_context is None:
+            self._fill(tab)
+            self.state.tab = tab
+            return
+        with pn.io.unlocked():
+            slot.objects = [building_indicator(TAB_LABELS[tab])]
         self.state.tab = tab
+        doc.add_next_tick_callback(partial(self._fill_later, doc, tab))
+
+    def _fill_later(self, doc, tab: str) -> None:
+        from panel.io.state import set_curdoc
+
+        with set_curdoc(doc):
+            self._slots[tab].objects = [self.view(tab)]
 
     @property
     def validity(self) -> ValidityView:
@@ -230,11 +240,13 @@ class DashboardApp(pn.viewable.Viewer):
             self.notice_pane.visible = False
 
     def _push_url(self, *_):
-        """Mirror the state into the page's URL. In a served session the URL is written
-        :data:`URL_DELAY_MS` after the last change (a trailing debounce): the browser then rewrites its
-        history (``pushState``, a few ms of its main thread) while the user looks at the repainted
-        heatmap rather than before it is painted, and a burst of clicks makes one history entry. The
-        report's link (``export.link``) follows at once."""
+        """Mirror the state into the page's URL at once, in the same server callback as the change.
+
+        In a served session the new address is sent to the browser before anything else the change
+        triggers (a tab's first build, the memory model's computation): :func:`panel.io.unlocked`
+        dispatches the Location patch immediately instead of with the rest of the callback's patches, so a
+        link copied right after a click, a typed calibration or a selection already carries it
+        (``tests/browser/test_links_browser.py``). The report's link (``export.link``) follows at once."""
         qs = self.state.query_string()
         loc = pn.state.location
         href = str(getattr(loc, "href", "") or "") if loc is not None else ""
@@ -244,20 +256,7 @@ class DashboardApp(pn.viewable.Viewer):
         if doc is None or doc.session_context is None:
             self._write_url()
             return
-        self._url_due = time.monotonic() + URL_DELAY_MS / 1000
-        if not self._url_pending:
-            self._url_pending = True
-            doc.add_timeout_callback(partial(self._flush_url, doc), URL_DELAY_MS)
-
-    def _flush_url(self, doc) -> None:
-        from panel.io.state import set_curdoc
-
-        wait = self._url_due - time.monotonic()
-        if wait > 0.002:  # changed again meanwhile: wait for the rest of the delay
-            doc.add_timeout_callback(partial(self._flush_url, doc), int(wait * 1000) + 1)
-            return
-        self._url_pending = False
-        with set_curdoc(doc):
+        with pn.io.unlocked():
             self._write_url()
 
     def _follow_history(self, doc) -> None:
