@@ -35,7 +35,7 @@ from dashboard.state import (
     load_app_data,
 )
 from dashboard.views import CatalogView, Controls, ExportPanel, LayoutView, MemoryView, PlanView, ValidityView
-from dashboard.views.common import building_indicator, esc, notice_html
+from dashboard.views.common import DEFER_MS, building_indicator, esc, notice_html
 
 TITLE = "TP planner: which tensor-parallel sizes each serving framework accepts"
 
@@ -47,6 +47,24 @@ body { font-family: var(--body-font); font-size: 16px; }
 """
 
 _STATE_PARAMS = [p for p in PlannerState.param if p != "name"]
+
+#: Browser-side script of a tab click (``cb_obj``: the Tabs model; ``__TABS__``: the tab ids, in order): the
+#: Location model's ``search`` gets the link's ``tab=`` at once, in the browser, so the address bar follows
+#: the click even while the server is still busy with an earlier change. The server's own URL write for the
+#: same state (:meth:`DashboardApp._push_url`) then finds the address already right. ``tab`` is the last
+#: setting of :class:`PlannerState`, so the server writes it last, as this does.
+_TAB_URL_JS = """
+const tabs = __TABS__, tab = tabs[cb_obj.active];
+if (tab !== undefined) {
+  for (const m of cb_obj.document.all_models) {
+    if (!String(m.type || "").endsWith("Location")) continue;
+    const keep = String(m.search || "").replace(/^[?]/, "").split("&").filter((p) => p && !p.startsWith("tab="));
+    if (tab !== __DEFAULT__) keep.push("tab=" + tab);
+    const search = keep.length ? "?" + keep.join("&") : "";
+    if (m.search !== search) m.search = search;
+  }
+}
+"""
 
 #: Page script (``document_ready``): on Back / Forward, tell the Location model the new address silently
 #: and report it to the server through ``sink`` (a hidden Div: query string, NUL, a counter).
@@ -132,6 +150,11 @@ class DashboardApp(pn.viewable.Viewer):
         self._fill(state.tab)
         self.tabs.active = TABS.index(state.tab)
         self.tabs.param.watch(self._tab_changed, "active")
+        if sync_url:
+            import json
+
+            self.tabs.jscallback(active=_TAB_URL_JS.replace("__TABS__", json.dumps(list(TABS))).replace(
+                "__DEFAULT__", json.dumps(PlannerState.param["tab"].default)))
         state.param.watch(lambda e: setattr(self.tabs, "active", TABS.index(e.new)), "tab")
         # Tapping a cell or picking a row selects a model: the layout tab follows from the details link.
         self._sync_url = sync_url
@@ -186,8 +209,9 @@ class DashboardApp(pn.viewable.Viewer):
 
     def _tab_changed(self, event) -> None:
         """A tab was clicked: the state (and with it the URL, :meth:`_push_url`) changes first; a view shown
-        for the first time is built after that, in a later callback of a served session, behind Panel's
-        loading spinner, so the address bar and the spinner reach the browser before the build starts."""
+        for the first time is built after that, :data:`DEFER_MS` later in a served session, behind a
+        "Building …" indicator, so the address bar and the indicator reach the browser before the build
+        starts."""
         tab = TABS[event.new]
         slot = self._slots[tab]
         doc = pn.state.curdoc
@@ -198,7 +222,9 @@ class DashboardApp(pn.viewable.Viewer):
         with pn.io.unlocked():
             slot.objects = [building_indicator(TAB_LABELS[tab])]
         self.state.tab = tab
-        doc.add_next_tick_callback(partial(self._fill_later, doc, tab))
+        # (a timeout, not the next tick: the address and the placeholder are written to the socket first;
+        # a next-tick build ran before those writes and held them back for the length of the build)
+        doc.add_timeout_callback(partial(self._fill_later, doc, tab), DEFER_MS)
 
     def _fill_later(self, doc, tab: str) -> None:
         from panel.io.state import set_curdoc

@@ -202,6 +202,12 @@ def when_shown(view, tab: str, refresh: Callable[..., Any]) -> Callable[..., Any
     return on_change
 
 
+#: Delay (ms) between sending what a change shows at once (the address, a spinner) and starting the slow
+#: work it triggers, in a served session. A next-tick callback would run before the websocket writes of
+#: the current one complete and hold them back for as long as the work takes.
+DEFER_MS = 120
+
+
 def building_indicator(what: str) -> pn.pane.HTML:
     """A spinner with "Building <what>…": the placeholder of a tab whose view is being built."""
     return pn.pane.HTML(
@@ -217,7 +223,7 @@ def behind_spinner(target: pn.viewable.Viewable, work: Callable[[], Any]) -> Cal
     """A watcher that runs ``work`` behind Panel's loading spinner on ``target``.
 
     In a served session the spinner is sent to the browser first (:func:`panel.io.unlocked`) and ``work``
-    runs in the next callback, so the page shows that it is computing instead of staying blank; a burst of
+    runs :data:`DEFER_MS` later, so the page shows that it is computing instead of staying blank; a burst of
     changes meanwhile runs ``work`` once. Outside a served session (notebooks, tests) ``work`` runs at
     once."""
     pending = {"on": False}
@@ -243,7 +249,7 @@ def behind_spinner(target: pn.viewable.Viewable, work: Callable[[], Any]) -> Cal
                 finally:
                     target.loading = False
 
-        doc.add_next_tick_callback(later)
+        doc.add_timeout_callback(later, DEFER_MS)
 
     return run
 
