@@ -196,3 +196,12 @@ def test_readme_names_the_notebooks_extra_and_how_to_export_offline():
     for nb in ("capacity_planning", "explore_catalog"):
         text = (root / "notebooks" / f"{nb}.ipynb").read_text()
         assert "works on a closed network\\n" not in text  # the claim now names the live notebook only
+
+
+def test_shell_tokens_keep_quoted_arguments_whole():
+    from dashboard.views.common import shell_tokens
+
+    line = "vllm serve 'acme/it'\"'\"'s-$(rm -rf)' --x \"a b\" c\\ d"
+    toks = shell_tokens(line)
+    assert toks == ["vllm", "serve", "'acme/it'\"'\"'s-$(rm -rf)'", "--x", '"a b"', "c\\ d"]
+    assert " ".join(toks) == line

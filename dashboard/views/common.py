@@ -254,13 +254,43 @@ def behind_spinner(target: pn.viewable.Viewable, work: Callable[[], Any]) -> Cal
     return run
 
 
+def shell_tokens(line: str) -> list[str]:
+    """``line`` split at the spaces a shell splits at: not inside single or double quotes, not after a
+    backslash. Every character is kept (quotes included), so ``" ".join(...)`` of the tokens of a line
+    with single spaces gives it back; runs of spaces give empty tokens."""
+    out, cur, quote, i = [], [], "", 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            cur.append(c)
+            if c == quote:
+                quote = ""
+            elif c == "\\" and quote == '"' and i + 1 < len(line):
+                i += 1
+                cur.append(line[i])
+        elif c == " ":
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+            if c in "'\"":
+                quote = c
+            elif c == "\\" and i + 1 < len(line):
+                i += 1
+                cur.append(line[i])
+        i += 1
+    out.append("".join(cur))
+    return out
+
+
 def command_html(text: Any) -> str:
-    """A launch command as markup for a ``<pre>`` that wraps at spaces only: each space-separated token
-    (escaped) in a ``nowrap`` span, so a line never breaks inside a flag (``--max-model-len`` after a
-    hyphen) or a value; newlines are kept. The text content is ``text`` unchanged (copying it by hand
-    gives the command as printed)."""
+    """A launch command as markup for a ``<pre>`` that wraps at spaces only: each shell token (escaped;
+    :func:`shell_tokens`, so a quoted argument with spaces stays whole) in a ``nowrap`` span, so a line
+    never breaks inside a flag (``--max-model-len`` after a hyphen) or a value; newlines are kept. The text
+    content is ``text`` unchanged (copying it by hand gives the command as printed)."""
     return "\n".join(
-        " ".join(f'<span class="tp-tok" style="white-space:nowrap">{esc(tok)}</span>' if tok else "" for tok in line.split(" "))
+        " ".join(f'<span class="tp-tok" style="white-space:nowrap">{esc(tok)}</span>' if tok else ""
+                 for tok in shell_tokens(line))
         for line in str("" if text is None else text).split("\n"))
 
 

@@ -367,7 +367,7 @@ def plan_report_html(state: PlannerState, data: AppData, rows: int = TABLE_ROWS)
         cmds = "\n\n".join(row_commands(r, df.attrs, state.model))
         parts.append(f"<tr><td>{esc(rank) or '–'}</td><td>{esc(framework_label(str(r['framework'])))}</td>"
                      f"<td class='m'>{esc(r['layout'])}</td><td>{int(r['sequences_total']):,}</td>"
-                     f"<td class='m'><pre style='white-space:pre-wrap;overflow-wrap:normal;word-break:normal;margin:0;font-size:11px'>{command_html(cmds)}</pre></td></tr>")
+                     f"<td class='m'><pre style='white-space:pre-wrap;overflow-wrap:normal;word-break:normal;margin:0;font-size:11px'>{esc(cmds)}</pre></td></tr>")
     parts.append("</table>")
     ref = _refusals(df)
     if not ref.empty:
