@@ -19,7 +19,6 @@ query falls back to defaults and the page shows what was ignored.
 
 from __future__ import annotations
 
-import time
 from functools import partial
 
 import pandas as pd
@@ -36,7 +35,7 @@ from dashboard.state import (
     load_app_data,
 )
 from dashboard.views import CatalogView, Controls, ExportPanel, LayoutView, MemoryView, PlanView, ValidityView
-from dashboard.views.common import esc, notice_html
+from dashboard.views.common import DEFER_MS, building_indicator, esc, notice_html
 
 TITLE = "TP planner: which tensor-parallel sizes each serving framework accepts"
 
@@ -48,6 +47,24 @@ body { font-family: var(--body-font); font-size: 16px; }
 """
 
 _STATE_PARAMS = [p for p in PlannerState.param if p != "name"]
+
+#: Browser-side script of a tab click (``cb_obj``: the Tabs model; ``__TABS__``: the tab ids, in order): the
+#: Location model's ``search`` gets the link's ``tab=`` at once, in the browser, so the address bar follows
+#: the click even while the server is still busy with an earlier change. The server's own URL write for the
+#: same state (:meth:`DashboardApp._push_url`) then finds the address already right. ``tab`` is the last
+#: setting of :class:`PlannerState`, so the server writes it last, as this does.
+_TAB_URL_JS = """
+const tabs = __TABS__, tab = tabs[cb_obj.active];
+if (tab !== undefined) {
+  for (const m of cb_obj.document.all_models) {
+    if (!String(m.type || "").endsWith("Location")) continue;
+    const keep = String(m.search || "").replace(/^[?]/, "").split("&").filter((p) => p && !p.startsWith("tab="));
+    if (tab !== __DEFAULT__) keep.push("tab=" + tab);
+    const search = keep.length ? "?" + keep.join("&") : "";
+    if (m.search !== search) m.search = search;
+  }
+}
+"""
 
 #: Page script (``document_ready``): on Back / Forward, tell the Location model the new address silently
 #: and report it to the server through ``sink`` (a hidden Div: query string, NUL, a counter).
@@ -81,11 +98,6 @@ if (el) {
   report();
 }
 """
-
-#: Delay (ms) from the last state change to the URL update in a served session
-#: (:meth:`DashboardApp._push_url`).
-URL_DELAY_MS = 400
-
 
 class DashboardApp(pn.viewable.Viewer):
     """The whole dashboard for one session: controls, validity / layout / memory / catalog views, exports.
@@ -138,10 +150,14 @@ class DashboardApp(pn.viewable.Viewer):
         self._fill(state.tab)
         self.tabs.active = TABS.index(state.tab)
         self.tabs.param.watch(self._tab_changed, "active")
+        if sync_url:
+            import json
+
+            self.tabs.jscallback(active=_TAB_URL_JS.replace("__TABS__", json.dumps(list(TABS))).replace(
+                "__DEFAULT__", json.dumps(PlannerState.param["tab"].default)))
         state.param.watch(lambda e: setattr(self.tabs, "active", TABS.index(e.new)), "tab")
         # Tapping a cell or picking a row selects a model: the layout tab follows from the details link.
         self._sync_url = sync_url
-        self._url_pending, self._url_due = False, 0.0
         self._history_sink = None
         self._width_sink = None
         if sync_url:
@@ -192,9 +208,29 @@ class DashboardApp(pn.viewable.Viewer):
             slot.objects = [self.view(tab)]
 
     def _tab_changed(self, event) -> None:
+        """A tab was clicked: the state (and with it the URL, :meth:`_push_url`) changes first; a view shown
+        for the first time is built after that, :data:`DEFER_MS` later in a served session, behind a
+        "Building …" indicator, so the address bar and the indicator reach the browser before the build
+        starts."""
         tab = TABS[event.new]
-        self._fill(tab)
+        slot = self._slots[tab]
+        doc = pn.state.curdoc
+        if slot.objects or doc is None or doc.session_context is None:
+            self._fill(tab)
+            self.state.tab = tab
+            return
+        with pn.io.unlocked():
+            slot.objects = [building_indicator(TAB_LABELS[tab])]
         self.state.tab = tab
+        # (a timeout, not the next tick: the address and the placeholder are written to the socket first;
+        # a next-tick build ran before those writes and held them back for the length of the build)
+        doc.add_timeout_callback(partial(self._fill_later, doc, tab), DEFER_MS)
+
+    def _fill_later(self, doc, tab: str) -> None:
+        from panel.io.state import set_curdoc
+
+        with set_curdoc(doc):
+            self._slots[tab].objects = [self.view(tab)]
 
     @property
     def validity(self) -> ValidityView:
@@ -230,11 +266,13 @@ class DashboardApp(pn.viewable.Viewer):
             self.notice_pane.visible = False
 
     def _push_url(self, *_):
-        """Mirror the state into the page's URL. In a served session the URL is written
-        :data:`URL_DELAY_MS` after the last change (a trailing debounce): the browser then rewrites its
-        history (``pushState``, a few ms of its main thread) while the user looks at the repainted
-        heatmap rather than before it is painted, and a burst of clicks makes one history entry. The
-        report's link (``export.link``) follows at once."""
+        """Mirror the state into the page's URL at once, in the same server callback as the change.
+
+        In a served session the new address is sent to the browser before anything else the change
+        triggers (a tab's first build, the memory model's computation): :func:`panel.io.unlocked`
+        dispatches the Location patch immediately instead of with the rest of the callback's patches, so a
+        link copied right after a click, a typed calibration or a selection already carries it
+        (``tests/browser/test_links_browser.py``). The report's link (``export.link``) follows at once."""
         qs = self.state.query_string()
         loc = pn.state.location
         href = str(getattr(loc, "href", "") or "") if loc is not None else ""
@@ -244,20 +282,7 @@ class DashboardApp(pn.viewable.Viewer):
         if doc is None or doc.session_context is None:
             self._write_url()
             return
-        self._url_due = time.monotonic() + URL_DELAY_MS / 1000
-        if not self._url_pending:
-            self._url_pending = True
-            doc.add_timeout_callback(partial(self._flush_url, doc), URL_DELAY_MS)
-
-    def _flush_url(self, doc) -> None:
-        from panel.io.state import set_curdoc
-
-        wait = self._url_due - time.monotonic()
-        if wait > 0.002:  # changed again meanwhile: wait for the rest of the delay
-            doc.add_timeout_callback(partial(self._flush_url, doc), int(wait * 1000) + 1)
-            return
-        self._url_pending = False
-        with set_curdoc(doc):
+        with pn.io.unlocked():
             self._write_url()
 
     def _follow_history(self, doc) -> None:

@@ -59,31 +59,68 @@ def per_rank_curves(frame: pd.DataFrame, value: str, ylabel: str, title: str, sc
         legend_position="top_right",
         fontsize={"title": "16pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
         show_grid=True,
-        hooks=[style_hook, _categorical_x_hook(tps)],
+        hooks=[style_hook, _categorical_x_hook(tps), _zero_based_y],
     )
+
+
+def _zero_based_y(plot, element) -> None:
+    """Per-rank curves on an axis from 0: a flat 68.6 KiB line drawn on 67.5-69.5 looked like a change."""
+    fig = plot.state
+    ys = [v for el in element for v in np.asarray(el.dimension_values(1), dtype=float) if np.isfinite(v)] \
+        if isinstance(element, hv.Overlay) else []
+    fig.y_range.start = 0.0
+    if ys:
+        fig.y_range.end = max(ys) * 1.12 or 1.0
 
 
 MEMORY_PARTS = ("weights", "KV cache", "reserve")
 MEMORY_COLORS = {"weights": "#0072B2", "KV cache": "#009E73", "reserve": "#BBBBBB"}
+#: Fill of a layout the framework refuses or the deployment has too few GPUs for: grey, hatched.
+NOT_RUN_FILL, NOT_RUN_HATCH = "#E4E4E4", "/"
+#: The y axis runs to at most this many times the card's memory (bars above are clipped, their value
+#: written at the top), so a 627 GiB single-GPU bar does not shrink an 80 GiB card to the bottom fifth.
+AXIS_CAPACITY_FACTOR = 2.0
+
+
+def bar_kind(row) -> str:
+    """How a capacity row's bar is drawn: ``refused`` (the framework refuses the TP size), ``gpus`` (the
+    deployment has fewer GPUs than one replica needs), ``over`` (memory does not fit the card) or ``fits``."""
+    if str(row.get("refused", "") or ""):
+        return "refused"
+    if not bool(row.get("enough_gpus", True)):
+        return "gpus"
+    return "fits" if bool(row.get("fits", False)) else "over"
+
+
+_SUFFIX = {"fits": "", "over": " ✗", "refused": " refused", "gpus": " too few GPUs"}
 
 
 def memory_bars(frame: pd.DataFrame, gpu_gib: float, title: str) -> hv.Overlay:
     """Stacked bars of per-GPU memory (GiB) for each TP size, with the GPU's capacity as a line.
 
-    ``frame`` columns: tp (int), weights_gib, kv_gib, reserve_gib, fits (bool). A TP size whose bar
-    rises above the line does not fit; its label says so (``✗``).
+    ``frame`` columns: tp (int), weights_gib, kv_gib, reserve_gib, fits (bool); optional refused (text)
+    and enough_gpus (bool). A layout that runs but does not fit the card is drawn stacked, labelled ``✗``;
+    a layout the framework refuses, or one needing more GPUs than the deployment has, is one grey hatched
+    bar labelled "refused" / "too few GPUs" (:func:`bar_kind`), never like a fitting bar. The y axis fits
+    the card and the bars up to :data:`AXIS_CAPACITY_FACTOR` times the card's memory; taller bars are
+    clipped with their total (GiB, with ``▲``) written at the top.
     """
     rows = []
-    setups = []
+    setups, kinds, totals = [], [], []
     for _, r in frame.iterrows():
-        label = f"TP {int(r['tp'])}" + ("" if bool(r["fits"]) else " ✗")
+        kind = bar_kind(r)
+        label = f"TP {int(r['tp'])}{_SUFFIX[kind]}"
         setups.append(label)
-        for part, col in zip(MEMORY_PARTS, ("weights_gib", "kv_gib", "reserve_gib"), strict=True):
-            rows.append({"setup": label, "part": part, "GiB": float(max(r[col], 0.0)) if pd.notna(r[col]) else 0.0})
+        kinds.append(kind)
+        parts = {part: (float(max(r[col], 0.0)) if pd.notna(r[col]) else 0.0)
+                 for part, col in zip(MEMORY_PARTS, ("weights_gib", "kv_gib", "reserve_gib"), strict=True)}
+        totals.append(sum(parts.values()))
+        for part, gib in parts.items():
+            rows.append({"setup": label, "part": part, "GiB": gib if kind in ("fits", "over") else 0.0})
     d = pd.DataFrame(rows, columns=["setup", "part", "GiB"])
     d["setup"] = d["setup"].astype(object)
     d["part"] = d["part"].astype(object)
-    bars = hv.Bars(d, [hv.Dimension("setup", label="layout (✗ = does not fit, or refused)"), "part"],
+    bars = hv.Bars(d, [hv.Dimension("setup", label="layout (✗ = does not fit the card; grey = not run)"), "part"],
                    hv.Dimension("GiB", label="memory per GPU (GiB)")).opts(
         stacked=True,
         cmap=MEMORY_COLORS,
@@ -94,36 +131,63 @@ def memory_bars(frame: pd.DataFrame, gpu_gib: float, title: str) -> hv.Overlay:
         legend_position="right",
         fontsize={"title": "16pt", "labels": "13pt", "xticks": "12pt", "yticks": "12pt", "legend": "12pt"},
         show_legend=True,
-        # ten or more layouts with "✗" marks do not fit side by side at this width: slant them
-        xrotation=30 if len(setups) > 8 else 0,
-        hooks=[style_hook, _capacity_line_hook(gpu_gib, setups)],
+        # ten or more layouts with their marks do not fit side by side at this width: slant them
+        xrotation=30 if len(setups) > 6 else 0,
+        hooks=[style_hook, _capacity_line_hook(gpu_gib, setups, kinds, totals)],
     )
     return bars
 
 
-def _capacity_line_hook(gpu_gib: float, setups: Sequence[str]):
+def axis_top(gpu_gib: float, totals: Sequence[float]) -> float:
+    """Top of the memory bars' y axis (GiB): room for the card's line and the tallest bar, but at most
+    :data:`AXIS_CAPACITY_FACTOR` times the card's memory (plus a margin for the labels)."""
+    tallest = max([t for t in totals if np.isfinite(t)], default=0.0)
+    if not np.isfinite(gpu_gib) or gpu_gib <= 0:
+        return max(tallest, 1.0) * 1.12
+    return max(gpu_gib * 1.15, min(tallest, gpu_gib * AXIS_CAPACITY_FACTOR) * 1.12)
+
+
+def _capacity_line_hook(gpu_gib: float, setups: Sequence[str], kinds: Sequence[str] = (),
+                        totals: Sequence[float] = ()):
     """Draw the GPU's memory as a dashed horizontal line with its own legend entry, keep the x axis
-    categorical (only the TP layouts as ticks) and the y range tall enough to show the line."""
+    categorical (only the TP layouts as ticks), fix the y axis to :func:`axis_top`, draw the layouts that
+    do not run as grey hatched bars and write the total on every bar clipped at the top."""
 
     def hook(plot, element) -> None:
-        from bokeh.models import FactorRange, LegendItem, Span
+        from bokeh.models import ColumnDataSource, FactorRange, LabelSet, LegendItem, Span
 
         fig = plot.state
-        if not np.isfinite(gpu_gib) or any(getattr(r, "name", "") == "gpu-capacity" for r in fig.renderers):
+        if any(getattr(r, "name", "") == "gpu-capacity" for r in fig.renderers):
+            return
+        top = axis_top(gpu_gib, totals)
+        fig.y_range.start, fig.y_range.end = 0.0, top
+        if isinstance(fig.x_range, FactorRange) and setups:
+            fig.x_range.factors = list(setups)
+        cut = [(s, t) for s, t, k in zip(setups, totals, kinds, strict=False) if t > top]
+        grey = [(s, min(t, top) if t > 0 else top * 0.25) for s, t, k in zip(setups, totals, kinds, strict=False)
+                if k in ("refused", "gpus")]
+        if grey:
+            g = fig.vbar(x=[s for s, _ in grey], top=[h for _, h in grey], width=0.8, fill_color=NOT_RUN_FILL,
+                         hatch_pattern=NOT_RUN_HATCH, hatch_color="#9A9A9A", hatch_alpha=0.9, line_color="#9A9A9A",
+                         name="not-run")
+            if fig.legend:
+                fig.legend[0].items.append(LegendItem(label="not run (refused / too few GPUs)", renderers=[g]))
+        if cut:
+            src = ColumnDataSource({"x": [s for s, _ in cut], "y": [top] * len(cut),
+                                    "text": [f"{t:,.0f}▲" for _, t in cut]})
+            fig.add_layout(LabelSet(x="x", y="y", text="text", source=src, text_align="center", y_offset=-18,
+                                    text_font_size="10pt", text_color="#222222", name="clipped-totals",
+                                    background_fill_color="#ffffff", background_fill_alpha=0.8))
+        if not np.isfinite(gpu_gib):
             return
         fig.add_layout(Span(location=gpu_gib, dimension="width", line_color="#D55E00", line_width=3,
                             line_dash="dashed"))
-        if isinstance(fig.x_range, FactorRange) and setups:
-            fig.x_range.factors = list(setups)
         # An invisible line whose only job is the legend entry of the capacity line.
         r = fig.line(x=[setups[0]] if setups else [], y=[gpu_gib] if setups else [], line_color="#D55E00",
                      line_width=3, line_dash="dashed", name="gpu-capacity")
         if fig.legend:
             fig.legend[0].items.append(LegendItem(label=f"GPU memory ({gpu_gib:.0f} GiB)", renderers=[r]))
             fig.legend[0].label_text_font_size = "13pt"
-        top = getattr(fig.y_range, "end", None)
-        if top is not None and top < gpu_gib * 1.08:
-            fig.y_range.end = gpu_gib * 1.08
 
     return hook
 

@@ -55,6 +55,7 @@ def sequences_frame(plan_df: pd.DataFrame, per_framework: int = BARS_PER_FRAMEWO
 
 def sequences_figure():
     """An empty bar chart (a Bokeh figure) for :func:`update_sequences` to fill."""
+    from bokeh.core.properties import value
     from bokeh.models import ColumnDataSource, FactorRange, LabelSet, Range1d, Span
     from bokeh.plotting import figure
 
@@ -67,8 +68,10 @@ def sequences_figure():
     )
     fig.hbar(y="y", right="sequences", height=0.72, source=src, color="color", fill_alpha="alpha",
              line_color=None)
+    # text_font is a data spec: a bare string names a column (Bokeh warned "nonexistent field" on every
+    # render); value() makes the font stack a constant
     fig.add_layout(LabelSet(x="sequences", y="y", text="text", source=src, x_offset=6, y_offset=0,
-                            text_baseline="middle", text_font_size="13pt", text_font=FONT, text_color="#222222"))
+                            text_baseline="middle", text_font_size="13pt", text_font=value(FONT), text_color="#222222"))
     fig.add_layout(Span(location=0, dimension="height", line_color="#444444", line_dash="dashed", line_width=2,
                         visible=False, name="tp-plan-minimum"))
     fig.title.text_font_size = "17pt"

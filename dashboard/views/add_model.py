@@ -210,12 +210,17 @@ class AddModelPanel(pn.viewable.Viewer):
         s.param.update(**upd)
 
     def _show(self, html: str, keep: bool = True) -> None:
-        """Show ``html`` (already escaped) on top of the kept notices; ``keep=False``: a transient one."""
+        """Show ``html`` (already escaped) on top of the kept notices; ``keep=False``: a transient one.
+
+        At most :data:`MAX_NOTICES` are kept; only the newest is open, the earlier ones fold into one
+        collapsed "N earlier notices" line (:func:`notices_html`), so notices never push the sidebar's
+        controls off the screen."""
         if keep:
             self._notices = [html, *self._notices][:MAX_NOTICES]
-            body = "".join(f'<div style="margin-bottom:6px">{n}</div>' for n in self._notices)
+            shown = self._notices
         else:
-            body = "".join(f'<div style="margin-bottom:6px">{n}</div>' for n in [html, *self._notices][:MAX_NOTICES])
+            shown = [html, *self._notices][:MAX_NOTICES]
+        body = notices_html(shown)
         self.notice.object = body
         self.notice.visible = bool(body)
 
@@ -227,6 +232,20 @@ class AddModelPanel(pn.viewable.Viewer):
             self.upload, self.hint, self.notice,
             sizing_mode="stretch_width", css_classes=["tp-add-model"],
         )
+
+
+def notices_html(notices: list[str]) -> str:
+    """The add box's notices (each already escaped markup), newest first: the newest open, the others in a
+    collapsed ``<details>``."""
+    if not notices:
+        return ""
+    first, rest = notices[0], notices[1:]
+    body = f'<div style="margin-bottom:6px">{first}</div>'
+    if rest:
+        inner = "".join(f'<div style="margin:6px 0">{n}</div>' for n in rest)
+        body += (f'<details class="tp-older-notices" style="font-size:13px;color:#444"><summary style="cursor:pointer">'
+                 f'{len(rest)} earlier notice{"s" if len(rest) != 1 else ""}</summary>{inner}</details>')
+    return body
 
 
 def _size(n: int) -> str:

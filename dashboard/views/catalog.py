@@ -136,6 +136,8 @@ class CatalogView(pn.viewable.Viewer):
             stylesheets=[":host .tabulator {font-size: 15px;}"],
         )
         self.table.on_click(self._on_click)
+        # the table's own column filters (typed in its header) narrow the rows it shows: so does the count
+        self.table.param.watch(lambda *_: self._show_count(), "filters")
         s.param.watch(when_shown(self, "catalog", self._refresh), ["search", "sort", "org", "model_type", "min_params_b", "max_params_b", "heads",
                                       "kv_heads", "moe", "mla", "linear", "vision", "quant"])
         self.param.watch(when_shown(self, "catalog", self._refresh), "data")  # a model added to the session
@@ -147,9 +149,22 @@ class CatalogView(pn.viewable.Viewer):
         self.table.value = table_frame(sub)
         picked = set(self.state.models)
         self.table.selection = [i for i, m in enumerate(self._ids) if m in picked]
-        self.count.object = (f'<div style="font-size:16px"><b>{len(sub)}</b> of {len(self.data.catalog)} models match. '
-                             "Tick rows and press the button to show just those on the heatmaps; click a row to select "
-                             "that model for details, layout and memory.</div>")
+        self._show_count()
+
+    def shown_rows(self) -> int:
+        """Rows the table shows: the catalog filters' matches narrowed by the table's own column filters."""
+        try:
+            view = self.table.current_view
+        except Exception:  # noqa: BLE001 -- no view to narrow by: every row
+            return len(self._ids)
+        return len(self._ids) if view is None else len(view)
+
+    def _show_count(self) -> None:
+        n, total = self.shown_rows(), len(self.data.catalog)
+        narrowed = (f" ({len(self._ids)} before the table's column filters)" if n != len(self._ids) else "")
+        self.count.object = (f'<div class="tp-catalog-count" style="font-size:16px"><b>{n}</b> of {total} models '
+                             f"match{narrowed}. Tick rows and press the button to show just those on the heatmaps; "
+                             "click a row to select that model for details, layout and memory.</div>")
 
     def visible_selection(self) -> list[int]:
         """Selected row positions that are in the table's current view (its header filters applied), in
@@ -175,13 +190,17 @@ class CatalogView(pn.viewable.Viewer):
             self.state.model = self._ids[row]
 
     def __panel__(self):
+        # FlexBox, not Row: a Row's minimum width is the sum of its widgets' widths, which widened the whole
+        # tab past a 1366 px page with the sidebar open (filters and help text cut off at the right); a
+        # FlexBox wraps its widgets onto as many lines as the page needs.
         return pn.Column(
-            # (rows that wrap: on a 1366 px laptop with the sidebar open they are wider than the page)
-            pn.Row(self.org, self.model_type, self.quant, self.min_p, self.max_p, self.heads, self.kv_heads,
-                   sizing_mode="stretch_width", styles={"flex-wrap": "wrap"}),
-            pn.Row(*[pn.Column(pn.pane.HTML(f"<b>{w.label}</b>"), w) for w in self.flags.values()], self.use,
-                   sizing_mode="stretch_width", styles={"flex-wrap": "wrap"}),
+            pn.FlexBox(self.org, self.model_type, self.quant, self.min_p, self.max_p, self.heads, self.kv_heads,
+                       flex_wrap="wrap", sizing_mode="stretch_width", css_classes=["tp-catalog-filters"]),
+            pn.FlexBox(*[pn.Column(pn.pane.HTML(f"<b>{w.label}</b>"), w) for w in self.flags.values()], self.use,
+                       flex_wrap="wrap", align_items="flex-end", sizing_mode="stretch_width",
+                       css_classes=["tp-catalog-flags"]),
             self.count,
             self.table,
             sizing_mode="stretch_width",
+            styles={"min-width": "0", "max-width": "100%"},
         )

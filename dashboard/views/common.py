@@ -200,3 +200,118 @@ def when_shown(view, tab: str, refresh: Callable[..., Any]) -> Callable[..., Any
 
     view.state.param.watch(on_tab, "tab")
     return on_change
+
+
+#: Delay (ms) between sending what a change shows at once (the address, a spinner) and starting the slow
+#: work it triggers, in a served session. A next-tick callback would run before the websocket writes of
+#: the current one complete and hold them back for as long as the work takes.
+DEFER_MS = 120
+
+
+def building_indicator(what: str) -> pn.pane.HTML:
+    """A spinner with "Building <what>…": the placeholder of a tab whose view is being built."""
+    return pn.pane.HTML(
+        "<style>@keyframes tp-spin{to{transform:rotate(360deg)}}</style>"
+        '<div role="status" style="display:flex;align-items:center;gap:14px;font-size:17px;padding:18px 6px">'
+        '<span style="width:28px;height:28px;border:4px solid #c9d6e4;border-top-color:#0b3d6b;border-radius:50%;'
+        f'display:inline-block;animation:tp-spin 0.9s linear infinite"></span>Building {esc(what)}…</div>',
+        css_classes=["tp-building"], sizing_mode="stretch_width", min_height=80,
+    )
+
+
+def behind_spinner(target: pn.viewable.Viewable, work: Callable[[], Any]) -> Callable[..., None]:
+    """A watcher that runs ``work`` behind Panel's loading spinner on ``target``.
+
+    In a served session the spinner is sent to the browser first (:func:`panel.io.unlocked`) and ``work``
+    runs :data:`DEFER_MS` later, so the page shows that it is computing instead of staying blank; a burst of
+    changes meanwhile runs ``work`` once. Outside a served session (notebooks, tests) ``work`` runs at
+    once."""
+    pending = {"on": False}
+
+    def run(*_events) -> None:
+        doc = pn.state.curdoc
+        if not is_served() or doc is None:
+            work()
+            return
+        if pending["on"]:
+            return
+        pending["on"] = True
+        with pn.io.unlocked():
+            target.loading = True
+
+        def later() -> None:
+            from panel.io.state import set_curdoc
+
+            with set_curdoc(doc):
+                pending["on"] = False
+                try:
+                    work()
+                finally:
+                    target.loading = False
+
+        doc.add_timeout_callback(later, DEFER_MS)
+
+    return run
+
+
+def shell_tokens(line: str) -> list[str]:
+    """``line`` split at the spaces a shell splits at: not inside single or double quotes, not after a
+    backslash. Every character is kept (quotes included), so ``" ".join(...)`` of the tokens of a line
+    with single spaces gives it back; runs of spaces give empty tokens."""
+    out, cur, quote, i = [], [], "", 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            cur.append(c)
+            if c == quote:
+                quote = ""
+            elif c == "\\" and quote == '"' and i + 1 < len(line):
+                i += 1
+                cur.append(line[i])
+        elif c == " ":
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+            if c in "'\"":
+                quote = c
+            elif c == "\\" and i + 1 < len(line):
+                i += 1
+                cur.append(line[i])
+        i += 1
+    out.append("".join(cur))
+    return out
+
+
+def command_html(text: Any) -> str:
+    """A launch command as markup for a ``<pre>`` that wraps at spaces only: each shell token (escaped;
+    :func:`shell_tokens`, so a quoted argument with spaces stays whole) in a ``nowrap`` span, so a line
+    never breaks inside a flag (``--max-model-len`` after a hyphen) or a value; newlines are kept. The text
+    content is ``text`` unchanged (copying it by hand gives the command as printed)."""
+    return "\n".join(
+        " ".join(f'<span class="tp-tok" style="white-space:nowrap">{esc(tok)}</span>' if tok else ""
+                 for tok in shell_tokens(line))
+        for line in str("" if text is None else text).split("\n"))
+
+
+#: Browser-side copy of a button's ``data-cmd`` (set from escaped text), with feedback on the button for
+#: two seconds: "Copied ✓", or "Press Ctrl+C" with the text selected when the browser gives no clipboard
+#: access. ``navigator.clipboard`` exists only in a secure context (https or localhost): on a plain-http
+#: server address the page falls back to a selected, hidden textarea and ``execCommand("copy")``.
+COPY_JS = (
+    "const b=this,t=b.dataset.cmd,label=b.dataset.label||b.textContent;b.dataset.label=label;"
+    "const say=(m)=>{b.textContent=m;clearTimeout(b._tpTimer);b._tpTimer=setTimeout(()=>{b.textContent=label},2000)};"
+    "const fallback=()=>{const a=document.createElement('textarea');a.value=t;a.setAttribute('readonly','');"
+    "a.style.position='fixed';a.style.top='0';a.style.left='0';a.style.opacity='0';document.body.appendChild(a);"
+    "a.focus();a.select();let ok=false;try{ok=document.execCommand('copy')}catch(e){ok=false}a.remove();"
+    "say(ok?'Copied ✓':'Press Ctrl+C to copy')};"
+    "if(navigator.clipboard&&window.isSecureContext){navigator.clipboard.writeText(t).then(()=>say('Copied ✓'),fallback)}"
+    "else{fallback()}"
+)
+
+
+def plural(n: Any, one: str, many: str | None = None) -> str:
+    """``"1 GPU"``, ``"8 GPUs"``, ``"1,024 GPUs"``: ``n`` (thousands separated) and the word in the number
+    it needs (``many`` defaults to ``one + "s"``)."""
+    k = int(n)
+    return f"{k:,} {one if k == 1 else (many or one + 's')}"

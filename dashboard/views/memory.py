@@ -11,7 +11,7 @@ import param
 from dashboard.plots import memory as memory_plots
 from dashboard.plots.style import framework_label
 from dashboard.state import AppData, PlannerState, calibration_problem, state_grid_args, state_rule_args
-from dashboard.views.common import esc, notice_html, selected_record_changed, when_shown
+from dashboard.views.common import behind_spinner, esc, notice_html, plural, selected_record_changed, when_shown
 from dashboard.views.controls import gpu_names, resolve_gpu
 
 GIB = float(1 << 30)
@@ -170,7 +170,7 @@ def capacity_frame(state: PlannerState, data: AppData, record: dict, gpu: str,
         elif not row["mem_fits"]:
             status = "does not fit"
         elif not row["enough_gpus"]:
-            status = f"needs {row['gpus_needed']} GPUs (have {state.gpu_count})"
+            status = f"needs {plural(row['gpus_needed'], 'GPU')} (have {state.gpu_count})"
         else:
             status = "fits"
         row["status"] = status
@@ -204,7 +204,7 @@ def capacity_note(row, framework: str, gpu_count: int) -> str:
     if row.get("refused"):
         notes.append(f"refused by {framework_label(framework)}: {row['refused']}")
     if not row.get("enough_gpus", True) and not str(row.get("status", "")).startswith("needs "):
-        notes.append(f"needs {row['gpus_needed']} GPUs per replica (have {gpu_count})")
+        notes.append(f"needs {plural(row['gpus_needed'], 'GPU')} per replica (have {gpu_count})")
     if row.get("error"):
         notes.append(str(row["error"]))
     out = ""
@@ -300,7 +300,7 @@ class MemoryView(pn.viewable.Viewer):
         self._chart_note = pn.pane.HTML(sizing_mode="stretch_width", visible=False)
         self._table = pn.pane.HTML(sizing_mode="stretch_width")
         self._calib = pn.widgets.FloatInput(
-            label="Measured KV cache memory (GiB)", value=self.state.kv_measured_gib, start=0.0, step=0.01,
+            label="Measured KV cache memory (GiB)", value=self.state.kv_measured_gib, step=0.01,
             placeholder="e.g. 54.12", width=260, css_classes=["tp-mem-calib"],
             description="From your engine's log line 'Available KV cache memory: 54.12 GiB' (vLLM; SGLang: K size "
                         "+ V size), per GPU, for the layout shown below. Empty: the model's own estimate.")
@@ -314,14 +314,22 @@ class MemoryView(pn.viewable.Viewer):
         self._bd_table = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-mem-breakdown-table"])
         self._evidence = pn.pane.HTML(sizing_mode="stretch_width")
         self._calib_warn = ""  # why the figure typed in the box was refused ("" when it was not)
+        # the two per-rank charts are 480 px wide each (plots.memory.per_rank_curves): side by side they fit
+        # the 1366 px page with the sidebar open (at 680 px the right-hand one was clipped).
+        self._root = pn.Column(self._title, self._notice, self._calib_help, self._calib, self._calib_note,
+                               self._bd_title, self._evidence, self._bd_bar, self._bd_table,
+                               pn.Row(self._kv, self._w, styles={"flex-wrap": "wrap"}), self._chart_note,
+                               self._bars, self._table, sizing_mode="stretch_width", css_classes=["tp-memory"])
+        #: a served session computes behind Panel's loading spinner (the tab is not blank meanwhile)
+        self._redraw = behind_spinner(self._root, self._refresh)
         self._calib.param.watch(self._calib_edited, "value")
         self.state.param.watch(self._calib_from_state, "kv_measured_gib")
-        self.state.param.watch(when_shown(self, "memory", self._refresh), ["model", "framework", "frameworks", "tp_sizes", "pp", "ep", "kv_dtype",
+        self.state.param.watch(when_shown(self, "memory", self._redraw), ["model", "framework", "frameworks", "tp_sizes", "pp", "ep", "kv_dtype",
                                                "weight_dtype", "gpu", "gpu_count", "context_len", "dp",
                                                "dp_attention", "vllm_version", "sglang_version", "tp",
                                                "kv_measured_gib"])
         # a model added to the session: redraw when the selected model's row changed
-        _redraw = when_shown(self, "memory", self._refresh)
+        _redraw = when_shown(self, "memory", self._redraw)
         self.param.watch(lambda e: _redraw(e) if selected_record_changed(self.state, e) else None, "data")
         self._refresh()
 
@@ -333,7 +341,7 @@ class MemoryView(pn.viewable.Viewer):
         self._calib_warn = f"Measured KV cache memory ({v:g} GiB) not used: {why}." if why else ""
         new = None if (v is None or why) else float(v)
         if self.state.kv_measured_gib == new:
-            self._refresh()  # the state does not change: show the warning (or clear it) now
+            self._redraw()  # the state does not change: show the warning (or clear it) now
         else:
             self.state.kv_measured_gib = new
 
@@ -477,9 +485,4 @@ class MemoryView(pn.viewable.Viewer):
         )
 
     def __panel__(self):
-        # the two per-rank charts are 480 px wide each (plots.memory.per_rank_curves): side by side they fit
-        # the 1366 px page with the sidebar open (at 680 px the right-hand one was clipped).
-        return pn.Column(self._title, self._notice, self._calib_help, self._calib, self._calib_note,
-                         self._bd_title, self._evidence, self._bd_bar, self._bd_table,
-                         pn.Row(self._kv, self._w), self._chart_note, self._bars,
-                         self._table, sizing_mode="stretch_width")
+        return self._root

@@ -24,7 +24,9 @@ from dashboard.planner import CROSS_NODE_HINTS, RANKING_NOTE
 from dashboard.plots import plan as plan_plots
 from dashboard.plots.style import framework_label
 from dashboard.state import MAX_MIN_SEQUENCES, PLAN_FRAMEWORKS, AppData, PlannerState
-from dashboard.views.common import bind_two_way, csv_safe, esc, notice_html, selected_record_changed, when_shown
+from dashboard.views.common import (
+    COPY_JS, bind_two_way, command_html, csv_safe, esc, notice_html, plural, selected_record_changed,
+    when_shown)
 from dashboard.views.controls import CheckBoxGroup, Select, Immediate, gpu_names, gpu_picker, resolve_gpu
 
 GIB = float(1 << 30)
@@ -36,9 +38,8 @@ CATALOG_ROWS = 25
 PLAN_PARAMS = ["model", "gpu", "gpu_count", "gpus_per_node", "context_len", "min_sequences", "plan_frameworks",
                "kv_dtype", "weight_dtype", "vllm_version", "sglang_version"]
 
-#: Browser-side copy of a launch command (the button's ``data-cmd``, set from escaped text).
-_COPY_JS = ("const b=this;navigator.clipboard.writeText(b.dataset.cmd).then(()=>{b.textContent='Copied ✓';"
-            "setTimeout(()=>{b.textContent='Copy'},1500)},()=>{b.textContent='Copy failed'})")
+#: Browser-side copy of a launch command, with feedback (:data:`dashboard.views.common.COPY_JS`).
+_COPY_JS = COPY_JS
 
 _KIND_LABELS = {"context": "context length", "rule": "framework rule", "cross_node_tp": "TP across nodes", "dtype": "GPU dtype",
                 "memory": "memory"}
@@ -56,7 +57,8 @@ table.tp-plan td.copy { width: 1%; white-space: nowrap; }
 table.tp-plan td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 table.tp-plan td.lay { white-space: nowrap; font-weight: 600; }
 table.tp-plan tr.below td { color: #8a5a00; }
-pre.tp-cmd, details.tp-more pre { margin: 0; white-space: pre-wrap; overflow-wrap: break-word; word-break: normal; font-size: 12.5px;
+pre.tp-cmd, details.tp-more pre { margin: 0; white-space: pre-wrap; overflow-wrap: normal; word-break: normal;
+  overflow-x: auto; font-size: 12.5px;
   line-height: 1.35; background: #f5f7fa; border: 1px solid #e1e6ee; border-radius: 4px; padding: 4px 6px;
   color: #1d2733; }
 button.tp-plan-copy { font-size: 14px; padding: 3px 10px; border: 1px solid #0b3d6b; color: #0b3d6b;
@@ -260,7 +262,7 @@ def table_html(df: pd.DataFrame, model_id: str, limit: int | None = TABLE_ROWS) 
         if len(cmds) > 1:
             rest = "\n\n".join(cmds[1:])
             more = (f'<details class="tp-more"><summary>{len(cmds) - 1} more command'
-                    f'{"s" if len(cmds) > 2 else ""} (other nodes / replicas)</summary><pre>{esc(rest)}</pre></details>')
+                    f'{"s" if len(cmds) > 2 else ""} (other nodes / replicas)</summary><pre>{command_html(rest)}</pre></details>')
         copy = (f'<button class="tp-plan-copy" type="button" title="Copy every command of this layout" '
                 f'data-cmd="{esc(copy_text(cmds))}" onclick="{esc(_COPY_JS)}">Copy</button>' if cmds else "")
         seq = f"{int(r['sequences_total']):,}" + ("" if fits else f" (fewer than {int(attrs['min_sequences']):,})")
@@ -279,7 +281,7 @@ def table_html(df: pd.DataFrame, model_id: str, limit: int | None = TABLE_ROWS) 
             f'<td class="num" title="limited by {esc(limited)}">{esc(seq)}</td>'
             f'<td class="copy">{copy}</td></tr>'
             f'<tr class="tp-plan-cmd-row{"" if fits else " below"}"><td></td><td colspan="7">'
-            f'<pre class="tp-cmd">{esc(first)}</pre>{more}</td></tr>'
+            f'<pre class="tp-cmd">{command_html(first)}</pre>{more}</td></tr>'
         )
     if not body:
         return notice_html("No layout of these GPUs starts under the selected frameworks: see the refused "
@@ -376,7 +378,7 @@ def plan_report_html(state: PlannerState, data: AppData, rows: int = TABLE_ROWS)
         cmds = "\n\n".join(row_commands(r, df.attrs, state.model))
         parts.append(f"<tr><td>{esc(rank) or '–'}</td><td>{esc(framework_label(str(r['framework'])))}</td>"
                      f"<td class='m'>{esc(r['layout'])}</td><td>{int(r['sequences_total']):,}</td>"
-                     f"<td class='m'><pre style='white-space:pre-wrap;margin:0;font-size:11px'>{esc(cmds)}</pre></td></tr>")
+                     f"<td class='m'><pre style='white-space:pre-wrap;overflow-wrap:normal;word-break:normal;margin:0;font-size:11px'>{esc(cmds)}</pre></td></tr>")
     parts.append("</table>")
     ref = _refusals(df)
     if not ref.empty:
@@ -574,7 +576,8 @@ class PlanView(pn.viewable.Viewer):
         plan_plots.update_sequences(
             self._fig, bars, minimum=int(a["min_sequences"]),
             title=f"Sequences per layout: {int(a['gpus'])} × {a['gpu']}, {int(a['context_len']):,} tokens",
-            xlabel=f"concurrent {int(a['context_len']):,}-token sequences on all {int(a['gpus'])} GPUs"
+            xlabel=(f"concurrent {int(a['context_len']):,}-token sequences on all {plural(a['gpus'], 'GPU')}"
+                    if int(a["gpus"]) != 1 else f"concurrent {int(a['context_len']):,}-token sequences on 1 GPU")
                    + (f" (dashed: the minimum, {int(a['min_sequences']):,})" if int(a["min_sequences"]) > 1 else ""),
         )
         self._table.object = table
@@ -600,7 +603,7 @@ class PlanView(pn.viewable.Viewer):
             return
         gpn = kw["gpus_per_node"] or table_gpus_per_node(kw["gpu_type"])
         k = kw["min_sequences"]
-        what = (f"{kw['gpus']} × {kw['gpu_type']} ({-(-kw['gpus'] // gpn)} nodes of {gpn}) with "
+        what = (f"{kw['gpus']} × {kw['gpu_type']} ({plural(-(-kw['gpus'] // gpn), 'node')} of {gpn}) with "
                 f"{'at least ' + format(k, ',') + ' sequences' if k > 1 else 'one sequence or more'} of "
                 f"{kw['context_len']:,} tokens")
         self._catalog_key = self._settings_key()

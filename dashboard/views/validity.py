@@ -431,11 +431,13 @@ class ValidityView(pn.viewable.Viewer):
     def __panel__(self):
         return pn.Row(
             self._main,
+            # The details take the free width: beside the heatmap when both fit (at least DETAILS_PX),
+            # else the whole width below it; never a nested scroll (the suggestions stay in view).
             pn.Column(
                 pn.pane.HTML('<h2 style="margin:4px 0;font-size:22px">Selected cell</h2>'),
                 self._details,
-                width=DETAILS_PX,
-                styles={"max-height": "calc(100vh - 150px)", "overflow": "auto", "flex": "none"},
+                sizing_mode="stretch_width",
+                styles={"flex": f"1 1 {DETAILS_PX}px", "min-width": f"min({DETAILS_PX}px, 100%)", "width": "auto"},
                 css_classes=["tp-details-col"],
             ),
             sizing_mode="stretch_width",
