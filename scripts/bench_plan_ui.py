@@ -36,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.panelserver import CHROMIUM_FLAGS, free_port, wait_until_serving  # noqa: E402
+from tests.panelserver import CHROMIUM_FLAGS, free_port, serve_command, wait_until_serving  # noqa: E402
 
 #: In-page helpers: the table's HTML and the chart's state (found through the shadow roots / BokehJS).
 PROBE_JS = r"""
@@ -118,9 +118,7 @@ def serve() -> tuple[subprocess.Popen, str, Path]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOKEH_")}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     fh = open(log, "wb")  # noqa: SIM115 -- closed with the process
-    proc = subprocess.Popen([sys.executable, "-m", "panel", "serve", "dashboard", "--address", "127.0.0.1", "--port",
-                             str(port), "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1"],
-                            cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(serve_command(port), cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
     wait_until_serving(proc, f"http://127.0.0.1:{port}/", log, 240)
     return proc, f"http://127.0.0.1:{port}/dashboard", log
 

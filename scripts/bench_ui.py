@@ -53,7 +53,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.panelserver import CHROMIUM_FLAGS, free_port, stop_group  # noqa: E402
+from tests.panelserver import CHROMIUM_FLAGS, free_port, serve_command, stop_group  # noqa: E402
 
 CATALOG_ENV = "TP_PLANNER_CATALOG"
 
@@ -213,10 +213,8 @@ class Server:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.NamedTemporaryFile("w+", prefix="bench-ui-", suffix=".log", delete=False)
-        cmd = [sys.executable, "-m", "panel", "serve", "dashboard", "--address", "127.0.0.1",
-               "--port", str(self.port), "--allow-websocket-origin", f"127.0.0.1:{self.port}",
-               "--num-procs", "1", "--liveness",
-               "--check-unused-sessions", "1000", "--unused-session-lifetime", "2000"]
+        cmd = serve_command(self.port, "--liveness", "--check-unused-sessions", "1000",
+                            "--unused-session-lifetime", "2000")
         env = {**os.environ, CATALOG_ENV: str(catalog_path), "PYTHONMALLOC": "malloc"}  # (as the README serves it)
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)

@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -29,6 +30,13 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def serve_command(port: int, *extra: str) -> list[str]:
+    """``panel serve dashboard`` (this interpreter) on ``127.0.0.1:port``, accepting websockets from that
+    origin, in one process; then the ``extra`` arguments."""
+    return [sys.executable, "-m", "panel", "serve", "dashboard", "--address", "127.0.0.1", "--port", str(port),
+            "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1", *extra]
 
 
 def wait_until_serving(proc: subprocess.Popen, url: str, log: Path, timeout: float) -> None:

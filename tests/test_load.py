@@ -42,7 +42,6 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -50,7 +49,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.panelserver import CHROMIUM_FLAGS, free_port, stop_group
+from tests.panelserver import CHROMIUM_FLAGS, free_port, serve_command, stop_group
 
 psutil = pytest.importorskip("psutil")
 pytest.importorskip("playwright")
@@ -78,14 +77,8 @@ class Server:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(tempfile.mkstemp(prefix="tp-load-", suffix=".log")[1])
-        cmd = [
-            sys.executable, "-m", "panel", "serve", "dashboard",
-            "--address", "127.0.0.1", "--port", str(self.port),
-            "--allow-websocket-origin", f"127.0.0.1:{self.port}",
-            "--num-procs", "1", "--liveness",
-            "--check-unused-sessions", "2000", "--unused-session-lifetime", "120000",
-            *(extra_args or []),
-        ]
+        cmd = serve_command(self.port, "--liveness", "--check-unused-sessions", "2000",
+                            "--unused-session-lifetime", "120000", *(extra_args or []))
         base_env = {k: v for k, v in os.environ.items() if k != "TP_PLANNER_CATALOG"}  # shipped catalog
         # As the README serves it: PYTHONMALLOC=malloc (the system allocator, whose freed pages the
         # app's malloc_trim hook returns; Python's arenas stay mapped while any object in them lives).

@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.panelserver import CHROMIUM_FLAGS, free_port, wait_until_serving
+from tests.panelserver import CHROMIUM_FLAGS, free_port, serve_command, wait_until_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The start of a page function (``page.evaluate``) that reads the validity heatmap: ``v`` is its BokehJS
@@ -58,8 +57,7 @@ def start_server(tmp: Path, env_extra: dict[str, str] | None = None, timeout: fl
     log = tmp / f"panel-{port}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOKEH_")}
     env = {**env, **(env_extra or {}), "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "panel", "serve", "dashboard", "--address", "127.0.0.1", "--port", str(port),
-           "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1", *extra_args]
+    cmd = serve_command(port, *extra_args)
     fh = open(log, "wb")  # noqa: SIM115 -- closed with the process
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
     wait_until_serving(proc, f"http://127.0.0.1:{port}/", log, timeout)
