@@ -394,13 +394,20 @@ def load_work(framework: str, version: str) -> pd.DataFrame:
     return records_frame(rows, framework, version)
 
 
-def records_frame(rows: list[dict], framework: str, version: str) -> pd.DataFrame:
+def rows_frame(rows: list[dict], columns: Iterable[str], framework: str, version: str) -> pd.DataFrame:
+    """``rows`` as a frame holding every column of ``columns`` (None where no row has it), with the
+    ``framework`` and ``version`` columns set (column order: the rows', then the added ones)."""
     df = pd.DataFrame(rows)
-    for c in COLUMNS:
+    for c in columns:
         if c not in df.columns:
             df[c] = None
     df["framework"] = framework
     df["version"] = version
+    return df
+
+
+def records_frame(rows: list[dict], framework: str, version: str) -> pd.DataFrame:
+    df = rows_frame(rows, COLUMNS, framework, version)
     df["param_bytes_by_dtype"] = df["param_bytes_by_dtype"].map(
         lambda v: json.dumps(v, sort_keys=True) if isinstance(v, dict) else (v if isinstance(v, str) else ""))
     df["sidecars"] = df["sidecars"].map(

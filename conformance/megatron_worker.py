@@ -278,13 +278,9 @@ HARNESS_MARKERS = (
 
 def harness_reason(exc: BaseException) -> str:
     """Why an exception comes from the stand-ins rather than from Megatron-Core's checks ("" = a refusal)."""
-    text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, (ImportError, ModuleNotFoundError)):
         return "a module the code imports is not installed in the venv"
-    for marker, why in HARNESS_MARKERS:
-        if marker in text:
-            return why
-    return ""
+    return wc.marker_reason(exc, HARNESS_MARKERS)
 
 
 def ep_size(cell: dict) -> int:

@@ -348,8 +348,7 @@ REMOTE_CODE_MARKERS = ("trust_remote_code", "trust-remote-code", "execute the co
 
 
 def is_remote_code_error(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__}: {exc}"
-    return any(m in text for m in REMOTE_CODE_MARKERS)
+    return wc.has_marker(exc, REMOTE_CODE_MARKERS)
 
 
 def exc_record(exc: BaseException) -> dict:
@@ -388,13 +387,9 @@ HARNESS_MARKERS = (
 
 def harness_reason(exc: BaseException) -> str:
     """Why an exception comes from the stand-ins rather than from SGLang's checks ("" = a real refusal)."""
-    text = f"{type(exc).__name__}: {exc}"
     if type(exc).__name__ in ("AcceleratorError", "CudaError", "NVMLError", "NVMLError_LibraryNotFound"):
         return "the code called the CUDA runtime or NVML (no GPU here)"
-    for marker, why in HARNESS_MARKERS:
-        if marker in text:
-            return why
-    return ""
+    return wc.marker_reason(exc, HARNESS_MARKERS)
 
 
 def has_attn_dp_size() -> bool:
@@ -546,36 +541,22 @@ def run_cell(model_dir: str, cell: dict) -> dict:
     except BaseException as e:  # argparse refuses with SystemExit
         if isinstance(e, (KeyboardInterrupt, MemoryError)):
             raise
-        rec.update(exc_record(e))
-        rec["outcome"] = "refused_engine"
-        harness = harness_reason(e)
-        if is_remote_code_error(e):
-            rec["outcome"], rec["reason"] = "not_run", "remote code"
-        elif harness:
-            rec["outcome"], rec["reason"] = "harness_error", harness
-        rec["seconds"] = round(time.perf_counter() - t0, 3)
-        return rec
+        return wc.record_failure(rec, e, "refused_engine", t0, exc_record=exc_record, harness_reason=harness_reason,
+                                 remote_code=lambda exc, _: is_remote_code_error(exc))
     # 2. rank 0's scheduler: groups (stand-ins), model class on the meta device
     try:
         model, _ = scheduler_stage(server_args, cell)
     except Exception as e:  # noqa: BLE001
-        rec.update(exc_record(e))
-        harness = harness_reason(e)
-        if is_remote_code_error(e):
-            rec["outcome"], rec["reason"] = "not_run", "remote code"
-        else:
-            rec["outcome"] = "harness_error" if harness else "refused_build"
-            if harness:
-                rec["reason"] = harness
-        rec["seconds"] = round(time.perf_counter() - t0, 3)
-        return rec
+        return wc.record_failure(rec, e, "refused_build", t0, exc_record=exc_record, harness_reason=harness_reason,
+                                 remote_code=lambda exc, _: is_remote_code_error(exc))
     wc.add_params(rec, model, cell)
     rec["seconds"] = round(time.perf_counter() - t0, 3)
     del model
     return rec
 
 
-def run_model(job_model: dict, platform_kind: str, version: str) -> None:
+def run_model(job_model: dict, platform_kind: str, version: str, job: dict | None = None) -> None:
+    """Every cell of one model of the job (``job``, the whole job, is not read)."""
     wc.run_in_model_folder(job_model, platform_kind, version, run_cell, exc_record)
 
 
@@ -609,8 +590,7 @@ def setup(platform_kind: str) -> str:
 
 def main() -> int:
     set_worker_env()
-    return wc.serve(setup, exc_record, "SGLang import or GPU stand-in failed", registry,
-                    lambda m, platform_kind, version, job: run_model(m, platform_kind, version))
+    return wc.serve(setup, exc_record, "SGLang import or GPU stand-in failed", registry, run_model)
 
 
 if __name__ == "__main__":

@@ -369,13 +369,10 @@ def dump_registry(version: str) -> Path:
 def load_work(version: str):
     import pandas as pd
 
+    from conformance.driver import rows_frame
+
     rows = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(work_dir(version).glob("*.json"))]
-    df = pd.DataFrame(rows)
-    for c in PLAN_COLUMNS:
-        if c not in df.columns:
-            df[c] = None
-    df["framework"] = FRAMEWORK
-    df["version"] = version
+    df = rows_frame(rows, PLAN_COLUMNS, FRAMEWORK, version)
     df = df[list(PLAN_COLUMNS)].copy()
     for c in ("heads_sharded", "kv_sharded", "cb_kv_tp"):
         df[c] = df[c].fillna(False).astype(bool)

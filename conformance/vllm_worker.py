@@ -243,8 +243,7 @@ REMOTE_CODE_MARKERS = ("trust_remote_code", "trust-remote-code", "execute the co
 
 
 def is_remote_code_error(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__}: {exc}"
-    return any(m in text for m in REMOTE_CODE_MARKERS)
+    return wc.has_marker(exc, REMOTE_CODE_MARKERS)
 
 
 def _unwrap(exc: BaseException) -> tuple[BaseException, str]:
@@ -295,13 +294,9 @@ HARNESS_MARKERS = (
 def harness_reason(exc: BaseException) -> str:
     """Why an exception comes from the stand-ins rather than from vLLM's checks ("" = a real refusal)."""
     inner, _ = _unwrap(exc)
-    text = f"{type(inner).__name__}: {inner}"
     if type(inner).__name__ in ("AcceleratorError", "CudaError"):
         return "the code called the CUDA runtime (no GPU here)"
-    for marker, why in HARNESS_MARKERS:
-        if marker in text:
-            return why
-    return ""
+    return wc.marker_reason(inner, HARNESS_MARKERS)
 
 
 def engine_config(model_dir: str, cell: dict):
@@ -371,17 +366,12 @@ def run_cell(model_dir: str, cell: dict) -> dict:
     try:
         vllm_config = engine_config(model_dir, cell)
     except Exception as e:  # noqa: BLE001
-        rec.update(exc_record(e))
-        rec["outcome"] = "refused_engine"
-        harness = harness_reason(e)
-        if is_remote_code_error(e) or (cell.get("auto_map") and "transformers_utils/config.py" in rec["file"]):
-            # the config names remote code (auto_map) and the installed transformers cannot read it
-            # without running that code: the user would need --trust-remote-code, which we never pass
-            rec["outcome"], rec["reason"] = "not_run", "remote code"
-        elif harness:
-            rec["outcome"], rec["reason"] = "harness_error", harness
-        rec["seconds"] = round(time.perf_counter() - t0, 3)
-        return rec
+        # the config names remote code (auto_map) and the installed transformers cannot read it without
+        # running that code: the user would need --trust-remote-code, which we never pass
+        return wc.record_failure(
+            rec, e, "refused_engine", t0, exc_record=exc_record, harness_reason=harness_reason,
+            remote_code=lambda exc, r: is_remote_code_error(exc) or (
+                cell.get("auto_map") and "transformers_utils/config.py" in r["file"]))
     # 2. model construction on rank 0 under stub groups, tensors on the meta device
     try:
         from vllm.config import set_current_vllm_config
@@ -411,13 +401,7 @@ def run_cell(model_dir: str, cell: dict) -> dict:
             with set_default_torch_dtype(vllm_config.model_config.dtype), meta_device_mode():
                 model = initialize_model(vllm_config=vllm_config)
     except Exception as e:  # noqa: BLE001
-        rec.update(exc_record(e))
-        harness = harness_reason(e)
-        rec["outcome"] = "harness_error" if harness else "refused_build"
-        if harness:
-            rec["reason"] = harness
-        rec["seconds"] = round(time.perf_counter() - t0, 3)
-        return rec
+        return wc.record_failure(rec, e, "refused_build", t0, exc_record=exc_record, harness_reason=harness_reason)
     wc.add_params(rec, model, cell)
     try:
         rec["kv_cache"] = kv_specs(vllm_config)
@@ -436,7 +420,8 @@ def _auto_map(raw: bytes) -> dict:
         return {"auto_map": False}
 
 
-def run_model(job_model: dict, platform_kind: str, version: str) -> None:
+def run_model(job_model: dict, platform_kind: str, version: str, job: dict | None = None) -> None:
+    """Every cell of one model of the job (``job``, the whole job, is not read)."""
     wc.run_in_model_folder(job_model, platform_kind, version, run_cell, exc_record, cell_extra=_auto_map)
 
 
@@ -467,8 +452,7 @@ def setup(platform_kind: str) -> str:
 
 def main() -> int:
     set_worker_env()
-    return wc.serve(setup, exc_record, "vLLM import or platform stand-in failed", registry,
-                    lambda m, platform_kind, version, job: run_model(m, platform_kind, version))
+    return wc.serve(setup, exc_record, "vLLM import or platform stand-in failed", registry, run_model)
 
 
 if __name__ == "__main__":

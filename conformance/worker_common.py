@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import traceback
 
 CELL_PREFIX = "@@CELL "
@@ -179,6 +180,39 @@ def cuda_redirect_mode(target: str, *, default_device: bool, any_function: bool,
             return func(*args, **kwargs)
 
     return CudaRedirect()
+
+
+def has_marker(exc: BaseException, markers: tuple[str, ...]) -> bool:
+    """Any of ``markers`` in ``"<type>: <message>"`` of ``exc``."""
+    text = f"{type(exc).__name__}: {exc}"
+    return any(m in text for m in markers)
+
+
+def marker_reason(exc: BaseException, markers: tuple[tuple[str, str], ...]) -> str:
+    """The reason paired with the first ``(marker, reason)`` of ``markers`` whose marker is in
+    ``"<type>: <message>"`` of ``exc``; "" when none is."""
+    text = f"{type(exc).__name__}: {exc}"
+    for marker, why in markers:
+        if marker in text:
+            return why
+    return ""
+
+
+def record_failure(rec: dict, exc: BaseException, outcome: str, t0: float, *, exc_record, harness_reason,
+                   remote_code=None) -> dict:
+    """``rec`` for a stage that raised ``exc``: ``exc_record(exc)``'s fields; outcome ``not_run`` (reason
+    "remote code") when ``remote_code(exc, rec)`` holds, else ``harness_error`` with ``harness_reason(exc)``
+    when that names a reason, else ``outcome``; and the seconds since ``t0`` (``time.perf_counter()``)."""
+    rec.update(exc_record(exc))
+    harness = harness_reason(exc)
+    if remote_code is not None and remote_code(exc, rec):
+        rec["outcome"], rec["reason"] = "not_run", "remote code"
+    else:
+        rec["outcome"] = "harness_error" if harness else outcome
+        if harness:
+            rec["reason"] = harness
+    rec["seconds"] = round(time.perf_counter() - t0, 3)
+    return rec
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -25,21 +25,18 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run",
-]
+sys.path.insert(0, str(ROOT))
+
+from tests.panelserver import CHROMIUM_FLAGS, free_port, serve_command, wait_until_serving  # noqa: E402
 
 #: In-page helpers: the table's HTML and the chart's state (found through the shadow roots / BokehJS).
 PROBE_JS = r"""
@@ -115,33 +112,14 @@ async ([kind, sel, value]) => {
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def serve() -> tuple[subprocess.Popen, str, Path]:
-    port = _free_port()
+    port = free_port()
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-plan-ui-{port}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOKEH_")}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     fh = open(log, "wb")  # noqa: SIM115 -- closed with the process
-    proc = subprocess.Popen([sys.executable, "-m", "panel", "serve", "dashboard", "--address", "127.0.0.1", "--port",
-                             str(port), "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1"],
-                            cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
-    deadline = time.time() + 240
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"panel serve exited early:\n{log.read_text(errors='replace')}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5):
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        raise RuntimeError("panel serve did not start")
+    proc = subprocess.Popen(serve_command(port), cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    wait_until_serving(proc, f"http://127.0.0.1:{port}/", log, 240)
     return proc, f"http://127.0.0.1:{port}/dashboard", log
 
 

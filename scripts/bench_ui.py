@@ -39,8 +39,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -53,10 +51,10 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run",
-]
+sys.path.insert(0, str(ROOT))
+
+from tests.panelserver import CHROMIUM_FLAGS, free_port, serve_command, stop_group  # noqa: E402
+
 CATALOG_ENV = "TP_PLANNER_CATALOG"
 
 # In-page probe: the state of the validity heatmaps (installed before any page script runs).
@@ -208,23 +206,15 @@ def synthetic_catalog(n_models: int, seed: int = 0) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     """``panel serve dashboard`` on 127.0.0.1 with ``TP_PLANNER_CATALOG`` set; log in a temp file."""
 
     def __init__(self, catalog_path: Path):
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.NamedTemporaryFile("w+", prefix="bench-ui-", suffix=".log", delete=False)
-        cmd = [sys.executable, "-m", "panel", "serve", "dashboard", "--address", "127.0.0.1",
-               "--port", str(self.port), "--allow-websocket-origin", f"127.0.0.1:{self.port}",
-               "--num-procs", "1", "--liveness",
-               "--check-unused-sessions", "1000", "--unused-session-lifetime", "2000"]
+        cmd = serve_command(self.port, "--liveness", "--check-unused-sessions", "1000",
+                            "--unused-session-lifetime", "2000")
         env = {**os.environ, CATALOG_ENV: str(catalog_path), "PYTHONMALLOC": "malloc"}  # (as the README serves it)
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)
@@ -246,13 +236,7 @@ class Server:
         return Path(self.log.name).read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
+        stop_group(self.proc)
         self.log.close()
         Path(self.log.name).unlink(missing_ok=True)
 

@@ -772,22 +772,29 @@ def test_vllm_version_selector_offers_executed_releases_first_then_every_release
     assert all(label.startswith(v + " (20") for label, v in groups[1].items())  # (with the release date)
 
 
+def _assert_release_round_trips(app, key: str, label: str, chosen: str, other: str, default: str) -> None:
+    """The release ``chosen`` that the link gave (``?{key}=chosen``) is in the state, the widget and the
+    link, and the verdicts name it ("{label} {chosen} accepts"). The widget drives the state (and so the
+    link) to ``other``; the ``default`` release leaves the link."""
+    widget = getattr(app.controls, key)
+    assert app.notices == [] and getattr(app.state, key) == chosen
+    assert widget.value == chosen
+    assert f"{key}={chosen}" in app.state.query_string()
+    assert f"{label} {chosen} accepts" in app.validity._summary.object
+    assert f"{label} {chosen}" in app.validity._details._html.object
+    widget.value = other
+    assert getattr(app.state, key) == other and f"{key}={other}" in app.state.query_string()
+    assert f"{label} {other} accepts" in app.validity._summary.object
+    widget.value = default
+    assert key not in app.state.query_string()
+
+
 def test_vllm_version_round_trips_through_the_url_and_the_widget(small_catalog):
     from dashboard.app import DashboardApp
     from dashboard.state import DEFAULT_VLLM_VERSION
 
     app = DashboardApp(catalog=small_catalog, query="?vllm_version=0.22.0&model=acme/h30&framework=vllm&tp=4")
-    assert app.notices == [] and app.state.vllm_version == "0.22.0"
-    assert app.controls.vllm_version.value == "0.22.0"
-    assert "vllm_version=0.22.0" in app.state.query_string()
-    assert "vLLM 0.22.0 accepts" in app.validity._summary.object
-    assert "vLLM 0.22.0" in app.validity._details._html.object
-    # The widget drives the state (and so the link); the default release leaves the link.
-    app.controls.vllm_version.value = "0.10.0"
-    assert app.state.vllm_version == "0.10.0" and "vllm_version=0.10.0" in app.state.query_string()
-    assert "vLLM 0.10.0 accepts" in app.validity._summary.object
-    app.controls.vllm_version.value = DEFAULT_VLLM_VERSION
-    assert "vllm_version" not in app.state.query_string()
+    _assert_release_round_trips(app, "vllm_version", "vLLM", "0.22.0", "0.10.0", DEFAULT_VLLM_VERSION)
     # Spellings of a release are read as that release; the link is rewritten to its canonical form.
     s = PlannerState()
     assert s.apply_query("?vllm_version=v0.22") == [] and s.vllm_version == "0.22.0"
@@ -1029,16 +1036,7 @@ def test_sglang_version_round_trips_through_the_url_and_the_widget(small_catalog
 
     app = DashboardApp(catalog=small_catalog,
                        query="?sglang_version=0.5.20&frameworks=sglang&model=acme/h30&framework=sglang&tp=4")
-    assert app.notices == [] and app.state.sglang_version == "0.5.20"
-    assert app.controls.sglang_version.value == "0.5.20"
-    assert "sglang_version=0.5.20" in app.state.query_string()
-    assert "SGLang 0.5.20 accepts" in app.validity._summary.object
-    assert "SGLang 0.5.20" in app.validity._details._html.object
-    app.controls.sglang_version.value = "0.5.22"
-    assert app.state.sglang_version == "0.5.22" and "sglang_version=0.5.22" in app.state.query_string()
-    assert "SGLang 0.5.22 accepts" in app.validity._summary.object
-    app.controls.sglang_version.value = DEFAULT_SGLANG_VERSION
-    assert "sglang_version" not in app.state.query_string()
+    _assert_release_round_trips(app, "sglang_version", "SGLang", "0.5.20", "0.5.22", DEFAULT_SGLANG_VERSION)
     # Spellings of a listed release are read as it; an empty value is the default.
     s = PlannerState()
     assert s.apply_query("?sglang_version=v0.5.15-post1") == [] and s.sglang_version == "0.5.15.post1"

@@ -68,20 +68,22 @@ def run_json(*argv: str, stdin: bytes | None = None) -> tuple[int, dict]:
     return rc, doc
 
 
+def _model_dir(parent: Path, name: str, config: dict) -> Path:
+    """A local model folder ``parent/name`` holding ``config.json``."""
+    d = parent / name
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(config))
+    return d
+
+
 @pytest.fixture
 def llama_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "Llama-3.1-70B-Instruct"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps(LLAMA_70B_CONFIG))
-    return d
+    return _model_dir(tmp_path, "Llama-3.1-70B-Instruct", LLAMA_70B_CONFIG)
 
 
 @pytest.fixture
 def qwen_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "Qwen3-30B-A3B"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps(QWEN3_MOE_CONFIG))
-    return d
+    return _model_dir(tmp_path, "Qwen3-30B-A3B", QWEN3_MOE_CONFIG)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -212,9 +214,7 @@ def test_gpu_memory_kv_tokens_and_vllms_startup_message(llama_dir):
 
 
 def test_sidecar_in_a_local_folder_is_read(tmp_path):
-    d = tmp_path / "m"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps({**LLAMA_70B_CONFIG, "num_hidden_layers": 4}))
+    d = _model_dir(tmp_path, "m", {**LLAMA_70B_CONFIG, "num_hidden_layers": 4})
     (d / "quant_config.json").write_text(json.dumps({"w_bit": 4, "q_group_size": 128, "zero_point": True}))
     rc, doc = run_json(str(d), "--tp", "8")
     assert doc["model"]["sidecars"] == ["quant_config.json"]

@@ -40,17 +40,16 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.panelserver import CHROMIUM_FLAGS, free_port, serve_command, stop_group
 
 psutil = pytest.importorskip("psutil")
 pytest.importorskip("playwright")
@@ -61,19 +60,9 @@ ROOT = Path(__file__).resolve().parents[1]
 N_SESSIONS = 20
 #: After the sessions close, RSS must come back to at most this multiple of the warm-up level.
 MAX_RSS_RATIO = 1.20
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run",
-]
 #: Where the heatmap's Bokeh canvas lives (Playwright CSS pierces Panel's shadow roots).
 HEATMAP = ".tp-heatmap canvas"
 _SESSION_LINE = re.compile(r"Session (\d+) (launching|destroyed)")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get_json(url: str, timeout: float = 5.0):
@@ -85,17 +74,11 @@ class Server:
     """``panel serve dashboard`` in a subprocess on 127.0.0.1 (log to a temp file)."""
 
     def __init__(self, extra_args: list[str] | None = None, env: dict | None = None):
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(tempfile.mkstemp(prefix="tp-load-", suffix=".log")[1])
-        cmd = [
-            sys.executable, "-m", "panel", "serve", "dashboard",
-            "--address", "127.0.0.1", "--port", str(self.port),
-            "--allow-websocket-origin", f"127.0.0.1:{self.port}",
-            "--num-procs", "1", "--liveness",
-            "--check-unused-sessions", "2000", "--unused-session-lifetime", "120000",
-            *(extra_args or []),
-        ]
+        cmd = serve_command(self.port, "--liveness", "--check-unused-sessions", "2000",
+                            "--unused-session-lifetime", "120000", *(extra_args or []))
         base_env = {k: v for k, v in os.environ.items() if k != "TP_PLANNER_CATALOG"}  # shipped catalog
         # As the README serves it: PYTHONMALLOC=malloc (the system allocator, whose freed pages the
         # app's malloc_trim hook returns; Python's arenas stay mapped while any object in them lives).
@@ -163,13 +146,7 @@ class Server:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
+        stop_group(self.proc)
         self._log.close()
 
 

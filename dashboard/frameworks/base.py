@@ -516,6 +516,16 @@ class Framework:
         """The flags that spell layout ``lay`` for this framework (defaults left out); none by default."""
         return []
 
+    def tp_pp_flags(self, lay: dict[str, Any]) -> tuple[list[str], int, int, int, int]:
+        """The start of :meth:`layout_flags`: the TP flag, and the PP flag past one stage, in the first
+        spellings of :attr:`launch_flags`; with ``lay``'s ``tp, pp, dp, ep`` (a missing or empty size is 1)."""
+        f = self.launch_flags
+        tp, pp, dp, ep = (int(lay.get(k) or 1) for k in ("tp", "pp", "dp", "ep"))
+        out = [f["tp"][0], str(tp)]
+        if pp > 1:
+            out += [f["pp"][0], str(pp)]
+        return out, tp, pp, dp, ep
+
     def launch_head(self, model: str) -> list[str] | None:
         """The start of a launch command serving ``model`` (``["vllm", "serve", model]``); None when the
         framework has no server command."""

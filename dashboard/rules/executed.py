@@ -26,6 +26,22 @@ from pathlib import Path
 from dashboard.rules.common import Rule
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "data" / "conformance"
+#: The message of the frameworks' ``divide(a, b)`` / ``ensure_divisibility`` (vLLM, SGLang, Megatron-Core).
+DIVIDE = "{a} is not divisible by {b}"
+#: A bare ``assert`` (no message), at raise site ``{site}``.
+BARE = "AssertionError (no message) at {site}"
+#: The FP8 block-quantization checks of a linear layer's partition (vLLM and SGLang ``fp8_utils`` / ``fp8``).
+FP8_BLOCK_N = "Weight output_partition_size = {size} is not divisible by weight quantization block_n = {block}."
+FP8_BLOCK_K = "Weight input_size_per_partition = {size} is not divisible by weight quantization block_k = {block}."
+#: transformers' ``AutoConfig`` on a ``model_type`` it does not know (raised inside vLLM and SGLang too).
+UNKNOWN_MODEL_TYPE = (
+    "The checkpoint you are trying to load has model type `{model_type}` but Transformers does not recognize "
+    "this architecture. This could be because of an issue with the checkpoint, or because your version of "
+    "Transformers is out of date.\n\nYou can update Transformers with the command `pip install --upgrade "
+    "transformers`. If this does not work, and the checkpoint is very new, then there may not be a release "
+    "version that supports this model yet. In this case, you can get the most up-to-date code by installing "
+    "Transformers from source with the command `pip install git+https://github.com/huggingface/transformers.git`"
+)
 
 
 def release_range(executed: tuple[str, ...], release: str) -> str:

@@ -7,6 +7,7 @@ import this module and never each other in a circle (``tests/test_imports.py`` w
 from __future__ import annotations
 
 import html
+import io
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +47,14 @@ def csv_safe(df: pd.DataFrame) -> pd.DataFrame:
             s = out[c].astype(object)
             out[c] = s.map(lambda v: ("'" + v) if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v)
     return out
+
+
+def csv_buffer(df: pd.DataFrame) -> io.StringIO:
+    """CSV text of ``df`` (header row, no index, formulas neutralised by :func:`csv_safe`), read from its start."""
+    buf = io.StringIO()
+    csv_safe(df).to_csv(buf, index=False)
+    buf.seek(0)
+    return buf
 
 
 def bind_two_way(widget: pn.widgets.Widget, obj: param.Parameterized, pname: str,

@@ -21,7 +21,7 @@ from dashboard.state import (
     state_grid_args,
     state_version,
 )
-from dashboard.views.common import csv_safe, esc
+from dashboard.views.common import csv_buffer, esc
 from dashboard.views.details import fw_label, verdict_html
 from dashboard.views.plan import plan_csv, plan_report_html
 
@@ -157,10 +157,7 @@ def grid_csv_frame(state: PlannerState, data: AppData) -> pd.DataFrame:
 
 def grid_csv(state: PlannerState, data: AppData) -> io.StringIO:
     """CSV text of :func:`grid_csv_frame` (UTF-8, header row, formulas neutralised)."""
-    buf = io.StringIO()
-    csv_safe(grid_csv_frame(state, data)).to_csv(buf, index=False)
-    buf.seek(0)
-    return buf
+    return csv_buffer(grid_csv_frame(state, data))
 
 
 def report_html(state: PlannerState, data: AppData, link: str = "") -> str:

@@ -25,7 +25,7 @@ from dashboard.plots import plan as plan_plots
 from dashboard.plots.style import framework_label
 from dashboard.state import MAX_MIN_SEQUENCES, PLAN_FRAMEWORKS, AppData, PlannerState
 from dashboard.views.common import (
-    COPY_JS, bind_two_way, command_html, csv_safe, esc, notice_html, plural, selected_record_changed,
+    COPY_JS, bind_two_way, command_html, csv_buffer, esc, notice_html, plural, selected_record_changed,
     when_shown)
 from dashboard.views.controls import CheckBoxGroup, Select, Immediate, gpu_names, gpu_picker, resolve_gpu
 
@@ -356,10 +356,7 @@ def plan_csv_frame(state: PlannerState, data: AppData) -> pd.DataFrame:
 
 def plan_csv(state: PlannerState, data: AppData) -> io.StringIO:
     """CSV text of :func:`plan_csv_frame` (formulas neutralised)."""
-    buf = io.StringIO()
-    csv_safe(plan_csv_frame(state, data)).to_csv(buf, index=False)
-    buf.seek(0)
-    return buf
+    return csv_buffer(plan_csv_frame(state, data))
 
 
 def plan_report_html(state: PlannerState, data: AppData, rows: int = TABLE_ROWS) -> str:

@@ -9,29 +9,28 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.panelserver import CHROMIUM_FLAGS, free_port, serve_command, wait_until_serving
+
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run",
-]
+#: The start of a page function (``page.evaluate``) that reads the validity heatmap: ``v`` is its BokehJS
+#: view (the figure named ``tp-validity-heatmap``, found through every root's child views), or null.
+HEATMAP_VIEW_JS = """() => {
+  let v = null;
+  const walk = (view) => {
+    if (!view || v) return;
+    if (view.frame && view.canvas_view && view.model.name === 'tp-validity-heatmap') { v = view; return; }
+    for (const c of (view.child_views || [])) walk(c);
+  };
+  for (const root of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(root);
+"""
 #: Console messages that are not the page's fault (the software GL driver of headless Chromium).
 BENIGN_CONSOLE = ("GL Driver Message", "GPU stall due to ReadPixels")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -54,28 +53,15 @@ def start_server(tmp: Path, env_extra: dict[str, str] | None = None, timeout: fl
     The environment carries no ``BOKEH_*`` setting, so the server loads its resources exactly as the
     README's plain ``panel serve dashboard`` does (the air-gap assertions hold for that command).
     """
-    port = port or _free_port()
+    port = port or free_port()
     log = tmp / f"panel-{port}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOKEH_")}
     env = {**env, **(env_extra or {}), "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "panel", "serve", "dashboard", "--address", "127.0.0.1", "--port", str(port),
-           "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1", *extra_args]
+    cmd = serve_command(port, *extra_args)
     fh = open(log, "wb")  # noqa: SIM115 -- closed with the process
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/dashboard"
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"panel serve exited early:\n{log.read_text(errors='replace')}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5):
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        raise RuntimeError(f"panel serve did not start:\n{log.read_text(errors='replace')}")
-    return Server(url=url, proc=proc, log=log)
+    wait_until_serving(proc, f"http://127.0.0.1:{port}/", log, timeout)
+    return Server(url=f"http://127.0.0.1:{port}/dashboard", proc=proc, log=log)
 
 
 def stop_server(server: Server) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import start_server, stop_server  # tests/browser/conftest.py (its folder is on sys.path)
+from conftest import HEATMAP_VIEW_JS, start_server, stop_server  # tests/browser/conftest.py (its folder is on sys.path)
 
 try:
     from tests.hubserver import FakeHub
@@ -43,15 +43,7 @@ LINKED = "acme-labs/Yi-34B-ft"
 GATED = "acme-labs/gated-70b"
 
 #: Model ids of the validity heatmap's rows, as the browser holds them (the y-axis formatter's names).
-NAMES_JS = """() => {
-  let v = null;
-  const walk = (view) => {
-    if (!view || v) return;
-    if (view.frame && view.canvas_view && view.model.name === 'tp-validity-heatmap') { v = view; return; }
-    for (const c of (view.child_views || [])) walk(c);
-  };
-  for (const root of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(root);
-  if (!v) return null;
+NAMES_JS = HEATMAP_VIEW_JS + """  if (!v) return null;
   const axis = [...v.model.left, ...v.model.right].find((a) => a.formatter && a.formatter.args);
   const args = axis.formatter.args;
   return Array.from(args instanceof Map ? args.get('names') : args.names);

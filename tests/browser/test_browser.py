@@ -17,6 +17,7 @@ import time
 import urllib.parse
 
 import pytest
+from conftest import HEATMAP_VIEW_JS  # tests/browser/conftest.py (its folder is on sys.path)
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -30,15 +31,7 @@ LOAD_TIMEOUT = 120_000
 #: model axis (``start`` at the bottom, ``end`` at the top; row ``r`` centred at ``-(r + 0.5)``), every
 #: model id in row order (the y-axis formatter's names), the y tick labels drawn now, the rows whose
 #: cells the browser holds, the outline of the selected cell and the number of in-figure legends.
-HEATMAP_JS = """() => {
-  let v = null;
-  const walk = (view) => {
-    if (!view || v) return;
-    if (view.frame && view.canvas_view && view.model.name === 'tp-validity-heatmap') { v = view; return; }
-    for (const c of (view.child_views || [])) walk(c);
-  };
-  for (const root of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(root);
-  if (!v) return null;
+HEATMAP_JS = HEATMAP_VIEW_JS + """  if (!v) return null;
   const m = v.model, r = v.canvas_view.el.getBoundingClientRect(), b = v.frame.bbox;
   const axis = [...m.left, ...m.right].find((a) => a.formatter && a.formatter.args);
   const args = axis.formatter.args;

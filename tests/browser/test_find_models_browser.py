@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from conftest import HEATMAP_VIEW_JS  # tests/browser/conftest.py (its folder is on sys.path)
 from playwright.sync_api import expect
 
 from dashboard.plots import heatmap
@@ -18,15 +19,7 @@ from tests.conftest import DATA
 pytestmark = pytest.mark.browser
 
 #: The y-axis labels the browser draws for every row (the axis's own formatter over every row's tick).
-ALL_LABELS_JS = """() => {
-  let v = null;
-  const walk = (view) => {
-    if (!view || v) return;
-    if (view.frame && view.canvas_view && view.model.name === 'tp-validity-heatmap') { v = view; return; }
-    for (const c of (view.child_views || [])) walk(c);
-  };
-  for (const root of (Bokeh.index.roots ?? Object.values(Bokeh.index))) walk(root);
-  const axis = [...v.model.left, ...v.model.right].find((a) => a.formatter && a.formatter.args);
+ALL_LABELS_JS = HEATMAP_VIEW_JS + """  const axis = [...v.model.left, ...v.model.right].find((a) => a.formatter && a.formatter.args);
   const av = v.renderer_views.get(axis);
   return av.compute_labels(Array.from(axis.ticker.ticks)).items.map((t) => t.text);
 }"""

@@ -32,6 +32,7 @@ import numpy as np
 
 from dashboard import frameworks as _frameworks
 from dashboard.rules import executed as X
+from dashboard.rules.executed import DIVIDE
 from dashboard.rules import sources as S
 from dashboard.rules.common import Ctx, Rule, not_multiple
 
@@ -39,7 +40,6 @@ FW = "megatron-core"
 V = ">=0.16.0"
 #: Releases whose conformance tables reproduce these rules.
 EXECUTED: tuple[str, ...] = _frameworks.get(FW).executed_releases
-DIVIDE = "{a} is not divisible by {b}"
 #: Megatron's ``build_module`` re-raises an exception from a module built from a spec with
 #: `` when instantiating <Module>`` appended, once per enclosing spec-built module (spec_utils.py:119):
 #: the message the user reads names the chain, innermost first.

@@ -39,6 +39,7 @@ import numpy as np
 from dashboard import sharding
 from dashboard import frameworks as _frameworks
 from dashboard.rules import executed as X
+from dashboard.rules.executed import BARE, DIVIDE, FP8_BLOCK_K, FP8_BLOCK_N, UNKNOWN_MODEL_TYPE
 from dashboard.rules import preds as P
 from dashboard.rules.common import Ctx, Rule, not_multiple
 from dashboard.frameworks.sglang.rules_executed_preds import (  # noqa: F401 (re-exported: evaluate, tests)
@@ -59,15 +60,6 @@ from dashboard.frameworks.sglang.rules_executed_preds import (  # noqa: F401 (re
 V = ">=0.5.21"
 EXECUTED: tuple[str, ...] = _frameworks.get(FW).executed_releases
 
-
-def release_range(release: str) -> str:
-    """The releases whose behaviour the executed ``release`` stands for: from it up to the next
-    executed release (releases in between were not run: evidence ``source``)."""
-    return X.release_range(EXECUTED, release)
-
-
-DIVIDE = "{a} is not divisible by {b}"
-BARE = "AssertionError (no message) at {site}"
 DIVIDE_SITE = "sglang/srt/distributed/utils.py:70"
 MERGED_SITE = "sglang/srt/layers/linear.py:693"
 REPO = "https://github.com/sgl-project/sglang/blob"
@@ -78,18 +70,9 @@ SRC = f"{REPO}/v0.5.23/python/"
 # the rules, in construction order
 # ----------------------------------------------------------------------------------------------------
 
-_MSG_N = "Weight output_partition_size = {size} is not divisible by weight quantization block_n = {block}."
-_MSG_K = "Weight input_size_per_partition = {size} is not divisible by weight quantization block_k = {block}."
 _MOE_N = ("The output_size of gate's and up's weight = {size} is not divisible by weight quantization "
           "block_n = {block}.")
 _MOE_K = "The input_size of down's weight = {size} is not divisible by weight quantization block_k = {block}."
-_UNKNOWN_TYPE = (
-    "The checkpoint you are trying to load has model type `{model_type}` but Transformers does not recognize "
-    "this architecture. This could be because of an issue with the checkpoint, or because your version of "
-    "Transformers is out of date.\n\nYou can update Transformers with the command `pip install --upgrade "
-    "transformers`. If this does not work, and the checkpoint is very new, then there may not be a release version "
-    "that supports this model yet. In this case, you can get the most up-to-date code by installing Transformers "
-    "from source with the command `pip install git+https://github.com/huggingface/transformers.git`")
 _VISION_REDUCE = ("VisionAttention shards over the attention TP group ({a} ranks) but all-reduces over the full "
                   "TP group ({tp} ranks), so it does not support --attn-dp-size {dp} yet. Use --attn-dp-size "
                   "equal to --tp-size, or drop --attn-dp-size {dp}, or --mm-enable-dp-encoder where the model "
@@ -152,11 +135,11 @@ def _attention_rules(archs_filter) -> list[Rule]:
         sfx = ".hybrid" if hyb else ""
         out.append(_rule("sglang.block_fp8.mla_n" + sfx, "block_fp8",
                          "block FP8 MLA q_b_proj (heads / attn_tp x qk_head_dim), then kv_b_proj (heads / attn_tp x "
-                         "(qk_nope_head_dim + v_head_dim)) % block_n != 0", _MSG_N,
+                         "(qk_nope_head_dim + v_head_dim)) % block_n != 0", FP8_BLOCK_N,
                          {"0.5.23": "layers/quantization/fp8.py:606"}, mla_fp8_pred("n"), exc_type="ValueError", archs=mla))
         out.append(_rule("sglang.block_fp8.mla_k" + sfx, "block_fp8",
                          "block FP8 MLA o_proj (row parallel, attn_tp > 1): heads / attn_tp x v_head_dim % block_k",
-                         _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"}, mla_fp8_pred("k"), exc_type="ValueError",
+                         FP8_BLOCK_K, {"0.5.23": "layers/quantization/fp8.py:595"}, mla_fp8_pred("k"), exc_type="ValueError",
                          archs=mla))
     for mod, (group, by_rel) in HEADS_ONLY_ASSERTS.items():
         archs = tuple(a for a in HEADS_ONLY_ASSERT_ARCHS[mod] if archs_filter(a))
@@ -209,19 +192,19 @@ def _block_rules(archs=(), exclude=(), suffix: str = "") -> list[Rule]:
                  DIVIDE, {"0.5.23": DIVIDE_SITE}, column_dense, archs=NON_GATED)] if not archs else []),
         _rule("sglang.block_fp8.dense_n" + suffix, "block_fp8",
               "block FP8 dense gate_up (merged): intermediate / tp % block_n != 0",
-              _MSG_N, {"0.5.23": "layers/quantization/fp8.py:606"}, ct_pred(fp8_linear_pred("n", "intermediate_size"), False),
+              FP8_BLOCK_N, {"0.5.23": "layers/quantization/fp8.py:606"}, ct_pred(fp8_linear_pred("n", "intermediate_size"), False),
               exc_type="ValueError", **kw),
         _rule("sglang.block_fp8.dense_n.compressed_tensors" + suffix, "block_fp8",
               "compressed-tensors block FP8 dense gate_up (merged): intermediate / tp % block_n != 0",
-              _MSG_N, {"0.5.23": "layers/quantization/fp8_utils.py:2889"}, ct_pred(fp8_linear_pred("n", "intermediate_size"), True),
+              FP8_BLOCK_N, {"0.5.23": "layers/quantization/fp8_utils.py:2889"}, ct_pred(fp8_linear_pred("n", "intermediate_size"), True),
               exc_type="ValueError", **kw),
         _rule("sglang.block_fp8.dense_k" + suffix, "block_fp8",
               "block FP8 dense down_proj (row parallel, tp > 1): intermediate / tp % block_k != 0",
-              _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"}, ct_pred(fp8_linear_pred("k", "intermediate_size"), False),
+              FP8_BLOCK_K, {"0.5.23": "layers/quantization/fp8.py:595"}, ct_pred(fp8_linear_pred("k", "intermediate_size"), False),
               exc_type="ValueError", **kw),
         _rule("sglang.block_fp8.dense_k.compressed_tensors" + suffix, "block_fp8",
               "compressed-tensors block FP8 dense down_proj (row parallel, tp > 1): intermediate / tp % block_k != 0",
-              _MSG_K, {"0.5.23": "layers/quantization/fp8_utils.py:2878"}, ct_pred(fp8_linear_pred("k", "intermediate_size"), True),
+              FP8_BLOCK_K, {"0.5.23": "layers/quantization/fp8_utils.py:2878"}, ct_pred(fp8_linear_pred("k", "intermediate_size"), True),
               exc_type="ValueError", **kw),
         _rule("sglang.group_size.nvfp4_dense" + suffix, "group_size",
               "ModelOpt NVFP4 dense down_proj: intermediate / tp % 16 != 0",
@@ -271,19 +254,19 @@ def _block_rules(archs=(), exclude=(), suffix: str = "") -> list[Rule]:
               "% tp != 0", BARE, {"0.5.23": MERGED_SITE}, merged_shared, **kw),
         _rule("sglang.block_fp8.shared_n" + suffix, "block_fp8",
               "block FP8 shared expert gate_up (merged): shared_I / tp % block_n != 0",
-              _MSG_N, {"0.5.23": "layers/quantization/fp8.py:606"},
+              FP8_BLOCK_N, {"0.5.23": "layers/quantization/fp8.py:606"},
               ct_pred(fp8_linear_pred("n", "shared_expert_intermediate_size"), False), exc_type="ValueError", **kw),
         _rule("sglang.block_fp8.shared_n.compressed_tensors" + suffix, "block_fp8",
               "compressed-tensors block FP8 shared expert gate_up (merged): shared_I / tp % block_n != 0",
-              _MSG_N, {"0.5.23": "layers/quantization/fp8_utils.py:2889"},
+              FP8_BLOCK_N, {"0.5.23": "layers/quantization/fp8_utils.py:2889"},
               ct_pred(fp8_linear_pred("n", "shared_expert_intermediate_size"), True), exc_type="ValueError", **kw),
         _rule("sglang.block_fp8.shared_k" + suffix, "block_fp8",
               "block FP8 shared expert down_proj (tp > 1): shared_I / tp % block_k != 0",
-              _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"},
+              FP8_BLOCK_K, {"0.5.23": "layers/quantization/fp8.py:595"},
               ct_pred(fp8_linear_pred("k", "shared_expert_intermediate_size"), False), exc_type="ValueError", **kw),
         _rule("sglang.block_fp8.shared_k.compressed_tensors" + suffix, "block_fp8",
               "compressed-tensors block FP8 shared expert down_proj (tp > 1): shared_I / tp % block_k != 0",
-              _MSG_K, {"0.5.23": "layers/quantization/fp8_utils.py:2878"},
+              FP8_BLOCK_K, {"0.5.23": "layers/quantization/fp8_utils.py:2878"},
               ct_pred(fp8_linear_pred("k", "shared_expert_intermediate_size"), True), exc_type="ValueError", **kw),
         _rule("sglang.group_size.nvfp4_shared" + suffix, "group_size",
               "ModelOpt NVFP4 shared-expert down_proj: shared_expert_intermediate_size / tp % 16 != 0",
@@ -297,11 +280,11 @@ def _attn_fp8_rules(archs=(), exclude=()) -> list[Rule]:
     return [
         _rule("sglang.block_fp8.attention_n", "block_fp8",
               "block FP8 qkv_proj (merged q, k, v per rank) % block_n != 0",
-              _MSG_N, {"0.5.23": "layers/quantization/fp8.py:606"}, fp8_qkv_pred("tp")("n"), exc_type="ValueError",
+              FP8_BLOCK_N, {"0.5.23": "layers/quantization/fp8.py:606"}, fp8_qkv_pred("tp")("n"), exc_type="ValueError",
               **kw),
         _rule("sglang.block_fp8.attention_k", "block_fp8",
               "block FP8 o_proj (row parallel, T > 1): heads / T * head_dim % block_k != 0",
-              _MSG_K, {"0.5.23": "layers/quantization/fp8.py:595"}, fp8_qkv_pred("tp")("k"), exc_type="ValueError",
+              FP8_BLOCK_K, {"0.5.23": "layers/quantization/fp8.py:595"}, fp8_qkv_pred("tp")("k"), exc_type="ValueError",
               **kw),
     ]
 
@@ -323,7 +306,7 @@ RULES_AS_WRITTEN: list[Rule] = [
     _rule("sglang.config.unknown_model_type", "architecture",
           "the config's model_type is neither an SGLang config class nor known to the transformers release "
           "SGLang installs (with remote code allowed, a config with auto_map would load instead)",
-          _UNKNOWN_TYPE, {"0.5.23": "utils/hf_transformers/config.py:228"}, None, exc_type="ValueError"),
+          UNKNOWN_MODEL_TYPE, {"0.5.23": "utils/hf_transformers/config.py:228"}, None, exc_type="ValueError"),
     _rule("sglang.config.deepseek_v4_kv_lora_rank", "architecture",
           "DeepSeek-V4 config with \"kv_lora_rank\": null (llm-compressor / compressed-tensors exports): "
           "transformers' strict DeepseekV4Config rejects it when SGLang reads config.json, at any layout",
@@ -522,7 +505,7 @@ RULES_AS_WRITTEN: list[Rule] = [
 def rules() -> list[Rule]:
     """Raise sites of the other executed releases (:data:`SITES`) join each rule valid there; rules whose
     data is per release (the readable model types) get one copy per executed release, each bound to that
-    release's data and valid for :func:`release_range`."""
+    release's data and valid for :func:`~dashboard.rules.executed.release_range`."""
     import dataclasses
 
     out: list[Rule] = []
@@ -530,7 +513,7 @@ def rules() -> list[Rule]:
         r = X.join_release_sites(r, SITES, EXECUTED, NOT_SEEN_FIRST, _site)
         if r.id == "sglang.config.unknown_model_type":
             for rel in EXECUTED:
-                out.append(dataclasses.replace(r, predicate=unknown_model_type(rel), versions=release_range(rel)))
+                out.append(dataclasses.replace(r, predicate=unknown_model_type(rel), versions=X.release_range(EXECUTED, rel)))
         elif r.id == "sglang.pipeline_layers":
             out.append(dataclasses.replace(r, predicate=P.pipeline_even()))
         else:

@@ -87,10 +87,7 @@ class TensorRTLLM(Framework):
 
     def layout_flags(self, lay, *, version=None, keep_vision=False, replicas=1):
         f = self.launch_flags
-        tp, pp, ep = (int(lay.get(k) or 1) for k in ("tp", "pp", "ep"))
-        out = [f["tp"][0], str(tp)]
-        if pp > 1:
-            out += [f["pp"][0], str(pp)]
+        out, _, _, _, ep = self.tp_pp_flags(lay)
         if ep > 1:
             out += [f["ep"][0], str(ep)]
         # attention-DP is set in the --config/--extra_llm_api_options YAML (enable_attention_dp: true)

@@ -237,14 +237,7 @@ def _cb_update_shape(mla_types, split_types):
 # rules
 # ----------------------------------------------------------------------------------------------------
 
-UNKNOWN_TYPE_MSG = (
-    "The checkpoint you are trying to load has model type `{model_type}` but Transformers does not recognize "
-    "this architecture. This could be because of an issue with the checkpoint, or because your version of "
-    "Transformers is out of date.\n\nYou can update Transformers with the command `pip install --upgrade "
-    "transformers`. If this does not work, and the checkpoint is very new, then there may not be a release "
-    "version that supports this model yet. In this case, you can get the most up-to-date code by installing "
-    "Transformers from source with the command `pip install git+https://github.com/huggingface/transformers.git`"
-)
+UNKNOWN_TYPE_MSG = X.UNKNOWN_MODEL_TYPE
 NO_PLAN_MSG = (
     "`tp_size={tp}` was requested, but `%s` has no `tp_plan`. Pass `tp_plan` in `DistributedConfig`, add "
     "`base_model_tp_plan` to the model's config, or set `tp_size=1`."

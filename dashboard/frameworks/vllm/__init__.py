@@ -127,10 +127,7 @@ class VLLM(Framework):
 
     def layout_flags(self, lay, *, version=None, keep_vision=False, replicas=1):
         f = self.launch_flags
-        tp, pp, dp, ep = (int(lay.get(k) or 1) for k in ("tp", "pp", "dp", "ep"))
-        out = [f["tp"][0], str(tp)]
-        if pp > 1:
-            out += [f["pp"][0], str(pp)]
+        out, _, _, dp, ep = self.tp_pp_flags(lay)
         if dp > 1:
             out += [f["dp"][0], str(dp)]
         if lay.get("expert_parallel") or ep > 1:

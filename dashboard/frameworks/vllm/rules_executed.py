@@ -26,6 +26,7 @@ import numpy as np
 
 from dashboard import frameworks as _frameworks
 from dashboard.rules import executed as X
+from dashboard.rules.executed import BARE, DIVIDE, FP8_BLOCK_K, FP8_BLOCK_N, UNKNOWN_MODEL_TYPE
 from dashboard.rules import preds as P
 from dashboard.rules.common import Ctx, Rule, not_multiple
 
@@ -33,15 +34,6 @@ FW = "vllm"
 V = ">=0.22.0"
 EXECUTED: tuple[str, ...] = _frameworks.get(FW).executed_releases
 
-
-def release_range(release: str) -> str:
-    """The releases whose behaviour the executed ``release`` stands for: from it up to the next
-    executed release (releases in between were not run: evidence ``source``)."""
-    return X.release_range(EXECUTED, release)
-
-
-DIVIDE = "{a} is not divisible by {b}"
-BARE = "AssertionError (no message) at {site}"
 DIVIDE_SITE = {"0.22.0": "vllm/distributed/utils.py:55", "0.33.0": "vllm/distributed/utils.py:53"}
 SRC = "https://github.com/vllm-project/vllm/blob/v0.33.0/"
 
@@ -212,13 +204,6 @@ def chatglm_v1(ctx: Ctx):
     return ctx.flag("chatglm_v1", fn) & ctx.arch_in(("ChatGLMModel", "ChatGLMForConditionalGeneration")), {}
 
 
-_UNKNOWN_TYPE = (
-    "The checkpoint you are trying to load has model type `{model_type}` but Transformers does not recognize "
-    "this architecture. This could be because of an issue with the checkpoint, or because your version of "
-    "Transformers is out of date.\n\nYou can update Transformers with the command `pip install --upgrade "
-    "transformers`. If this does not work, and the checkpoint is very new, then there may not be a release version "
-    "that supports this model yet. In this case, you can get the most up-to-date code by installing Transformers "
-    "from source with the command `pip install git+https://github.com/huggingface/transformers.git`")
 
 
 def _unknown_model_type(release: str):
@@ -454,8 +439,6 @@ def _fp8_moe(which: str, refine: bool = True):
 # the rules, in construction order
 # ----------------------------------------------------------------------------------------------------
 
-_MSG_N = "Weight output_partition_size = {size} is not divisible by weight quantization block_n = {block}."
-_MSG_K = "Weight input_size_per_partition = {size} is not divisible by weight quantization block_k = {block}."
 
 
 def _rule(id: str, kind: str, condition: str, message: str, sites: dict[str, str], predicate, *,
@@ -494,7 +477,7 @@ RULES_AS_WRITTEN: list[Rule] = [
     _rule("vllm.config.unknown_model_type", "architecture",
           "the config's model_type is neither a vLLM config class nor known to the transformers release vLLM "
           "installs (with remote code allowed, a config with auto_map would load instead)",
-          _UNKNOWN_TYPE, {"0.33.0": "vllm/transformers_utils/config.py:445"}, None, exc_type="ValueError"),
+          UNKNOWN_MODEL_TYPE, {"0.33.0": "vllm/transformers_utils/config.py:445"}, None, exc_type="ValueError"),
     _rule("vllm.architecture.removed", "architecture",
           "every architecture the config lists is unknown to this release's model registry, and one was "
           "supported by an older release (registry _PREVIOUSLY_SUPPORTED_MODELS)",
@@ -620,11 +603,11 @@ RULES_AS_WRITTEN: list[Rule] = [
           DIVIDE, DIVIDE_SITE, _kv("divide"), exclude=_KV_ASSERT_ALL, needs=("num_key_value_heads",)),
     _rule("vllm.block_fp8.mla_q_n", "block_fp8",
           "block FP8 MLA: q_b_proj (ColumnParallelLinear) output per rank = heads/tp * qk_head_dim % block_n, "
-          "tp > 1", _MSG_N, {"0.33.0": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1340"},
+          "tp > 1", FP8_BLOCK_N, {"0.33.0": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1340"},
           fp8_mla_q_n, exc_type="ValueError"),
     _rule("vllm.block_fp8.attention_k", "block_fp8",
           "block FP8: o_proj (RowParallelLinear) input per rank = heads/tp * v_head_dim % block_k, tp > 1",
-          _MSG_K, {"0.33.0": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1324"}, fp8_o_proj_k,
+          FP8_BLOCK_K, {"0.33.0": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1324"}, fp8_o_proj_k,
           exc_type="ValueError"),
     _rule("vllm.mlp_intermediate", "mlp_intermediate",
           "dense gated MLP (MergedColumnParallelLinear gate_up): assert all(output_size % tp_size == 0)",
@@ -635,7 +618,7 @@ RULES_AS_WRITTEN: list[Rule] = [
     _rule("vllm.block_fp8.dense_k", "block_fp8",
           "block FP8 dense MLP: down_proj (RowParallelLinear) input per rank = intermediate/tp % block_k, tp > 1 "
           "(the merged gate_up skips its block_n check on a mismatch)",
-          _MSG_K, {"0.33.0": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1324"},
+          FP8_BLOCK_K, {"0.33.0": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1324"},
           _fp8_dense_k(False), exc_type="ValueError"),
     _rule("vllm.moe_experts.deepseek_v4_mega", "moe_experts",
           "DeepSeek-V4 with --enable-expert-parallel on the MegaMoE path (moe_backend=deep_gemm_mega_moe, the "
@@ -702,7 +685,7 @@ RULES_AS_WRITTEN: list[Rule] = [
           BARE, {"0.33.0": "vllm/model_executor/layers/linear.py:731"}, shared_mlp),
     _rule("vllm.block_fp8.shared_k", "block_fp8",
           "block FP8 shared expert: down_proj input per rank % block_k, tp > 1",
-          _MSG_K, {"0.33.0": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1324"},
+          FP8_BLOCK_K, {"0.33.0": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1324"},
           _fp8_dense_k(True), exc_type="ValueError"),
     # -- warnings: runs, with a caveat ------------------------------------------------------------------
     _rule("vllm.moe_experts.uneven", "moe_experts",
@@ -742,7 +725,7 @@ TRANSFORMERS_BACKEND: dict[str, tuple[str, ...]] = {"0.22.0": ("MllamaForConditi
 @lru_cache(maxsize=None)
 def rules() -> list[Rule]:
     """Rules whose data is per release (the model registry, the readable model types) get one copy per
-    executed release, each bound to that release's data and valid for :func:`release_range`."""
+    executed release, each bound to that release's data and valid for :func:`~dashboard.rules.executed.release_range`."""
     import dataclasses
 
     per_release = {"vllm.config.unknown_model_type": lambda rel: _unknown_model_type(rel),
@@ -757,7 +740,7 @@ def rules() -> list[Rule]:
         elif r.id in per_release:
             for rel in EXECUTED:
                 skip = TRANSFORMERS_BACKEND.get(rel, ()) if r.id == "vllm.architecture.removed" else ()
-                out.append(dataclasses.replace(r, predicate=per_release[r.id](rel), versions=release_range(rel),
+                out.append(dataclasses.replace(r, predicate=per_release[r.id](rel), versions=X.release_range(EXECUTED, rel),
                                                exclude_architectures=tuple(r.exclude_architectures) + skip))
         else:
             out.append(r)
