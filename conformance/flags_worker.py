@@ -77,7 +77,7 @@ def _action(a: argparse.Action) -> dict:
     }
 
 
-def _spec(parser: argparse.ArgumentParser) -> dict:
+def spec_of(parser: argparse.ArgumentParser) -> dict:
     flags, positionals = [], []
     for a in parser._actions:
         (flags if a.option_strings else positionals).append(_action(a))
@@ -115,7 +115,7 @@ def vllm_spec() -> dict:
     top = _capture(FlexibleArgumentParser, ["vllm", "serve", "MODEL"], cli_main.main)
     sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
     serve = sub.choices["serve"]
-    out = _spec(serve)
+    out = spec_of(serve)
     out["top_prog"] = top.prog
     out["launchers"] = {"vllm serve": {"prog": serve.prog, "positional_model": True}}
     out["underscore_to_dash"] = True
@@ -128,7 +128,7 @@ def sglang_spec() -> dict:
     # the parser prepare_server_args builds (python -m sglang.launch_server and sglang serve both call it)
     parser = _capture(argparse.ArgumentParser, ["sglang", "serve"],
                       lambda: sa.prepare_server_args(["--model-path", "MODEL"]))
-    out = _spec(parser)
+    out = spec_of(parser)
     out["launchers"] = {"python -m sglang.launch_server": {"prog": parser.prog, "positional_model": False},
                         "sglang serve": {"prog": parser.prog, "positional_model": False}}
     out["underscore_to_dash"] = False
