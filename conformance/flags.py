@@ -62,7 +62,7 @@ def probe(python: str, venv: Path, framework: str, argv: list[str]) -> dict:
 def spec(framework: str, venv: str | os.PathLike) -> dict:
     venv = Path(venv)
     python = driver.python_of(venv)
-    package = {"vllm": "vllm", "sglang": "sglang"}[framework]
+    package = framework  # the pip distribution is named as the framework
     version = subprocess.run([python, "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
                              capture_output=True, text=True, check=True).stdout.strip()
     p = _run(python, venv, "spec", framework)

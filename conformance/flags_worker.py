@@ -135,31 +135,31 @@ def sglang_spec() -> dict:
     return out
 
 
-def transformers_spec() -> dict:
-    from transformers.cli import transformers as tcli  # typer app (transformers 5)
+def _probe_vllm(args: list[str]) -> None:
+    from vllm.entrypoints.cli import main as cli_main
 
-    raise SystemExit("transformers serve is a typer command, not argparse; read from source: " + tcli.__name__)
+    sys.argv = ["vllm", *args]
+    cli_main.main()
 
 
-def probe(fw: str, args: list[str]) -> None:
-    if fw == "vllm":
-        from vllm.entrypoints.cli import main as cli_main
+def _probe_sglang(args: list[str]) -> None:
+    import runpy
 
-        sys.argv = ["vllm", *args]
-        cli_main.main()
-    elif fw == "sglang":
-        import runpy
+    sys.argv = ["launch_server.py", *args]
+    runpy.run_module("sglang.launch_server", run_name="__main__")
 
-        sys.argv = ["launch_server.py", *args]
-        runpy.run_module("sglang.launch_server", run_name="__main__")
+
+#: framework -> (spec builder, probe runner)
+ENTRY = {"vllm": (lambda: vllm_spec(), _probe_vllm), "sglang": (lambda: sglang_spec(), _probe_sglang)}
 
 
 def main() -> None:
     what, fw, *rest = sys.argv[1:]
+    build, run_probe = ENTRY[fw]
     if what == "probe":
-        probe(fw, rest)
+        run_probe(rest)
         return
-    spec = {"vllm": vllm_spec, "sglang": sglang_spec, "transformers": transformers_spec}[fw]()
+    spec = build()
     json.dump(spec, sys.stdout, indent=1, sort_keys=False)
 
 
