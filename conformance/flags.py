@@ -56,7 +56,9 @@ def probe(python: str, venv: Path, framework: str, argv: list[str]) -> dict:
     """The real entry point on ``argv``: exit status and the last line of stderr (argparse's error)."""
     p = _run(python, venv, "probe", framework, *argv, timeout=300)
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
-    return {"argv": argv, "exit_status": p.returncode, "stderr_last_line": lines[-1] if lines else ""}
+    sub = 1 if argv and not argv[0].startswith("-") else 0  # a subcommand (vllm serve): not an argument
+    return {"argv": argv, "args": argv[sub:], "exit_status": p.returncode,
+            "stderr_last_line": lines[-1] if lines else ""}
 
 
 def spec(framework: str, venv: str | os.PathLike) -> dict:

@@ -245,7 +245,7 @@ def check(framework: str, release: str | None, args: Sequence[str], *, launcher:
                 continue
             ospec = load(framework, other)
             if ospec is not None and resolve(ospec, name) is not None:
-                rep.history.append(f"{name} is accepted by {lab} {other}")
+                rep.history.append(f"{name}: accepted by {lab} {other}, not by {release}")
     return rep
 
 

@@ -112,15 +112,50 @@ def test_real_commands_parse_against_every_spec(fw, url, cmd):
             assert len(rep.accepted) == sum(1 for t in launch.tokens[launch.start:] if t.startswith("-"))
 
 
-@needs_vllm
-@pytest.mark.parametrize("rel", flagspec.releases("vllm"))
-def test_probes_match_the_rebuilt_parser(rel):
+ALL_SPECS = [(fw, rel) for fw in ("vllm", "sglang") for rel in flagspec.releases(fw)]
+
+
+@pytest.mark.parametrize("fw,rel", ALL_SPECS)
+def test_probes_match_the_rebuilt_parser(fw, rel):
     """Each probe's error line, printed by the release's real CLI, is what the rebuilt parser prints."""
-    spec = flagspec.load("vllm", rel)
+    spec = flagspec.load(fw, rel)
+    assert spec["evidence"] == "executed" and spec["probes"]
     for pr in spec["probes"]:
-        argv = pr["argv"][1:]  # after 'serve'
-        rep = flagspec.check("vllm", rel, argv, launcher="vllm serve")
+        rep = flagspec.check(fw, rel, pr.get("args", pr["argv"]))
+        assert pr["exit_status"] == 2, pr
         assert rep.error == pr["stderr_last_line"], pr
+
+
+@pytest.mark.parametrize("fw,rel", ALL_SPECS)
+def test_a_typo_and_a_bad_choice_exit_1_with_the_engines_message(fw, rel, tmp_path):
+    """tp-planner check on a command with a misspelled flag / a bad choice: exit 1, the engine's own
+    line (the probe's), a suggestion."""
+    from dashboard.check.cli import main
+
+    spec = flagspec.load(fw, rel)
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+                               "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+                               "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192,
+                               "torch_dtype": "bfloat16"}))
+    head = {"vllm": ["vllm", "serve", "m"], "sglang": ["python", "-m", "sglang.launch_server", "--model-path", "m"]}
+    flag = next(f for f in spec["flags"] if "--tensor-parallel-size" in f["option_strings"])
+    typo = "--tensor-paralel-size"
+    for bad, want in ((["--tensor-paralel-size", "4"], "unrecognized arguments: --tensor-paralel-size 4"),
+                      (["--kv-cache-dtype", "fp9"], "invalid choice: 'fp9'")):
+        out, err = io.StringIO(), io.StringIO()
+        rc = main(["--config", str(cfg), "--version", rel, "--json", "--", *head[fw], *bad], stdout=out, stderr=err)
+        doc = json.loads(out.getvalue())
+        assert rc == 1 and doc["exit_status"] == 1, err.getvalue()
+        lf = doc["launch_flags"]
+        assert lf["refused"] and want in lf["error"] and lf["error"].startswith(spec["prog"] + ": error:")
+        assert doc["first_error"]["message"] == lf["error"] and doc["first_error"]["kind"] == "flags"
+        assert "own argparse message" in doc["first_error"]["condition"]
+        if bad[0] == typo:
+            assert set(lf["did_you_mean"]) & set(flag["option_strings"])
+        out = io.StringIO()
+        assert main(["--config", str(cfg), "--version", rel, "--", *head[fw], *bad], stdout=out, stderr=err) == 1
+        assert lf["error"] in out.getvalue() and "REFUSED" in out.getvalue()
 
 
 @needs_vllm
@@ -137,3 +172,25 @@ def test_typo_is_refused_with_the_engines_message_and_a_suggestion():
 def test_trust_remote_code_does_not_swallow_the_next_token():
     launch = parse_command("vllm serve m --trust-remote-code -tp 2")
     assert launch.tp == 2 and "--trust-remote-code" in launch.unmodeled
+
+
+PAIRS = [(fw, a, b) for fw in ("vllm", "sglang") for a in flagspec.releases(fw) for b in flagspec.releases(fw)
+         if a != b]
+
+
+@pytest.mark.parametrize("fw,old,new", PAIRS)
+def test_a_flag_removed_between_releases_is_refused_and_named(fw, old, new):
+    """A spelling the older (or newer) release's parser takes and this one's does not: refused by this
+    release with the engine's line, and the release that takes it named."""
+    a, b = flagspec.load(fw, old), flagspec.load(fw, new)
+    gone = sorted(s for s in set(flagspec.spellings(a)) - set(flagspec.spellings(b))
+                  if s.startswith("--") and flagspec.resolve(b, s) is None)
+    if not gone:
+        pytest.skip(f"{fw} {old} and {new} take the same long spellings")
+    flag = gone[0]
+    entry = flagspec.resolve(a, flag)
+    args = ["--model-path", "m"] if "--model-path" in flagspec.spellings(b) else []
+    args += [flag] + (["1"] if entry["takes_value"] else [])
+    rep = flagspec.check(fw, new, args)
+    assert rep.refused and "unrecognized arguments: " + flag in rep.error
+    assert any(f"accepted by {fw} {old}" in h for h in rep.history)
