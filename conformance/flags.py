@@ -39,11 +39,13 @@ PROBES = {
 
 
 def _env(venv: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    stubs = venv / "stubs"
-    if stubs.is_dir():
+    env = dict(os.environ)  # offline, no GPU, the libcuda stand-in (as conformance.driver runs workers)
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
+               PYTHONNOUSERSITE="1", CUDA_VISIBLE_DEVICES="", VLLM_LOGGING_LEVEL="ERROR")
+    env.pop("PYTHONPATH", None)
+    stubs = venv / "conformance-stubs"
+    if (stubs / "libcuda.so.1").exists():
         env["LD_LIBRARY_PATH"] = f"{stubs}:{env.get('LD_LIBRARY_PATH', '')}".rstrip(":")
-    env.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     return env
 
 

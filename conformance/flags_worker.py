@@ -108,7 +108,17 @@ def _capture(cls, argv: list[str], run) -> argparse.ArgumentParser:
     return box["parser"]
 
 
+def _vllm_cpu_platform() -> None:
+    """vLLM's CPU platform before anything imports ``current_platform`` (no GPU here; the parser's
+    defaults build an EngineArgs, which asks the platform its device type)."""
+    import vllm.platforms as platforms
+    from vllm.platforms.cpu import CpuPlatform
+
+    platforms._current_platform = CpuPlatform()
+
+
 def vllm_spec() -> dict:
+    _vllm_cpu_platform()
     from vllm.entrypoints.cli import main as cli_main
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
@@ -119,6 +129,7 @@ def vllm_spec() -> dict:
     out["top_prog"] = top.prog
     out["launchers"] = {"vllm serve": {"prog": serve.prog, "positional_model": True}}
     out["underscore_to_dash"] = True
+    out["platform"] = "cpu (vLLM's CpuPlatform: platform-dependent defaults are the CPU's)"
     return out
 
 
@@ -136,6 +147,7 @@ def sglang_spec() -> dict:
 
 
 def _probe_vllm(args: list[str]) -> None:
+    _vllm_cpu_platform()
     from vllm.entrypoints.cli import main as cli_main
 
     sys.argv = ["vllm", *args]
