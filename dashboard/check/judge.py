@@ -109,7 +109,8 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     ctx_issue = context_issue(rec, req)
     if ctx_issue is not None:
         issues.insert(0, ctx_issue)  # ModelConfig raises it before any parallel-layout check
-    kv = kv_dtype(req.kv_cache_dtype, rec)
+    # a command the engine's parser refuses never reaches its KV-cache dtype check
+    kv = kv_dtype(None if flags and flags["refused"] else req.kv_cache_dtype, rec)
     mem = None
     if req.gpu:
         try:
