@@ -84,6 +84,16 @@ def spec(framework: str, venv: str | os.PathLike) -> dict:
     }
     doc = {**head, **doc}
     doc["probes"] = [probe(python, venv, framework, argv) for argv in PROBES.get(framework, [])]
+    return with_unrecognized_prog(doc)
+
+
+def with_unrecognized_prog(doc: dict) -> dict:
+    """Which parser reports unknown arguments: with subcommands it is the top-level one (``vllm``), not the
+    subcommand's (argparse collects a subparser's extras and the top parser errors), as the probe shows."""
+    for pr in doc.get("probes", []):
+        line = pr.get("stderr_last_line", "")
+        if ": error: unrecognized arguments:" in line:
+            doc["unrecognized_prog"] = line.split(": error:")[0]
     return doc
 
 

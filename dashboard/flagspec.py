@@ -225,6 +225,9 @@ def check(framework: str, release: str | None, args: Sequence[str], *, launcher:
         parser.parse_args(_prepare(spec, args))
     except EngineParseError as e:
         rep.error = str(e)
+        top = spec.get("unrecognized_prog")  # a subcommand's extras are reported by the top parser
+        if top and ": error: unrecognized arguments:" in rep.error:
+            rep.error = top + rep.error[rep.error.index(": error: "):]
     known = set(spellings(spec))
     for tok in args:
         if not tok.startswith("-") or re.fullmatch(r"-[0-9.]+", tok) or tok in ("-", "--"):
