@@ -11,6 +11,8 @@ Commands (see data/conformance/README.md for the venv set-up):
     python -m conformance report --framework sglang --version 0.5.23
     python -m conformance stub --venv /work/venvs/vllm-0.33.0     # build the libcuda.so.1 stand-in
     python -m conformance transformers plans|runs|assemble|report|verify  # transformers native TP (this Python)
+    python -m conformance flags --framework vllm --venv /work/venvs/vllm-0.33.0 --write   # data/flags/ spec
+    python -m conformance flags --diff vllm 0.22.0 0.33.0    # flags added / removed between two releases
 """
 
 from __future__ import annotations
@@ -94,6 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     tf.add_argument("--configs", type=Path, default=DEFAULT_CONFIGS)
     tf.add_argument("--models", nargs="*", help="plans: only these model ids (re-inspected)")
     tf.add_argument("--tp", type=int, nargs="*", help="runs: only these TP sizes (default 1 2 3 4 8)")
+    fl = sub.add_parser("flags", help="the serve command's flags as the release's own parser builds them "
+                        "(data/flags/<framework>-<release>.json)")
+    fl.add_argument("--framework", choices=("vllm", "sglang"), default="vllm", help="(default: vllm)")
+    fl.add_argument("--venv", help="the release's virtualenv (outside the repo)")
+    fl.add_argument("--write", action="store_true", help="write the spec (atomically) instead of printing it")
+    fl.add_argument("--diff", nargs=3, metavar=("FRAMEWORK", "OLD", "NEW"),
+                    help="spellings added and removed between two written specs")
     s = sub.add_parser("stub", help="build the libcuda.so.1 stand-in inside the venv")
     s.add_argument("--venv", required=True)
     args = ap.parse_args(argv)
@@ -102,6 +111,18 @@ def main(argv: list[str] | None = None) -> int:
         from conformance import transformers_table
 
         return transformers_table.cli(args)
+    if args.cmd == "flags":
+        from conformance import flags
+
+        if args.diff:
+            print(flags.diff(*args.diff))
+            return 0
+        if not args.venv:
+            ap.error("flags: give --venv (or --diff FRAMEWORK OLD NEW)")
+        libcuda_stub.build(Path(args.venv))
+        doc = flags.spec(args.framework, args.venv)
+        print(flags.write(doc) if args.write else json.dumps(doc, indent=1))
+        return 0
     if args.cmd == "stub":
         print(libcuda_stub.build(Path(args.venv)))
         return 0

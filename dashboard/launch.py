@@ -10,8 +10,11 @@ Pure (no I/O). Understands::
 with leading ``VAR=value`` environment assignments, any ``python``/``python3.x`` interpreter path,
 shell quoting (:func:`shlex.split`), backslash line continuations and ``--flag=value``. Each tool's
 spellings of the flags the planner models are listed in :data:`FLAGS` (vLLM also takes ``_`` for ``-``
-in long flags, as its ``FlexibleArgumentParser`` does). Every other flag is kept and reported in
-:attr:`Launch.unmodeled` (a warning, not a failure).
+in long flags, as its ``FlexibleArgumentParser`` does). Which flags take a value, and which
+abbreviations select a flag, come from the release's flag spec (:mod:`dashboard.flagspec`, written by
+the release's own parser). Every flag the planner does not model is kept in :attr:`Launch.unmodeled`;
+:func:`check_flags` asks the release's rebuilt parser whether the engine accepts the command at all
+(an unknown flag, a bad choice, a missing value: the engine's own error line).
 
 :func:`parse_command` returns a :class:`Launch`; :meth:`Launch.command_with` rewrites the command with
 another layout (the corrected commands of ``tp-planner check``); :func:`render_command` writes a fresh
@@ -26,11 +29,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any, Sequence
 
-from dashboard import frameworks
+from dashboard import flagspec, frameworks
 
 __all__ = ["FLAGS", "Launch", "LaunchError", "MODEL_PLACEHOLDER", "command_model", "gpu_sets", "hub_id",
            "hub_id_from_config", "instance_count", "parse_command", "render_command", "render_commands", "parse_len",
-           "MAX_GPUS"]
+           "MAX_GPUS", "check_flags"]
 
 #: Largest parallel size (and GPU count) the check command accepts.
 MAX_GPUS = 4096
@@ -54,18 +57,6 @@ _KINDS = {
 #: each framework's own :attr:`~dashboard.frameworks.base.Framework.launch_flags`.
 FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
     fw.name: fw.launch_flags for fw in frameworks.all_frameworks() if fw.launch_flags}
-
-#: Flags of these tools that take no value (so the token after them is not swallowed as one).
-_BOOLEAN = {
-    "--trust-remote-code", "--enforce-eager", "--enable-prefix-caching", "--no-enable-prefix-caching",
-    "--disable-log-requests", "--disable-log-stats", "--enable-chunked-prefill", "--no-enable-chunked-prefill",
-    "--disable-custom-all-reduce", "--enable-auto-tool-choice", "--enable-lora", "--enable-log-requests",
-    "--disable-radix-cache", "--enable-torch-compile", "--disable-cuda-graph", "--enable-metrics",
-    "--skip-server-warmup", "--enable-mixed-chunk", "--disable-overlap-schedule", "--enable-deepep-moe",
-    "--enable-ep-moe", "--enable-dp-lm-head", "--enable-eplb", "--enable-sleep-mode", "--async-scheduling",
-    "--enable-reasoning", "--headless", "--api-server-count-auto", "--enable-return-hidden-states",
-    "--trust_remote_code", "--log_kv_cache_events", "--grpc", "--disable-frontend-multiprocessing",
-}
 
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -136,6 +127,10 @@ class Launch:
     unmodeled: list[str] = field(default_factory=list)
     #: notes on how the command was read (deprecated spellings, ignored values)
     notes: list[str] = field(default_factory=list)
+    #: the launcher as written (``vllm serve``, ``python -m sglang.launch_server`` ...)
+    launcher: str = ""
+    #: release whose flag spec split the arguments (None: no spec, values guessed from the next token)
+    spec_release: str | None = None
 
     # -- the layout for the rules engine ---------------------------------------------------------
     def layout(self) -> dict[str, Any]:
@@ -372,8 +367,8 @@ def _split(command: str | Sequence[str]) -> list[str]:
         raise LaunchError(f"cannot split the launch command as a shell would: {e}") from None
 
 
-def _launcher(tokens: list[str]) -> tuple[str, int]:
-    """(framework, index of the first argument) from the head of the command."""
+def _launcher(tokens: list[str]) -> tuple[str, int, str]:
+    """(framework, index of the first argument, launcher key) from the head of the command."""
     i = 0
     while i < len(tokens) and _ENV.match(tokens[i]):
         i += 1
@@ -388,20 +383,20 @@ def _launcher(tokens: list[str]) -> tuple[str, int]:
     if prog == "vllm":
         if nxt != "serve":
             raise LaunchError(f"only 'vllm serve' is understood, got 'vllm {_show(nxt)[1:-1]}'")
-        return "vllm", i + 2
+        return "vllm", i + 2, "vllm serve"
     if prog == "sglang" and nxt == "serve":
-        return "sglang", i + 2
+        return "sglang", i + 2, "sglang serve"
     if prog == "trtllm-serve":
-        return "tensorrt-llm", i + 2 if nxt == "serve" else i + 1
+        return "tensorrt-llm", i + 2 if nxt == "serve" else i + 1, "trtllm-serve"
     if re.fullmatch(r"python[0-9.]*", prog) or prog in ("uv", "uvx"):
         j = i + 1
         while j < len(tokens) and tokens[j] != "-m":
             j += 1
         mod = tokens[j + 1] if j + 1 < len(tokens) else ""
         if mod in ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"):
-            return "vllm", j + 2
+            return "vllm", j + 2, f"python -m {mod}"
         if mod == "sglang.launch_server":
-            return "sglang", j + 2
+            return "sglang", j + 2, "python -m sglang.launch_server"
         if mod:
             raise LaunchError(f"unknown server module {_show(mod)}; expected vllm.entrypoints.openai.api_server "
                               "or sglang.launch_server")
@@ -414,15 +409,41 @@ def _lookup(framework: str) -> dict[str, str]:
     return {spelling: key for key, spells in FLAGS[framework].items() for spelling in spells}
 
 
-def parse_command(command: str | Sequence[str]) -> Launch:
-    """Read a launch command (a string, or tokens as the shell split them). Raises :class:`LaunchError`."""
+def _split_spec(fwo: Any, release: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The flag spec that splits a command's arguments: ``release``'s, else the newest spec of the
+    framework (only which flags take a value; :func:`check_flags` judges against ``release``'s own)."""
+    spec = fwo.flag_spec(release) if release else None
+    if spec is None:
+        have = fwo.flag_spec_releases()
+        if have:
+            release = have[-1]
+            spec = fwo.flag_spec(release)
+    return spec, (release if spec is not None else None)
+
+
+def _modelled_key(names: dict[str, str], spec: dict[str, Any] | None, look: str) -> str | None:
+    """The planner's key of a flag name: a listed spelling, or (through the spec) an abbreviation or
+    alias of one, as argparse resolves it."""
+    key = names.get(look)
+    if key is None and spec is not None:
+        entry = flagspec.resolve(spec, look)
+        if entry is not None:
+            key = next((names[o] for o in entry["option_strings"] if o in names), None)
+    return key
+
+
+def parse_command(command: str | Sequence[str], release: str | None = None) -> Launch:
+    """Read a launch command (a string, or tokens as the shell split them); ``release``: the framework
+    release whose flag spec tells which flags take a value (default: the newest with a spec). Raises
+    :class:`LaunchError`."""
     tokens = _split(command)
     if any("\x00" in t for t in tokens):
         raise LaunchError("launch command contains a NUL character")
-    fw, start = _launcher(tokens)
+    fw, start, launcher = _launcher(tokens)
     fwo = frameworks.get(fw)
     names = _lookup(fw)
-    out = Launch(framework=fw, tokens=tokens, start=start)
+    spec, spec_release = _split_spec(fwo, release)
+    out = Launch(framework=fw, tokens=tokens, start=start, launcher=launcher, spec_release=spec_release)
     positional: list[tuple[int, str]] = []
     i = start
     while i < len(tokens):
@@ -435,9 +456,10 @@ def parse_command(command: str | Sequence[str]) -> Launch:
         look = name
         if fwo.flag_underscores and name.startswith("--"):
             look = "--" + name[2:].replace("_", "-")
-        key = names.get(look)
+        key = _modelled_key(names, spec, look)
         if key is None:
-            takes_value = not eq and name not in _BOOLEAN and i + 1 < len(tokens) and (
+            wants = flagspec.takes_value(spec, flagspec.normalise(spec, name))  # None: the spec does not know it
+            takes_value = not eq and wants is not False and i + 1 < len(tokens) and (
                 not tokens[i + 1].startswith("-") or re.fullmatch(r"-[0-9.]+", tokens[i + 1]) is not None)
             out.unmodeled.append(_CONTROL.sub("?", name)[:60])
             i += 2 if takes_value else 1
@@ -499,6 +521,15 @@ def parse_command(command: str | Sequence[str]) -> Launch:
     if out.model is not None and (not out.model.strip() or len(out.model) > 1024):
         raise LaunchError("the command's MODEL is empty or longer than 1024 characters")
     return out
+
+
+def check_flags(launch: Launch, release: str | None) -> "flagspec.FlagReport":
+    """The launch command's arguments parsed by ``release``'s rebuilt parser (:func:`dashboard.flagspec.check`):
+    the engine's own error line when it refuses them; evidence ``"not checked"`` when ``release`` has no
+    spec."""
+    fwo = frameworks.get(launch.framework)
+    return flagspec.check(fwo.flag_spec_name or fwo.name, release, launch.tokens[launch.start:],
+                          launcher=launch.launcher, label=fwo.label)
 
 
 def with_layout(launch: Launch, **kw: Any) -> Launch:

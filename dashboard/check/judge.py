@@ -7,7 +7,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from dashboard import context, frameworks, schema
-from dashboard.launch import command_model, render_commands
+from dashboard.launch import check_flags, command_model, render_commands
 from dashboard.check.common import CheckInputError, SCHEMA_VERSION, printable
 from dashboard.check.request import (
     Issue, Request, capacity, gpu_count, hit_issue, kv_dtype, memory_issue, quant_family)
@@ -29,6 +29,38 @@ def context_issue(rec: dict[str, Any], req: Request) -> Issue | None:
     return Issue(f"context.{req.framework}.max_model_len", msg, "ValueError", site, url, "source", False, "context",
                  f"{flag} {int(req.max_model_len)} > the longest context the engine derives from config.json "
                  f"({context.limit(req.framework, rec)} tokens; {context.__name__} port of {rel})")
+
+
+def flag_check(req: Request, release: str | None) -> dict[str, Any] | None:
+    """The launch command's flags as ``release``'s own parser reads them (its rebuilt spec,
+    :func:`dashboard.launch.check_flags`): the engine's error line, "did you mean", the flags accepted but
+    not modelled; None without a launch command."""
+    if req.launch is None:
+        return None
+    fwo = frameworks.get(req.framework)
+    rep = check_flags(req.launch, release)
+    unmodeled = sorted(set(printable(u, 60) for u in req.launch.unmodeled))
+    who = f"{fwo.label} {release}" if release else fwo.label
+    if rep.evidence == "not checked":
+        have = ", ".join(rep.spec_releases) or "none"
+        note = (f"flags not checked: no flag spec for {who} (specs written for: {have}); values were read "
+                f"by the planner, not the engine's parser")
+        if unmodeled:
+            note += "; not modelled: " + " ".join(unmodeled)
+    else:
+        note = f"accepted by {who}, not modelled: " + " ".join(unmodeled) if unmodeled and not rep.refused else ""
+    condition = ""
+    if rep.refused:
+        src = f"data/flags/{fwo.flag_spec_name or fwo.name}-{release}.json"
+        condition = (f"the engine's own argparse message: {who}'s argument parser ({rep.evidence}: {src}) "
+                     "refuses the command before any model is loaded")
+        if rep.history:
+            condition += "; " + "; ".join(printable(h, 200) for h in rep.history)
+    return {"release": release, "evidence": rep.evidence, "refused": rep.refused,
+            "error": printable(rep.error, 1000), "did_you_mean": [printable(d, 80) for d in rep.suggestions],
+            "history": [printable(h, 200) for h in rep.history], "condition": condition,
+            "accepted_not_modelled": unmodeled if not rep.refused and rep.evidence != "not checked" else [],
+            "spec_releases": rep.spec_releases, "note": note}
 
 
 def _commands_for(req: Request, model: str, lay: dict[str, Any], max_model_len: int | None = None) -> dict[str, Any]:
@@ -80,13 +112,15 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     except ValueError as e:
         raise CheckInputError(printable(e, 300)) from None
     issues = [hit_issue(h) for h in v.failures]
+    flags = flag_check(req, v.release)
     if req.quantization and fwo.refuses_quantization_mismatch and rec.get("quant_method") and \
             quant_family(str(rec["quant_method"])) != quant_family(req.quantization):
         issues.insert(0, Issue(**fwo.quantization_mismatch_issue(rec["quant_method"], req.quantization, v.release)))
     ctx_issue = context_issue(rec, req)
     if ctx_issue is not None:
         issues.insert(0, ctx_issue)  # ModelConfig raises it before any parallel-layout check
-    kv = kv_dtype(req.kv_cache_dtype, rec)
+    # a command the engine's parser refuses never reaches its KV-cache dtype check
+    kv = kv_dtype(None if flags and flags["refused"] else req.kv_cache_dtype, rec)
     mem = None
     if req.gpu:
         try:
@@ -110,12 +144,15 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
         if mi is not None:
             issues.append(mi)
             mem["holds_max_model_len"] = False
+    if flags and flags["refused"]:  # the engine stops while parsing its arguments, before any other check
+        issues.insert(0, Issue(f"flags.{req.framework}", flags["error"], "", "", "", flags["evidence"], False,
+                               "flags", flags["condition"]))
     accepted = not issues
     lay = req.layout()
     # the model as the written commands name it (a pasted command keeps its own)
     cmd_model, model_note = command_model(src.model_id, kind=src.kind, where=src.where)
     alts: list[dict[str, Any]] = []
-    if not accepted:
+    if not accepted and not (flags and flags["refused"]):
         # a context refusal: every layout meets it, so the nearest layouts are planned at the model's length
         lim = context.limit(req.framework, rec) if ctx_issue is not None else None
         areq = replace(req, max_model_len=lim) if lim else req
@@ -139,9 +176,8 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     if model_note and alts and req.launch is None:
         notes.append(model_note)
     warnings = [printable(w.message, 600) for w in v.warnings]
-    unmodeled = sorted(set(req.launch.unmodeled)) if req.launch is not None else []
-    if unmodeled:
-        warnings.append("not modelled (ignored): " + " ".join(printable(u, 60) for u in unmodeled))
+    if flags and flags["note"]:
+        notes.insert(0, flags["note"])
     warnings += fwo.check_warnings(req.launch, v.release, req.dp)
     issue_dicts = [{k: printable(val, 3000) if isinstance(val, str) else val for k, val in asdict(i).items()}
                    for i in issues]
@@ -176,6 +212,7 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
         "memory": mem,
         "alternatives": alts,
         "suggestions": [printable(s, 600) for s in v.suggestions],
+        "launch_flags": flags,
         "warnings": warnings,
         # the release's notice is also one of its warnings: given once, as the warning
         "notes": notes + ([printable(v.notice, 300)] if v.notice and

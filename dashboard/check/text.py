@@ -48,6 +48,12 @@ def render_text(doc: dict[str, Any]) -> str:
             src = " ".join(x for x in (at, f["source_url"]) if x)
             if src:
                 lines.append(f"     {src}")
+            if f["kind"] == "flags":
+                lines.append(f"     {f['condition']}")
+                near = (doc.get("launch_flags") or {}).get("did_you_mean") or []
+                if near:
+                    lines.append(f"     did you mean {' or '.join(near)}?")
+                continue
             if f["ours"] or "no message" in f["message"] or f["kind"] == "memory":
                 if f["condition"]:
                     lines.append(f"     why: {f['condition']}")

@@ -490,6 +490,23 @@ class Framework:
     flag_underscores: ClassVar[bool] = False
     #: The launch command's first positional argument is the MODEL (``vllm serve MODEL``).
     positional_model: ClassVar[bool] = False
+    #: Name of this framework's launch-flag specs, ``data/flags/<flag_spec_name>-<release>.json`` (written
+    #: by ``python -m conformance flags`` from the release's own parser); "" = :attr:`name`.
+    flag_spec_name: ClassVar[str] = ""
+
+    def flag_spec(self, release: str | None) -> dict | None:
+        """The serve command's flags as ``release``'s own parser builds them (:mod:`dashboard.flagspec`);
+        None when no spec was written for that release."""
+        from dashboard import flagspec
+
+        return flagspec.load(self.flag_spec_name or self.name, release)
+
+    def flag_spec_releases(self) -> list[str]:
+        """Releases with a launch-flag spec, oldest first."""
+        from dashboard import flagspec
+
+        return flagspec.releases(self.flag_spec_name or self.name)
+
     #: The context-length flag named in ``tp-planner check``'s conditions.
     context_flag: ClassVar[str] = "--context-length"
     #: A replica larger than a node spreads its ranks evenly over its nodes (``--nnodes``); the text says

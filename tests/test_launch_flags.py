@@ -1,0 +1,201 @@
+"""Launch flags as the engine's own parser sees them (dashboard/flagspec.py, dashboard/launch.py).
+
+The rebuilt parser must refuse and accept exactly what the parser it was dumped from does, with the same
+error line: checked here on an argparse parser dumped by the harness's own code
+(conformance.flags_worker.spec_of), and on the written specs of the executed releases (data/flags/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.flags_worker import spec_of
+from dashboard import flagspec
+from dashboard.launch import check_flags, parse_command
+
+DATA = Path(__file__).resolve().parent / "data" / "launch_commands.tsv"
+
+
+def _engine_like() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="vllm serve")
+    p.add_argument("model_tag", nargs="?")
+    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
+    p.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "fp8_e4m3"], default="auto")
+    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction)
+    p.add_argument("--max-model-len", type=str)
+    p.add_argument("--served-model-name", nargs="+")
+    return p
+
+
+def _real_error(parser: argparse.ArgumentParser, argv: list[str]) -> str:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit):
+        parser.parse_args(argv)
+    return err.getvalue().strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("argv", [
+    ["m", "--tensor-paralel-size", "4"],
+    ["m", "--kv-cache-dtype", "fp9"],
+    ["m", "--tensor-parallel-size", "four"],
+    ["m", "--tensor-parallel-size"],
+    ["m", "--served-model-name"],
+    ["m", "extra"],
+    ["m", "--enable-prefix"],  # an abbreviation of two flags? no: of one (unique prefix) -> accepted? see below
+])
+def test_rebuilt_parser_refuses_as_the_original(argv):
+    real = _engine_like()
+    spec = json.loads(json.dumps(dict(spec_of(real), launchers={"vllm serve": {"prog": "vllm serve"}})))
+    rebuilt = flagspec.build_parser(spec)
+    try:
+        real.parse_args(argv)
+        real_ok = True
+    except SystemExit:
+        real_ok = False
+    if real_ok:
+        rebuilt.parse_args(argv)  # accepted by both
+        return
+    with pytest.raises(flagspec.EngineParseError) as e:
+        rebuilt.parse_args(argv)
+    assert str(e.value) == _real_error(_engine_like(), argv)
+
+
+def test_boolean_flags_take_no_value_from_the_spec():
+    spec = dict(spec_of(_engine_like()), launchers={"vllm serve": {"prog": "vllm serve"}})
+    assert flagspec.takes_value(spec, "--trust-remote-code") is False
+    assert flagspec.takes_value(spec, "--no-enable-prefix-caching") is False
+    assert flagspec.takes_value(spec, "--kv-cache-dtype") is True
+    assert flagspec.resolve(spec, "--tensor-parallel")["dest"] == "tensor_parallel_size"  # abbreviation
+
+
+# -- the written specs of the executed releases ------------------------------------------------------
+
+SPECS = sorted(flagspec.FLAGS_DIR.glob("*.json")) if flagspec.FLAGS_DIR.is_dir() else []
+needs_vllm = pytest.mark.skipif(not flagspec.releases("vllm"), reason="no vLLM flag spec written")
+
+
+def _commands():
+    rows = []
+    for line in DATA.read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        fw, url, cmd = line.split("\t")
+        rows.append((fw, url, cmd))
+    return rows
+
+
+def test_the_file_of_real_commands_is_sourced():
+    rows = _commands()
+    assert len(rows) >= 20
+    assert all(url.startswith("https://") for _, url, _ in rows)
+
+
+@pytest.mark.parametrize("fw,url,cmd", _commands())
+def test_real_commands_parse_against_every_spec(fw, url, cmd):
+    launch = parse_command(cmd)
+    assert launch.framework == fw
+    for rel in flagspec.releases(fw):
+        rep = check_flags(launch, rel)
+        assert rep.evidence == "executed"
+        # a refusal is the engine's own line; accepted flags are every flag written
+        if rep.refused:
+            assert rep.error.startswith(flagspec.load(fw, rel)["launchers"].get(launch.launcher, {}).get(
+                "prog", flagspec.load(fw, rel)["prog"]))
+        else:
+            assert len(rep.accepted) == sum(1 for t in launch.tokens[launch.start:] if t.startswith("-"))
+
+
+ALL_SPECS = [(fw, rel) for fw in ("vllm", "sglang") for rel in flagspec.releases(fw)]
+
+
+@pytest.mark.parametrize("fw,rel", ALL_SPECS)
+def test_probes_match_the_rebuilt_parser(fw, rel):
+    """Each probe's error line, printed by the release's real CLI, is what the rebuilt parser prints."""
+    spec = flagspec.load(fw, rel)
+    assert spec["evidence"] == "executed" and spec["probes"]
+    for pr in spec["probes"]:
+        rep = flagspec.check(fw, rel, pr.get("args", pr["argv"]))
+        if pr["exit_status"] == 2:  # argparse refused it
+            assert rep.error == pr["stderr_last_line"], pr
+        else:  # the real parser took it (it failed later, loading the model): so does the rebuilt one
+            assert not rep.refused, pr
+
+
+@pytest.mark.parametrize("fw,rel", ALL_SPECS)
+def test_a_typo_and_a_bad_choice_exit_1_with_the_engines_message(fw, rel, tmp_path):
+    """tp-planner check on a command with a misspelled flag / a bad choice: exit 1, the engine's own
+    line (the probe's), a suggestion."""
+    from dashboard.check.cli import main
+
+    spec = flagspec.load(fw, rel)
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+                               "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+                               "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192,
+                               "torch_dtype": "bfloat16"}))
+    head = {"vllm": ["vllm", "serve", "m"], "sglang": ["python", "-m", "sglang.launch_server", "--model-path", "m"]}
+    flag = next(f for f in spec["flags"] if "--tensor-parallel-size" in f["option_strings"])
+    typo = "--tensor-paralel-size"
+    chosen = next(f for f in sorted(spec["flags"], key=lambda f: f["option_strings"] != ["--kv-cache-dtype"])
+                  if f["takes_value"] and f["choices"] and f["option_strings"][0].startswith("--"))
+    for bad, want in ((["--tensor-paralel-size", "4"], "unrecognized arguments: --tensor-paralel-size 4"),
+                      ([chosen["option_strings"][0], "fp9"], "invalid choice: 'fp9'")):
+        out, err = io.StringIO(), io.StringIO()
+        rc = main(["--config", str(cfg), "--version", rel, "--json", "--", *head[fw], *bad], stdout=out, stderr=err)
+        doc = json.loads(out.getvalue())
+        assert rc == 1 and doc["exit_status"] == 1, err.getvalue()
+        lf = doc["launch_flags"]
+        prog = spec.get("unrecognized_prog", spec["prog"]) if bad[0] == typo else spec["prog"]
+        assert lf["refused"] and want in lf["error"] and lf["error"].startswith(prog + ": error:")
+        assert doc["first_error"]["message"] == lf["error"] and doc["first_error"]["kind"] == "flags"
+        assert "own argparse message" in doc["first_error"]["condition"]
+        if bad[0] == typo:
+            assert set(lf["did_you_mean"]) & set(flag["option_strings"])
+        out = io.StringIO()
+        assert main(["--config", str(cfg), "--version", rel, "--", *head[fw], *bad], stdout=out, stderr=err) == 1
+        assert lf["error"] in out.getvalue() and "REFUSED" in out.getvalue()
+
+
+@needs_vllm
+def test_typo_is_refused_with_the_engines_message_and_a_suggestion():
+    rel = flagspec.releases("vllm")[-1]
+    launch = parse_command("vllm serve Qwen/Qwen3-30B-A3B --tensor-paralel-size 4")
+    rep = check_flags(launch, rel)
+    assert rep.error.endswith("error: unrecognized arguments: --tensor-paralel-size 4") or \
+        "unrecognized arguments: --tensor-paralel-size" in rep.error
+    assert "--tensor-parallel-size" in rep.suggestions
+
+
+@needs_vllm
+def test_trust_remote_code_does_not_swallow_the_next_token():
+    launch = parse_command("vllm serve m --trust-remote-code -tp 2")
+    assert launch.tp == 2 and "--trust-remote-code" in launch.unmodeled
+
+
+PAIRS = [(fw, a, b) for fw in ("vllm", "sglang") for a in flagspec.releases(fw) for b in flagspec.releases(fw)
+         if a != b]
+
+
+@pytest.mark.parametrize("fw,old,new", PAIRS)
+def test_a_flag_removed_between_releases_is_refused_and_named(fw, old, new):
+    """A spelling the older (or newer) release's parser takes and this one's does not: refused by this
+    release with the engine's line, and the release that takes it named."""
+    a, b = flagspec.load(fw, old), flagspec.load(fw, new)
+    gone = sorted(s for s in set(flagspec.spellings(a)) - set(flagspec.spellings(b))
+                  if s.startswith("--") and flagspec.resolve(b, s) is None)
+    if not gone:
+        pytest.skip(f"{fw} {old} and {new} take the same long spellings")
+    flag = gone[0]
+    entry = flagspec.resolve(a, flag)
+    args = ["--model-path", "m"] if "--model-path" in flagspec.spellings(b) else []
+    args += [flag] + (["1"] if entry["takes_value"] else [])
+    rep = flagspec.check(fw, new, args)
+    assert rep.refused and "unrecognized arguments: " + flag in rep.error
+    assert any(f"accepted by {fw} {old}" in h for h in rep.history)
