@@ -7,7 +7,8 @@ For every catalog model (the shipped catalog of *this* tree, fed to both sides) 
 size (default ``schema.DEFAULT_TP_SIZES``) x the layout variants the planner enumerates for attention
 (plain TP; ``dp=2`` with DP-attention; vision DP), each side computes through its own public API:
 
-* the verdict: ``rules.check(...)`` -> valid, first failing rule id, evidence, q / KV heads per rank;
+* the verdict: ``rules.grid(...)`` (vectorized; the rules ``rules.check`` applies) -> valid, first
+  failing rule id, q / KV heads per rank;
 * the per-rank layout: ``layout.rank_layout(...)`` -> query and KV head count on rank 0 (or the error);
 * the memory model: ``memory.kv_cache_bytes_per_token_per_rank(...)`` (bytes per token per rank, or the
   error).
@@ -42,49 +43,45 @@ ids = json.loads(sys.argv[4])
 if ids:
     cat = cat[cat.model_id.isin(ids)]
 DP_ATTENTION = json.loads(sys.argv[5])
-VARIANTS = {"tp": {}, "dp2-attn": {"dp": 2, "dp_attention": True}, "vision-dp": {"vision_dp": True}}
-out = []
+vision = cat[cat["vision_num_heads"].fillna(0).astype(int) > 0]
+VARIANTS = [("tp", cat, schema.FRAMEWORKS, {}),
+            ("dp2-attn", cat, DP_ATTENTION, {"dp": 2, "dp_attention": True}),
+            ("vision-dp", vision, schema.FRAMEWORKS, {"vision_dp": True})]
+rows = {r.model_id: r for _, r in cat.iterrows()}
 def err(e):
     return f"{type(e).__name__}: {str(e)[:120]}"
-for _, r in cat.iterrows():
-    for fw in schema.FRAMEWORKS:
-        for tp in tps:
-            for vname, kw in VARIANTS.items():
-                if vname == "dp2-attn" and fw not in DP_ATTENTION:
-                    continue
-                if vname == "vision-dp" and not (0 if pd.isna(r.get("vision_num_heads")) else r.get("vision_num_heads")) > 0:
-                    continue
-                row = {"model_id": r.model_id, "framework": fw, "tp": tp, "variant": vname}
+out, mem_memo = [], {}
+for vname, frame, fws, kw in VARIANTS:
+    g = rules.grid(frame, tps, fws, **kw)   # the verdict, vectorized (the same rules as rules.check)
+    for c in g.itertuples(index=False):
+        row = {"model_id": c.model_id, "framework": c.framework, "tp": int(c.tp), "variant": vname,
+               "valid": bool(c.valid), "first_rule": str(c.rule_id or ""),
+               "verdict_q": str(c.q_heads_per_rank), "verdict_kv": str(c.kv_heads_per_rank),
+               "layout_q": "", "layout_kv": "", "kv_bytes_per_token_rank": ""}
+        if row["valid"]:  # a refused cell's per-rank figures describe no running layout
+            r = rows[c.model_id]
+            lkw = {k: kw[k] for k in ("dp", "dp_attention", "vision_dp") if k in kw}
+            try:
+                L = layout.rank_layout(r, c.framework, int(c.tp), **lkw)
+                r0 = L[L["rank"] == L["rank"].min()]
+                row["layout_q"] = str(int((r0["component"] == "query").sum()))
+                row["layout_kv"] = str(int((r0["component"] == "kv").sum()))
+            except Exception as e:
+                row["layout_q"] = row["layout_kv"] = err(e)
+            mkw = {k: kw[k] for k in ("dp", "dp_attention") if k in kw}
+            key = (c.model_id, c.framework, int(c.tp), tuple(sorted(mkw.items())))
+            if key not in mem_memo:
                 try:
-                    v = rules.check(r, fw, tp, **kw)
-                    row.update(valid=bool(v.valid), first_rule=(v.failures[0].rule_id if v.failures else ""),
-                               evidence=str(v.evidence), verdict_q=str(getattr(v, "q_heads_per_rank", "")),
-                               verdict_kv=str(getattr(v, "kv_heads_per_rank", "")))
+                    mem_memo[key] = f"{float(memory.kv_cache_bytes_per_token_per_rank(r, c.framework, int(c.tp), **mkw)):.1f}"
                 except Exception as e:
-                    row.update(valid=None, first_rule=err(e), evidence="", verdict_q="", verdict_kv="")
-                if row["valid"] is not True:  # a refused cell's per-rank figures describe no running layout
-                    row.update(layout_q="", layout_kv="", kv_bytes_per_token_rank="")
-                    out.append(row)
-                    continue
-                lkw = {k: kw[k] for k in ("dp", "dp_attention", "vision_dp") if k in kw}
-                try:
-                    L = layout.rank_layout(r, fw, tp, **lkw)
-                    r0 = L[L["rank"] == L["rank"].min()]
-                    row["layout_q"] = str(int((r0["component"] == "query").sum()))
-                    row["layout_kv"] = str(int((r0["component"] == "kv").sum()))
-                except Exception as e:
-                    row["layout_q"] = row["layout_kv"] = err(e)
-                mkw = {k: kw[k] for k in ("dp", "dp_attention") if k in kw}
-                try:
-                    row["kv_bytes_per_token_rank"] = f"{float(memory.kv_cache_bytes_per_token_per_rank(r, fw, tp, **mkw)):.1f}"
-                except Exception as e:
-                    row["kv_bytes_per_token_rank"] = err(e)
-                out.append(row)
-    print(f"  {r.model_id}", file=sys.stderr, flush=True)
+                    mem_memo[key] = err(e)
+            row["kv_bytes_per_token_rank"] = mem_memo[key]
+        out.append(row)
+    print(f"  {vname}: {len(g):,} cells", file=sys.stderr, flush=True)
 pd.DataFrame(out).astype(str).to_parquet(sys.argv[2])
 '''
 
-FIELDS = ["valid", "first_rule", "evidence", "verdict_q", "verdict_kv", "layout_q", "layout_kv",
+FIELDS = ["valid", "first_rule", "verdict_q", "verdict_kv", "layout_q", "layout_kv",
           "kv_bytes_per_token_rank"]
 KEYS = ["model_id", "framework", "tp", "variant"]
 
