@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,78 @@ def test_a_flag_removed_between_releases_is_refused_and_named(fw, old, new):
     rep = flagspec.check(fw, new, args)
     assert rep.refused and "unrecognized arguments: " + flag in rep.error
     assert any(f"accepted by {fw} {old}" in h for h in rep.history)
+
+
+# -- every launch command the README and docs/ show ------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+_LAUNCHER = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(?:vllm serve\b|python[0-9.]* -m (?:vllm|sglang)\.\S+"
+                       r"|sglang serve\b|trtllm-serve\b)")
+#: Commands the docs show on purpose as refused by the engine's parser (a typo example): fragment of the
+#: command -> fragment of the engine's own error line.
+DOC_REFUSED = {"--tensor-paralel-size": "unrecognized arguments: --tensor-paralel-size"}
+
+
+def doc_commands() -> list[tuple[str, int, str, str | None]]:
+    """(file, line, command, release named by ``--version``) for each launch command inside a code block of
+    README.md and docs/**/*.md: a line that starts with the launcher, the part after ``tp-planner check ...
+    --``, and the corrected commands a console example prints (``same 6 GPUs: vllm serve ...``);
+    backslash continuations joined."""
+    out = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        lines = path.read_text().splitlines()
+        in_code, i = False, 0
+        while i < len(lines):
+            line, no = lines[i], i + 1
+            i += 1
+            if line.lstrip().startswith("```"):
+                in_code = not in_code
+                continue
+            if not in_code:
+                continue
+            while line.endswith("\\") and i < len(lines):
+                line = line[:-1] + " " + lines[i].strip()
+                i += 1
+            body, version = line.strip(), None
+            if body.startswith("$ "):
+                body = body[2:]
+            if body.startswith("tp-planner check"):
+                head, sep, rest = body.partition(" -- ")
+                if not sep:
+                    continue
+                m = re.search(r"--version[ =](\S+)", head)
+                version = m and m.group(1)
+                body = rest
+            m = _LAUNCHER.search(body)
+            if not m or (m.start() and not body[:m.start()].rstrip().endswith(":")):
+                continue  # prose mentioning a launcher, not a command
+            cmd = body[m.start():].split(";")[0].strip()
+            out.append((path.relative_to(ROOT).as_posix(), no, cmd, version))
+    return out
+
+
+def test_the_docs_show_launch_commands():
+    cmds = doc_commands()
+    assert len(cmds) >= 9, cmds  # the README shows 9 today
+    assert {parse_command(c).framework for _, _, c, _ in cmds} >= {"vllm", "sglang"}
+
+
+@pytest.mark.parametrize("where,line,cmd,version", doc_commands(), ids=lambda v: str(v)[:60])
+def test_every_command_in_the_docs_parses_as_the_engine_would(where, line, cmd, version):
+    """Each command of the README / docs parses against the flag spec of the release it names (else the
+    newest executed one, check's default) with no refusal, except the ones shown as refused on purpose,
+    which are refused with the engine's own line."""
+    from dashboard import frameworks
+
+    launch = parse_command(cmd)
+    fwo = frameworks.get(launch.framework)
+    rel = version or (fwo.executed_releases[-1] if fwo.executed_releases else None)
+    rep = check_flags(launch, rel)
+    want = next((err for frag, err in DOC_REFUSED.items() if frag in cmd), None)
+    if want:
+        assert rep.refused and want in rep.error, (where, line, rep.error)
+        return
+    assert not rep.refused, f"{where}:{line}: {rep.error}"
+    if fwo.flag_spec_releases():
+        assert rep.evidence == "executed"
+        assert len(rep.accepted) == sum(1 for t in launch.tokens[launch.start:] if t.startswith("-"))
