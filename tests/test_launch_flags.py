@@ -95,7 +95,7 @@ def _commands():
 def test_the_file_of_real_commands_is_sourced():
     rows = _commands()
     assert len(rows) >= 20
-    assert all(url.startswith("https://") for _, url, _ in rows)
+    assert all(url.startswith(("https://", "http://")) for _, url, _ in rows)  # one page is served over http only
 
 
 @pytest.mark.parametrize("fw,url,cmd", _commands())
@@ -275,3 +275,46 @@ def test_every_command_in_the_docs_parses_as_the_engine_would(where, line, cmd, 
     if fwo.flag_spec_releases():
         assert rep.evidence == "executed"
         assert len(rep.accepted) == sum(1 for t in launch.tokens[launch.start:] if t.startswith("-"))
+
+
+REFUSED_DATA = Path(__file__).resolve().parent / "data" / "launch_commands_refused.tsv"
+
+
+def _refused_commands():
+    rows = []
+    for line in REFUSED_DATA.read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        fw, rel, err, why, url, cmd = line.split("\t")
+        rows.append((fw, rel, err, why, url, cmd))
+    return rows
+
+
+def test_at_least_33_real_commands_with_their_sources():
+    rows = _commands() + [(fw, url, cmd) for fw, _, _, _, url, cmd in _refused_commands()]
+    assert len(rows) >= 33
+    assert len({(url, cmd) for _, url, cmd in rows}) == len(rows)  # no row twice (one command may have two sources)
+    assert {fw for fw, _, _ in rows} >= {"vllm", "sglang"}
+    assert all(url.startswith(("https://", "http://")) for _, url, _ in rows)
+
+
+@pytest.mark.parametrize("fw,url,cmd", _commands())
+def test_real_commands_start_on_the_newest_executed_release(fw, url, cmd):
+    """Each real command parses with no refusal on the newest executed release's own parser (the ones
+    that use a flag it removed or renamed are in launch_commands_refused.tsv)."""
+    from dashboard import frameworks
+
+    rel = frameworks.get(fw).executed_releases[-1]
+    rep = check_flags(parse_command(cmd), rel)
+    assert rep.evidence == "executed" and not rep.refused, rep.error
+
+
+@pytest.mark.parametrize("fw,rel,err,why,url,cmd", _refused_commands())
+def test_real_commands_with_a_removed_flag_are_refused_with_the_engines_line(fw, rel, err, why, url, cmd):
+    spec = flagspec.load(fw, rel)
+    assert spec is not None and why.startswith(("removed:", "renamed:"))
+    rep = check_flags(parse_command(cmd), rel)
+    prog = spec.get("unrecognized_prog", spec["prog"]) if "unrecognized arguments" in err else spec["prog"]
+    assert rep.refused and err in rep.error and rep.error.startswith(prog + ": error: "), rep.error
+    named = set(re.findall(r"--[a-z0-9][a-z0-9\-]*", why))
+    assert named & set(flagspec.spellings(spec))  # the reason names the spelling this release takes
