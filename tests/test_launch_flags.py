@@ -252,7 +252,8 @@ def doc_commands() -> list[tuple[str, int, str, str | None]]:
 
 def test_the_docs_show_launch_commands():
     cmds = doc_commands()
-    assert len(cmds) >= 9, cmds  # the README shows 9 today
+    assert len(cmds) >= 10, cmds  # the README shows 10 today
+    assert any(frag in c for _, _, c, _ in cmds for frag in DOC_REFUSED)  # and one refused on purpose
     assert {parse_command(c).framework for _, _, c, _ in cmds} >= {"vllm", "sglang"}
 
 
@@ -318,3 +319,35 @@ def test_real_commands_with_a_removed_flag_are_refused_with_the_engines_line(fw,
     assert rep.refused and err in rep.error and rep.error.startswith(prog + ": error: "), rep.error
     named = set(re.findall(r"--[a-z0-9][a-z0-9\-]*", why))
     assert named & set(flagspec.spellings(spec))  # the reason names the spelling this release takes
+
+
+@pytest.mark.parametrize("fw,rel", ALL_SPECS)
+def test_a_flag_refusal_says_the_layout_was_not_judged(fw, rel, tmp_path):
+    """Refused by the engine's argument parser: the command never starts, so the text output says the
+    layout was not judged (and offers no layouts nearby) instead of "No valid layout found nearby."."""
+    from dashboard import frameworks
+    from dashboard.check.cli import main
+    from dashboard.check.text import render_text
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+                               "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+                               "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192,
+                               "torch_dtype": "bfloat16"}))
+    head = {"vllm": ["vllm", "serve", "m"], "sglang": ["python", "-m", "sglang.launch_server", "--model-path", "m"]}
+    argv = ["--config", str(cfg), "--version", rel, "--", *head[fw], "--tensor-paralel-size", "4"]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, stdout=out, stderr=err) == 1
+    text = out.getvalue().rstrip()
+    label = frameworks.get(fw).label
+    assert f"Layout not judged: {label} {rel} stops at argument parsing." in text
+    assert "No valid layout found nearby." not in text and "Nearest valid layouts" not in text
+    assert not text.endswith("No valid layout found nearby.")
+    # the same document without the flag refusal (a refused layout, nothing nearby) keeps the old line
+    out = io.StringIO()
+    assert main(["--json", *argv], stdout=out, stderr=err) == 1
+    doc = json.loads(out.getvalue())
+    doc["launch_flags"]["refused"] = False
+    doc["alternatives"] = []
+    other = render_text(doc)
+    assert "No valid layout found nearby." in other and "Layout not judged" not in other

@@ -65,7 +65,11 @@ def render_text(doc: dict[str, Any]) -> str:
                      f"{mem['kv_bytes_per_token_per_gpu']:,} B/token/GPU")
         lines.append(f"  KV tokens per GPU: {mem['kv_tokens_per_gpu']:,}; sequences of {mem['max_model_len']:,} tokens: "
                      f"{mem['sequences_at_max_model_len']:,}")
-    if doc["alternatives"]:
+    flags_refused = bool((doc.get("launch_flags") or {}).get("refused"))
+    if flags_refused:  # the command does not start: no layout was judged, so none is offered nearby
+        lines.append("")
+        lines.append(f"Layout not judged: {fwl}{rel} stops at argument parsing.")
+    elif doc["alternatives"]:
         lines.append("")
         lines.append("Nearest valid layouts:" if mem else
                      "Nearest valid layouts (rules only: memory not checked; add --gpu to keep only layouts that fit):")
