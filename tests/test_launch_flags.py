@@ -351,3 +351,26 @@ def test_a_flag_refusal_says_the_layout_was_not_judged(fw, rel, tmp_path):
     doc["alternatives"] = []
     other = render_text(doc)
     assert "No valid layout found nearby." in other and "Layout not judged" not in other
+
+
+@pytest.mark.parametrize("fw,rel", ALL_SPECS)
+def test_a_flag_refusal_is_the_parsers_answer_not_an_executed_layout(fw, rel):
+    """A catalog model whose cell at tp=1 is a row of the executed table: refused by the parser, the
+    answer must not claim that run (the typo'd flag was never read, so tp=1 is not the user's layout)."""
+    from dashboard.check.cli import main
+
+    head = {"vllm": ["vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct"],
+            "sglang": ["python", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-70B-Instruct"]}
+    argv = ["--version", rel, "--", *head[fw], "--tensor-paralel-size", "4"]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--json", *argv], stdout=out, stderr=err) == 1
+    doc = json.loads(out.getvalue())
+    assert doc["executed"] is False and doc["evidence"] == "parser"
+    assert "argument parser refuses the command" in doc["evidence_text"] and "not judged" in doc["evidence_text"]
+    assert "reproduced by running" not in doc["evidence_text"]
+    out = io.StringIO()
+    assert main(argv, stdout=out, stderr=err) == 1
+    text = out.getvalue()
+    first = text.splitlines()[0]
+    assert "tp=1" not in first and "does not start" in first
+    assert "reproduced by running" not in text

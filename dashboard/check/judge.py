@@ -184,6 +184,13 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     for d in issue_dicts:  # per config too: a rule the table reproduced elsewhere was only checked for this one
         if d.get("evidence") == "executed" and v.evidence != "executed":
             d["evidence"] = "checked"
+    refused_flags = bool(flags and flags["refused"])
+    evidence, evidence_text = v.evidence, v.evidence_text
+    if refused_flags:  # the answer is the parser's: no layout of this config was judged
+        evidence = "parser"
+        evidence_text = (f"{fwo.label} {v.release}'s own argument parser refuses the command "
+                         f"({flags['evidence']}: data/flags/{fwo.flag_spec_name or fwo.name}-{v.release}.json); "
+                         "the layout and the config were not judged")
     return {
         "schema_version": SCHEMA_VERSION,
         "verdict": "accepted" if accepted else "refused",
@@ -196,9 +203,10 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
         "version_requested": req.version,
         "release": v.release,
         # this config and layout were run (the release having been run is ``conformance.kind == "checked"``)
-        "executed": v.evidence == "executed",
-        "evidence": v.evidence,
-        "evidence_text": v.evidence_text,
+        # (False, with ``evidence`` "parser", when the engine's argument parser refuses the command)
+        "executed": evidence == "executed",
+        "evidence": evidence,
+        "evidence_text": evidence_text,
         "conformance": v.conformance.as_dict() if v.conformance is not None else None,
         "layout": dict(lay, gpus=gpu_count(req.framework, lay),
                        # the expert-parallel size the framework uses: vLLM's --enable-expert-parallel is TP x DP

@@ -32,7 +32,10 @@ def render_text(doc: dict[str, Any]) -> str:
     head = "ACCEPTED" if doc["verdict"] == "accepted" else "REFUSED"
     m = doc["model"]
     where = m.get("config") or m["source"]
-    lines = [f"{head}: {m['id']} on {fwl}{rel}, {' '.join(parts)} ({gpus(lay['gpus'])})",
+    flags_refused = bool((doc.get("launch_flags") or {}).get("refused"))
+    shape = (f"{' '.join(parts)} ({gpus(lay['gpus'])})" if not flags_refused else
+             "the command does not start (argument parsing; no layout judged)")
+    lines = [f"{head}: {m['id']} on {fwl}{rel}, {shape}",
              f"  config: {where}" + (f"; quantization read from {', '.join(m['sidecars'])}" if m["sidecars"] else "")]
     lines.append(f"  evidence: {doc['evidence_text']}")
     fails = doc["failures"]
@@ -65,7 +68,6 @@ def render_text(doc: dict[str, Any]) -> str:
                      f"{mem['kv_bytes_per_token_per_gpu']:,} B/token/GPU")
         lines.append(f"  KV tokens per GPU: {mem['kv_tokens_per_gpu']:,}; sequences of {mem['max_model_len']:,} tokens: "
                      f"{mem['sequences_at_max_model_len']:,}")
-    flags_refused = bool((doc.get("launch_flags") or {}).get("refused"))
     if flags_refused:  # the command does not start: no layout was judged, so none is offered nearby
         lines.append("")
         lines.append(f"Layout not judged: {fwl}{rel} stops at argument parsing.")
