@@ -23,6 +23,20 @@ from dashboard.launch import check_flags, parse_command
 DATA = Path(__file__).resolve().parent / "data" / "launch_commands.tsv"
 
 
+#: The start of a launch command per framework, before its flags (model ``m``).
+LAUNCH_HEAD = {"vllm": ["vllm", "serve", "m"], "sglang": ["python", "-m", "sglang.launch_server", "--model-path", "m"]}
+
+
+def _llama_config(tmp_path: Path) -> Path:
+    """A Llama-3.1-8B-shaped config.json in ``tmp_path`` (its path)."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+                               "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+                               "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192,
+                               "torch_dtype": "bfloat16"}))
+    return cfg
+
+
 def _engine_like() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vllm serve")
     p.add_argument("model_tag", nargs="?")
@@ -136,12 +150,8 @@ def test_a_typo_and_a_bad_choice_exit_1_with_the_engines_message(fw, rel, tmp_pa
     from dashboard.check.cli import main
 
     spec = flagspec.load(fw, rel)
-    cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
-                               "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
-                               "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192,
-                               "torch_dtype": "bfloat16"}))
-    head = {"vllm": ["vllm", "serve", "m"], "sglang": ["python", "-m", "sglang.launch_server", "--model-path", "m"]}
+    cfg = _llama_config(tmp_path)
+    head = LAUNCH_HEAD
     flag = next(f for f in spec["flags"] if "--tensor-parallel-size" in f["option_strings"])
     typo = "--tensor-paralel-size"
     chosen = next(f for f in sorted(spec["flags"], key=lambda f: f["option_strings"] != ["--kv-cache-dtype"])
@@ -329,12 +339,8 @@ def test_a_flag_refusal_says_the_layout_was_not_judged(fw, rel, tmp_path):
     from dashboard.check.cli import main
     from dashboard.check.text import render_text
 
-    cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
-                               "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
-                               "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192,
-                               "torch_dtype": "bfloat16"}))
-    head = {"vllm": ["vllm", "serve", "m"], "sglang": ["python", "-m", "sglang.launch_server", "--model-path", "m"]}
+    cfg = _llama_config(tmp_path)
+    head = LAUNCH_HEAD
     argv = ["--config", str(cfg), "--version", rel, "--", *head[fw], "--tensor-paralel-size", "4"]
     out, err = io.StringIO(), io.StringIO()
     assert main(argv, stdout=out, stderr=err) == 1
