@@ -49,14 +49,13 @@ def flag_check(req: Request, release: str | None) -> dict[str, Any] | None:
             note += "; not modelled: " + " ".join(unmodeled)
     else:
         note = f"accepted by {who}, not modelled: " + " ".join(unmodeled) if unmodeled and not rep.refused else ""
-    condition = ""
+    condition, src = "", f"data/flags/{fwo.flag_spec_name or fwo.name}-{release}.json"
     if rep.refused:
-        src = f"data/flags/{fwo.flag_spec_name or fwo.name}-{release}.json"
         condition = (f"the engine's own argparse message: {who}'s argument parser ({rep.evidence}: {src}) "
                      "refuses the command before any model is loaded")
         if rep.history:
             condition += "; " + "; ".join(printable(h, 200) for h in rep.history)
-    return {"release": release, "evidence": rep.evidence, "refused": rep.refused,
+    return {"release": release, "evidence": rep.evidence, "refused": rep.refused, "spec_file": src,
             "error": printable(rep.error, 1000), "did_you_mean": [printable(d, 80) for d in rep.suggestions],
             "history": [printable(h, 200) for h in rep.history], "condition": condition,
             "accepted_not_modelled": unmodeled if not rep.refused and rep.evidence != "not checked" else [],
@@ -189,7 +188,7 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     if refused_flags:  # the answer is the parser's: no layout of this config was judged
         evidence = "parser"
         evidence_text = (f"{fwo.label} {v.release}'s own argument parser refuses the command "
-                         f"({flags['evidence']}: data/flags/{fwo.flag_spec_name or fwo.name}-{v.release}.json); "
+                         f"({flags['evidence']}: {flags['spec_file']}); "
                          "the layout and the config were not judged")
     return {
         "schema_version": SCHEMA_VERSION,
