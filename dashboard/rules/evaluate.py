@@ -6,6 +6,7 @@ Shared by :func:`dashboard.rules.grid`, :func:`dashboard.rules.layout_grid` and
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -125,18 +126,51 @@ def status_codes(any_error: np.ndarray, ev: _Eval) -> np.ndarray:
 STATUS_CATS = list(schema.CELL_STATUSES)
 
 
+#: One record's frame and its per-model memo, kept for the last few records checked: a ``check`` or a
+#: plan asks the rules about the same record at many layouts (the verdict, then each suggestion), and
+#: the per-model derived columns (the pandas work, ~80 columns) need computing once, not per layout.
+_RECORD_FRAMES: "OrderedDict[str, tuple[pd.DataFrame, dict]]" = OrderedDict()
+_RECORD_FRAMES_MAX = 16
+_SMALL_FRAME = 4  # frames up to this many rows are memoized by content; a catalog is not
+
+
+def _record_frame(records: pd.DataFrame | Mapping | pd.Series) -> tuple[pd.DataFrame, dict]:
+    """The frame of a record (or of a small frame) and the memo shared by every Ctx over it. Keyed by the
+    contents (``repr`` of the items, with the dtypes for a frame), so a changed record is a new entry,
+    never a stale one."""
+    if isinstance(records, pd.DataFrame):
+        key = repr((list(records.columns), [str(t) for t in records.dtypes], records.to_numpy(object).tolist()))
+    else:
+        items = records.to_dict() if isinstance(records, pd.Series) else dict(records)
+        key = repr(sorted(items.items(), key=lambda kv: str(kv[0])))
+    hit = _RECORD_FRAMES.get(key)
+    if hit is None:
+        if isinstance(records, pd.DataFrame):
+            df = records.reset_index(drop=True)
+        elif isinstance(records, pd.Series):
+            df = records.to_frame().T.reset_index(drop=True)
+        else:
+            df = pd.DataFrame([items])
+        hit = (df, {})
+        _RECORD_FRAMES[key] = hit
+        while len(_RECORD_FRAMES) > _RECORD_FRAMES_MAX:
+            _RECORD_FRAMES.popitem(last=False)
+    else:
+        _RECORD_FRAMES.move_to_end(key)
+    return hit
+
+
 def to_ctx(records: pd.DataFrame | Mapping | pd.Series, tp_sizes, **kw) -> Ctx:
     """A :class:`Ctx` over one record (mapping / Series) or a frame, at ``tp_sizes`` (``kw``: the other
-    parallel settings). TypeError for another type; ValueError for a size out of range."""
-    if isinstance(records, pd.DataFrame):
-        df = records.reset_index(drop=True)
-    elif isinstance(records, pd.Series):
-        df = records.to_frame().T.reset_index(drop=True)
-    elif isinstance(records, Mapping):
-        df = pd.DataFrame([dict(records)])
-    else:
+    parallel settings). TypeError for another type; ValueError for a size out of range. Ctxs over the same
+    record or small frame (equal contents; up to :data:`_SMALL_FRAME` rows) share its frame and per-model
+    memo (:func:`_record_frame`)."""
+    if not isinstance(records, (pd.DataFrame, pd.Series, Mapping)):
         raise TypeError(f"record must be a mapping, Series or DataFrame, got {type(records).__name__}")
-    return Ctx(df, sharding.parallel_sizes(tp_sizes, "TP size"), **kw)
+    if isinstance(records, pd.DataFrame) and len(records) > _SMALL_FRAME:
+        return Ctx(records.reset_index(drop=True), sharding.parallel_sizes(tp_sizes, "TP size"), **kw)
+    df, memo = _record_frame(records)
+    return Ctx(df, sharding.parallel_sizes(tp_sizes, "TP size"), model_memo=memo, **kw)
 
 
 #: The evaluation result's type (public name of :class:`_Eval`).

@@ -512,3 +512,19 @@ def test_sglang_attention_tp_kv_message_sits_on_interns2_mobius_only() -> None:
     llama = dict(base, model_type="llama", architectures="LlamaForCausalLM")
     g = rules.grid(pd.DataFrame([llama]), tp_sizes=[6], frameworks=["sglang"], version="0.5.23").iloc[0]
     assert not g["valid"] and g["message"] != "attention TP must be divisible by num_key_value_heads"
+
+
+def test_record_memo_never_answers_for_a_changed_record():
+    """to_ctx shares one record's per-model memo across layouts (the verdict and its suggestions); the
+    memo is keyed by the record's contents, so the same dict or one-row frame changed in place is judged
+    afresh, never from the memo of what it held before."""
+    r = dict(rec(40, 8))
+    assert check(r, "vllm", 4).status == "valid"
+    r["num_key_value_heads"] = 10
+    assert [f.message for f in kinds(check(r, "vllm", 4), "kv_heads")] == ["10 is not divisible by 4"]
+    frame = pd.DataFrame([rec(40, 10)])
+    assert check(frame.iloc[0], "vllm", 4).status == "invalid"
+    frame.loc[0, "num_key_value_heads"] = 8
+    assert check(frame.iloc[0], "vllm", 4).status == "valid"
+    frame.loc[0, "num_key_value_heads"] = 10
+    assert check(frame.iloc[0], "vllm", 4).status == "invalid"
