@@ -32,7 +32,7 @@ GPUS_CSV = Path(__file__).resolve().parents[1] / "data" / "gpus.csv"
 @lru_cache(maxsize=1)
 def _gpus_cached(path: str) -> pd.DataFrame:
     strings = ("gpu", "name", "vendor", "memory_figure", "source_url", "memory_source", "compute_capability",
-               "form_factor", "platform_source")
+               "platform", "form_factor", "platform_source")
     df = pd.read_csv(path, dtype={c: "string" for c in strings})
     df["memory_bytes"] = df["memory_bytes"].astype("int64")
     if "gpus_per_node" in df.columns:
@@ -54,7 +54,8 @@ def load_gpus(path: str | Path | None = None) -> pd.DataFrame:
     are known), ``source_url`` (public page showing the figure), ``memory_source`` (the figure in words),
     ``mem_get_info_gib`` (float, GiB: ``cudaMemGetInfo`` total where a public log shows it, else NaN),
     ``compute_capability`` (string: NVIDIA CUDA compute capability ``"major.minor"`` such as ``"9.0"``, or
-    the AMD LLVM target such as ``"gfx942"``), ``gpus_per_node`` (Int64: GPUs in one node of the usual
+    the AMD LLVM target such as ``"gfx942"``), ``platform`` (the platform id the conformance tables are keyed
+    by, :data:`PLATFORMS`: ``cuda-sm80`` for capability 8.0 and 8.6, ``rocm-gfx942``, ...), ``gpus_per_node`` (Int64: GPUs in one node of the usual
     platform -- 8 on an HGX board, 72 in an NVL72 rack, 4 or 8 in a PCIe server), ``form_factor`` (that
     platform in words), ``platform_source`` (where the capability and GPU count come from).
     Returns a copy (the cached table stays read-only). A card not in the table is given by its memory:
@@ -117,7 +118,7 @@ def gpu_row(gpu: Any) -> dict:
         return {"gpu": gid, "name": f"Other GPU ({gib:g} GiB)", "vendor": "", "memory_bytes": mib * MiB,
                 "memory_mib": mib, "memory_gib": mib / 1024, "memory_figure": "user", "source_url": "",
                 "memory_source": "given by the user", "mem_get_info_gib": float("nan"), "compute_capability": "",
-                "gpus_per_node": None, "form_factor": "", "platform_source": ""}
+                "platform": "", "gpus_per_node": None, "form_factor": "", "platform_source": ""}
     rows = _gpu_rows(str(GPUS_CSV))
     hit = rows.get(str(gpu).strip().lower())
     if hit is None:
@@ -170,6 +171,65 @@ def gpu_memory(gpu: Any) -> tuple[str, int]:
     row = gpu_row(gpu)
     return str(row["gpu"]), int(row["memory_bytes"])
 
+
+
+# --------------------------------------------------------------------------------------------
+# Platforms: the GPU families the conformance harness stands in for
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Platform:
+    """One GPU family as the serving engines tell them apart (kernel and attention-backend selection read
+    the compute capability or the AMD LLVM target, nothing finer). ``stand_in`` is the card of
+    ``data/gpus.csv`` whose device answers (name, capability, memory) the conformance harness gives for
+    the whole family; ``capability`` is what ``get_device_capability()`` returns there (an AMD target's
+    too: ROCm's torch reports gfx942 as 9.4 and gfx950 as 9.5), ``arch`` the AMD ``gcnArchName``."""
+
+    id: str
+    label: str
+    vendor: str
+    capability: tuple[int, int]
+    stand_in: str
+    arch: str = ""
+
+    @property
+    def is_rocm(self) -> bool:
+        return self.vendor == "amd"
+
+
+#: Every platform id of ``data/gpus.csv``'s ``platform`` column, in capability order. The first eight are
+#: the ones issue 23 executes; ``rocm-gfx90a`` (MI250X) is known but never run (its answers are read
+#: from source). Capabilities: NVIDIA's CUDA GPUs table (https://developer.nvidia.com/cuda-gpus); AMD
+#: ``torch.cuda.get_device_capability()`` on ROCm (gfx90a 9.0, gfx942 9.4, gfx950 9.5).
+PLATFORMS: dict[str, Platform] = {p.id: p for p in (
+    Platform("cuda-sm75", "Turing (SM 7.5: T4)", "nvidia", (7, 5), "T4-16GB"),
+    Platform("cuda-sm80", "Ampere (SM 8.0/8.6: A100, A10, A6000, RTX 3090)", "nvidia", (8, 0), "A100-80GB"),
+    Platform("cuda-sm89", "Ada (SM 8.9: L4, L40S, RTX 4090)", "nvidia", (8, 9), "L40S-48GB"),
+    Platform("cuda-sm90", "Hopper (SM 9.0: H100, H200, H20, GH200)", "nvidia", (9, 0), "H100-80GB"),
+    Platform("cuda-sm100", "Blackwell (SM 10.0/10.3: B200, GB200, B300)", "nvidia", (10, 0), "B200-180GB"),
+    Platform("cuda-sm120", "Blackwell RTX (SM 12.0: RTX 5090, RTX PRO 6000)", "nvidia", (12, 0), "RTX-5090-32GB"),
+    Platform("rocm-gfx942", "CDNA 3 (gfx942: MI300X, MI325X)", "amd", (9, 4), "MI300X-192GB", "gfx942"),
+    Platform("rocm-gfx950", "CDNA 4 (gfx950: MI355X)", "amd", (9, 5), "MI355X-288GB", "gfx950"),
+    Platform("rocm-gfx90a", "CDNA 2 (gfx90a: MI250X)", "amd", (9, 0), "MI250X-64GB", "gfx90a"),
+)}
+
+#: The platform the first conformance tables were built on, and the heatmap's default GPU's.
+DEFAULT_PLATFORM = "cuda-sm90"
+
+
+def platform_of(gpu: Any) -> str | None:
+    """The platform id of a GPU id (``"A10-24GB"`` -> ``"cuda-sm80"``), a table row, or ``None`` for a card
+    given by its memory (``"other:24"``: its family is unknown). Raises ``ValueError`` as :func:`gpu_row`."""
+    row = dict(gpu) if isinstance(gpu, (Mapping, pd.Series)) else gpu_row(gpu)
+    p = row.get("platform")
+    return None if p is None or (isinstance(p, float) and math.isnan(p)) or not str(p) or pd.isna(p) else str(p)
+
+
+def platform(pid: str) -> Platform:
+    """The :class:`Platform` of an id; ``ValueError`` naming the known ids otherwise."""
+    try:
+        return PLATFORMS[pid]
+    except KeyError:
+        raise ValueError(f"unknown platform {str(pid)[:40]!r}; known: {', '.join(PLATFORMS)}") from None
 
 
 # --------------------------------------------------------------------------------------------

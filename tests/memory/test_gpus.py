@@ -271,3 +271,24 @@ def test_gpu_picker_round_trip():
     assert s.gpu == "L4-24GB" and not gib.visible
     s.gpu = "other:12"  # a link sets it: the widgets follow
     assert sel.value == OTHER_GPU_LABEL and gib.value == 12 and gib.visible
+
+
+def test_every_card_names_its_platform_from_its_capability():
+    """data/gpus.csv's platform column is the family of the card's capability: one id per CUDA
+    capability family (8.6 runs Ampere's kernels: cuda-sm80; 10.3 Blackwell's: cuda-sm100) and the AMD
+    target itself; every platform's stand-in card belongs to it; a card given by its memory has none."""
+    from dashboard.gpus import PLATFORMS, load_gpus, platform_of
+
+    family = {"7.5": "cuda-sm75", "8.0": "cuda-sm80", "8.6": "cuda-sm80", "8.9": "cuda-sm89", "9.0": "cuda-sm90",
+              "10.0": "cuda-sm100", "10.3": "cuda-sm100", "12.0": "cuda-sm120"}
+    df = load_gpus()
+    for _, row in df.iterrows():
+        cc = row["compute_capability"]
+        want = f"rocm-{cc}" if cc.startswith("gfx") else family[cc]
+        assert row["platform"] == want, (row["gpu"], row["platform"], want)
+        assert platform_of(row["gpu"]) == want
+    assert set(df["platform"]) == set(PLATFORMS)
+    for p in PLATFORMS.values():
+        assert platform_of(p.stand_in) == p.id
+        assert p.is_rocm == p.id.startswith("rocm-")
+    assert platform_of("other:24") is None
