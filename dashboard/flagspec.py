@@ -10,6 +10,11 @@ those files, no network, no Panel):
 * :func:`check` runs it over a launch command's arguments and returns a :class:`FlagReport`: the
   engine's own error line when it refuses (plus "did you mean" over the spec's spellings, and the
   releases that had a flag this one lacks), else the accepted flags;
+* a spec with ``"parser_class": "click"`` (TensorRT-LLM's ``trtllm-serve``, read from source) is parsed by
+  :func:`click_parse`, a port of click's option parser and parameter processing (click 8.3: ``parser.py``
+  ``_OptionParser``, ``core.py`` ``Command.parse_args``, ``types.py`` number and choice conversion,
+  ``exceptions.py`` messages) giving click's own ``Error: ...`` line; the spec's probes (click run on a
+  command rebuilt from the spec) are the test;
 * :func:`takes_value` tells the launch-command reader which flags take no value (``--trust-remote-code``),
   so the token after them is not read as their value.
 """
@@ -211,18 +216,142 @@ def _prepare(spec: dict[str, Any], args: Sequence[str]) -> list[str]:
     return out
 
 
+def _click_repr(v: str) -> str:
+    return repr(v)
+
+
+def _click_hint(f: dict[str, Any]) -> str:
+    return " / ".join(f"'{o}'" for o in f["option_strings"])
+
+
+def _click_convert(f: dict[str, Any], value: str) -> str | None:
+    """click's message for a value the parameter's type refuses (None when it converts)."""
+    typ = f.get("type")
+    if f.get("choices") is not None:
+        value = (f.get("aliases") or {}).get(value, value)  # TensorRT-LLM's ChoiceWithAlias
+        ch = [str(c) for c in f["choices"]]
+        if value in ch:
+            return None
+        s = ", ".join(map(repr, ch))
+        return f"{_click_repr(value)} is not {s}." if len(ch) == 1 else f"{_click_repr(value)} is not one of {s}."
+    if typ in ("int", "float"):
+        try:
+            int(value) if typ == "int" else float(value)
+            return None
+        except ValueError:
+            return f"{_click_repr(value)} is not a valid {'integer' if typ == 'int' else 'float'}."
+    return None
+
+
+def click_parse(spec: dict[str, Any], args: Sequence[str], *, subcommand_written: bool = False) -> None:
+    """Parse ``args`` (after ``trtllm-serve`` [``serve``]) as click does for the spec's command; raises
+    :class:`EngineParseError` whose text is click's ``Error: ...`` line (``--help`` is not a refusal).
+
+    The group (``DefaultGroup``: the default command runs when the first argument is not a subcommand)
+    parses options before the subcommand name with only ``--help``: ``trtllm-serve --tp_size 8 MODEL`` is
+    refused by the group. Then, as click's ``_OptionParser``: ``--`` ends options; a token starting with
+    ``-`` (longer than 1) is an option: ``--name=value`` splits at ``=``; a long name matches exactly (no
+    abbreviations) or is "No such option" with ``difflib.get_close_matches`` over the long options; a
+    single-dash token falls back to short options character by character; a value-taking option takes the
+    next token whatever it is; a flag given ``=value`` is refused. Then each parameter, in the order given
+    (the argument last), is converted (integer, float, choice); then a missing MODEL, then extra arguments."""
+    group = spec.get("group") or {}
+    if not subcommand_written and group:
+        toks = list(args)
+        if toks and toks[0].startswith("-") and len(toks[0]) > 1 and toks[0] != "--":
+            name = toks[0].split("=", 1)[0]
+            if name in group.get("options", ["--help"]):
+                raise EngineParseError("")
+            if name[:2] == "--":
+                near = difflib.get_close_matches(name, group.get("options", ["--help"]))
+                raise EngineParseError("Error: " + _no_such(name, near))
+            raise EngineParseError("Error: " + _no_such("-" + name[1:2], []))
+    longs = {o: f for f in spec["flags"] for o in f["option_strings"] if o.startswith("--")}
+    shorts = {o: f for f in spec["flags"] for o in f["option_strings"] if not o.startswith("--")}
+    values: dict[str, list[str]] = {}
+    order: list[str] = []
+    largs: list[str] = []
+    rargs = list(args)
+    helped = False
+    while rargs:
+        arg = rargs.pop(0)
+        if arg == "--":
+            break
+        if arg[:1] == "-" and len(arg) > 1:
+            opt, eq, explicit = arg.partition("=")
+            f = longs.get(opt)
+            if f is None:
+                if arg[:2] != "--":  # short options, character by character
+                    for ch in arg[1:]:
+                        sf = shorts.get("-" + ch)
+                        if sf is None:
+                            raise EngineParseError("Error: " + _no_such("-" + ch, []))
+                    continue
+                raise EngineParseError("Error: " + _no_such(opt, difflib.get_close_matches(opt, list(longs))))
+            if f["action"] == "help":
+                helped = True
+                continue
+            if f["takes_value"]:
+                if eq:
+                    rargs.insert(0, explicit)
+                if not rargs:
+                    raise EngineParseError(f"Error: Option {opt!r} requires an argument.")
+                values.setdefault(f["dest"], []).append(rargs.pop(0))
+            elif eq:
+                raise EngineParseError(f"Error: Option {opt!r} does not take a value.")
+            else:
+                values.setdefault(f["dest"], []).append("")
+            if f["dest"] not in order:
+                order.append(f["dest"])
+            continue
+        largs.append(arg)
+    largs += rargs
+    if helped:
+        raise EngineParseError("")  # --help prints and exits 0 (eager)
+    by_dest = {f["dest"]: f for f in spec["flags"]}
+    for dest in order:  # invocation order; the last value of a single-value option is the one kept
+        f = by_dest[dest]
+        vals = values[dest] if f["action"] == "append" else values[dest][-1:]
+        for v in vals:
+            if f["takes_value"]:
+                msg = _click_convert(f, v)
+                if msg:
+                    raise EngineParseError(f"Error: Invalid value for {_click_hint(f)}: {msg}")
+    pos = [p for p in spec.get("positionals", [])]
+    for p in pos:
+        if largs:
+            largs.pop(0)
+        elif p.get("required", True):
+            raise EngineParseError(f"Error: Missing argument '{p.get('metavar') or p['dest'].upper()}'.")
+    if largs:
+        word = "argument" if len(largs) == 1 else "arguments"
+        raise EngineParseError(f"Error: Got unexpected extra {word} ({' '.join(largs)})")
+
+
+def _no_such(name: str, possibilities: list[str]) -> str:
+    """click 8.3 ``NoSuchOption.format_message``."""
+    msg = f"No such option: {name}"
+    if not possibilities:
+        return msg
+    s = ", ".join(sorted(possibilities))
+    return f"{msg} Did you mean {s}?" if len(possibilities) == 1 else f"{msg} (Possible options: {s})"
+
+
 def check(framework: str, release: str | None, args: Sequence[str], *, launcher: str | None = None,
-          label: str | None = None) -> FlagReport:
-    """Parse ``args`` (the arguments after the launcher) with ``framework`` ``release``'s rebuilt parser."""
+          label: str | None = None, subcommand_written: bool = False) -> FlagReport:
+    """Parse ``args`` (the arguments after the launcher) with ``framework`` ``release``'s rebuilt parser
+    (``subcommand_written``: ``trtllm-serve serve ...`` rather than ``trtllm-serve MODEL ...``, click specs)."""
     have = releases(framework)
     spec = load(framework, release)
     rep = FlagReport(framework, release, "not checked" if spec is None else str(spec.get("evidence", "source")),
                      spec_releases=have)
     if spec is None:
         return rep
-    parser = build_parser(spec, launcher)
     try:
-        parser.parse_args(_prepare(spec, args))
+        if spec.get("parser_class") == "click":
+            click_parse(spec, args, subcommand_written=subcommand_written)
+        else:
+            build_parser(spec, launcher).parse_args(_prepare(spec, args))
     except EngineParseError as e:
         rep.error = str(e)
         top = spec.get("unrecognized_prog")  # a subcommand's extras are reported by the top parser

@@ -528,8 +528,11 @@ def check_flags(launch: Launch, release: str | None) -> "flagspec.FlagReport":
     the engine's own error line when it refuses them; evidence ``"not checked"`` when ``release`` has no
     spec."""
     fwo = frameworks.get(launch.framework)
+    # trtllm-serve serve MODEL vs trtllm-serve MODEL: click's group parses options before a subcommand
+    sub = launch.start >= 2 and launch.tokens[launch.start - 1] == "serve" and \
+        PurePath(launch.tokens[launch.start - 2]).name == launch.launcher
     return flagspec.check(fwo.flag_spec_name or fwo.name, release, launch.tokens[launch.start:],
-                          launcher=launch.launcher, label=fwo.label)
+                          launcher=launch.launcher, label=fwo.label, subcommand_written=sub)
 
 
 def with_layout(launch: Launch, **kw: Any) -> Launch:

@@ -31,6 +31,14 @@ def context_issue(rec: dict[str, Any], req: Request) -> Issue | None:
                  f"({context.limit(req.framework, rec)} tokens; {context.__name__} port of {rel})")
 
 
+def _message_origin(spec: dict[str, Any] | None) -> str:
+    """Whose words a refusal from a spec read from source is in (the parser library's, as ported)."""
+    lib = (spec or {}).get("parser_class") or "argparse"
+    ver = ((spec or {}).get("click") or {}).get("version") if lib == "click" else None
+    return (f"{lib} {ver}'s own text for this command (its parser ported in dashboard/flagspec.py, checked "
+            f"against {lib} run on the command rebuilt from the spec)" if ver else f"{lib}'s text (ported)")
+
+
 def flag_check(req: Request, release: str | None) -> dict[str, Any] | None:
     """The launch command's flags as ``release``'s own parser reads them (its rebuilt spec,
     :func:`dashboard.launch.check_flags`): the engine's error line, "did you mean", the flags accepted but
@@ -38,6 +46,9 @@ def flag_check(req: Request, release: str | None) -> dict[str, Any] | None:
     if req.launch is None:
         return None
     fwo = frameworks.get(req.framework)
+    if release is None and fwo.flag_spec_releases():
+        # a framework whose rules name no release (read from source: TensorRT-LLM): its newest spec
+        release = fwo.flag_spec_releases()[-1]
     rep = check_flags(req.launch, release)
     unmodeled = sorted(set(printable(u, 60) for u in req.launch.unmodeled))
     who = f"{fwo.label} {release}" if release else fwo.label
@@ -48,11 +59,17 @@ def flag_check(req: Request, release: str | None) -> dict[str, Any] | None:
         if unmodeled:
             note += "; not modelled: " + " ".join(unmodeled)
     else:
-        note = f"accepted by {who}, not modelled: " + " ".join(unmodeled) if unmodeled and not rep.refused else ""
+        how = "" if rep.evidence == "executed" else " (its parser read from source, not executed)"
+        note = f"accepted by {who}{how}, not modelled: " + " ".join(unmodeled) if unmodeled and not rep.refused else ""
     condition, src = "", f"data/flags/{fwo.flag_spec_name or fwo.name}-{release}.json"
     if rep.refused:
-        condition = (f"the engine's own argparse message: {who}'s argument parser ({rep.evidence}: {src}) "
-                     "refuses the command before any model is loaded")
+        if rep.evidence == "executed":
+            condition = (f"the engine's own argparse message: {who}'s argument parser ({rep.evidence}: {src}) "
+                         "refuses the command before any model is loaded")
+        else:
+            condition = (f"{who}'s command-line parser, read from source, not executed ({src}), refuses the "
+                         "command before any model is loaded; the message is "
+                         + _message_origin(fwo.flag_spec(release)))
         if rep.history:
             condition += "; " + "; ".join(printable(h, 200) for h in rep.history)
     return {"release": release, "evidence": rep.evidence, "refused": rep.refused, "spec_file": src,
@@ -187,8 +204,9 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     evidence, evidence_text = v.evidence, v.evidence_text
     if refused_flags:  # the answer is the parser's: no layout of this config was judged
         evidence = "parser"
-        evidence_text = (f"{fwo.label} {v.release}'s own argument parser refuses the command "
-                         f"({flags['evidence']}: {flags['spec_file']}); "
+        how = "executed" if flags["evidence"] == "executed" else "read from source, not executed"
+        evidence_text = (f"{fwo.label} {flags['release']}'s own argument parser refuses the command "
+                         f"({how}: {flags['spec_file']}); "
                          "the layout and the config were not judged")
     return {
         "schema_version": SCHEMA_VERSION,

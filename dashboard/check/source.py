@@ -6,6 +6,7 @@ catalog lacks, or for every id with ``refresh=True`` (``--refresh``)."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from collections.abc import Mapping
@@ -37,8 +38,37 @@ class Source:
             day = (self.date or "")[:10] or "an unrecorded date"
             sha = f"sha {self.sha[:12]}" if self.sha else "sha not recorded"
             return f"shipped catalog, snapshot of {day} ({sha}); --refresh fetches the Hub's current config"
-        out = self.kind + (f" @ {self.sha[:12]}" if self.sha else "") + (" (offline cache)" if self.offline else "")
+        out = self.kind
+        if self.kind in ("file", "folder") and self.where:
+            out += " " + quote_path(self.where)
+        out += (f" @ {self.sha[:12]}" if self.sha else "") + (" (offline cache)" if self.offline else "")
         return out
+
+
+_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def quote_path(path: str) -> str:
+    """A path as a shell would take it back: bare when it has only safe characters, else single-quoted
+    (:func:`shlex.quote`); a path with control characters (a newline, an ANSI escape) is written as a
+    bash ``$'...'`` string with each one escaped (``\\n``, ``\\x1b``), so nothing reaches the terminal raw."""
+    import shlex
+
+    if not _CTRL.search(path):
+        return shlex.quote(path)
+    out = []
+    for ch in path:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif _CTRL.match(ch):
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return "$'" + "".join(out) + "'"
 
 
 def _read_capped(path: Path, what: str) -> bytes:
