@@ -384,3 +384,40 @@ def dtype_refusal(gpu: GPU, weight_kind: str, kv_dtype: str) -> str:
     say), for a framework that loads what it is given (no dtype fallback of its own)."""
     hit = first_unsupported(gpu, dtype_needs(weight_kind, kv_dtype))
     return "" if hit is None else dtype_refusal_message(gpu, *hit)
+
+
+def cuda_capability(gpu: GPU) -> float | None:
+    """The CUDA compute capability of an NVIDIA GPU as a number (``8.6``), None for AMD targets and
+    unknown capabilities (a card given by its memory)."""
+    cc = (gpu.compute_capability or "").strip()
+    if not cc or cc.lower().startswith("gfx"):
+        return None
+    try:
+        return float(cc)
+    except ValueError:
+        return None
+
+
+def amd_target(gpu: GPU) -> str:
+    """The AMD LLVM target of an AMD GPU (``"gfx942"``), '' otherwise."""
+    cc = (gpu.compute_capability or "").strip().lower()
+    return cc if cc.startswith("gfx") else ""
+
+
+def platform_refusal(gpu: GPU, *, label: str, cuda_min: float | None, rocm_targets: frozenset[str] | None,
+                     source: str) -> str:
+    """The refusal of a framework named ``label`` on ``gpu`` from its supported-hardware facts ('' when it
+    runs there or the GPU's family is unknown): ``cuda_min`` the lowest CUDA compute capability it runs on
+    (None: any), ``rocm_targets`` the AMD LLVM targets it builds for (None: any; empty: NVIDIA only). The
+    message is ours and names ``source``."""
+    tgt, cc = amd_target(gpu), cuda_capability(gpu)
+    if tgt and rocm_targets is not None and tgt not in rocm_targets:
+        if not rocm_targets:
+            return (f"{label} runs on NVIDIA GPUs only (CUDA); {gpu.name} is an AMD GPU (LLVM target {tgt}), "
+                    f"so {label} does not run on it (message ours; {source}).")
+        return (f"{label} is built for AMD targets {', '.join(sorted(rocm_targets))}, not {tgt} ({gpu.name}) "
+                f"(message ours; {source}).")
+    if cc is not None and cuda_min is not None and cc < cuda_min:
+        return (f"{label} needs compute capability {cuda_min:.1f} or newer; {gpu.name} has {cc:.1f} "
+                f"(message ours; {source}).")
+    return ""

@@ -39,6 +39,24 @@ def _message_origin(spec: dict[str, Any] | None) -> str:
             f"against {lib} run on the command rebuilt from the spec)" if ver else f"{lib}'s text (ported)")
 
 
+def platform_issue(req: Request) -> Issue | None:
+    """The refusal of a framework on a GPU family it does not run on (``Framework.platform_refusal``: TensorRT-LLM
+    on AMD, an engine below its minimum compute capability); None when it runs there or the GPU is given by its
+    memory only (``other:<GiB>``). The message is ours."""
+    from dashboard import gpus
+
+    try:
+        gpu = gpus.gpu_info(req.gpu)
+    except ValueError as e:
+        raise CheckInputError(printable(e, 300)) from None
+    fwo = frameworks.get(req.framework)
+    msg = fwo.platform_refusal(gpu)
+    if not msg:
+        return None
+    return Issue(f"platform.{req.framework}", msg, "", "", fwo.platform_source_url, "source", True, "platform",
+                 f"{gpu.gpu} ({gpu.compute_capability or 'unknown'}) is not a GPU family {fwo.label} runs on")
+
+
 def flag_check(req: Request, release: str | None) -> dict[str, Any] | None:
     """The launch command's flags as ``release``'s own parser reads them (its rebuilt spec,
     :func:`dashboard.launch.check_flags`): the engine's error line, "did you mean", the flags accepted but
@@ -138,6 +156,9 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     # a command the engine's parser refuses never reaches its KV-cache dtype check
     kv = kv_dtype(None if flags and flags["refused"] else req.kv_cache_dtype, rec)
     mem = None
+    plat = platform_issue(req) if req.gpu else None
+    if plat is not None:  # the engine does not run on this GPU family: nothing else about the GPU matters
+        issues.insert(0, plat)
     if req.gpu:
         try:
             cap = capacity(typed, req, req.layout(), kv)
@@ -168,7 +189,7 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     # the model as the written commands name it (a pasted command keeps its own)
     cmd_model, model_note = command_model(src.model_id, kind=src.kind, where=src.where)
     alts: list[dict[str, Any]] = []
-    if not accepted and not (flags and flags["refused"]):
+    if not accepted and not (flags and flags["refused"]) and plat is None:  # no layout runs on a refused GPU
         # a context refusal: every layout meets it, so the nearest layouts are planned at the model's length
         lim = context.limit(req.framework, rec) if ctx_issue is not None else None
         areq = replace(req, max_model_len=lim) if lim else req

@@ -403,6 +403,19 @@ class Framework:
 
         return gpus.dtype_refusal(gpu, weight_kind, kv_dtype)
 
+    # -- GPU families ----------------------------------------------------------------------------------
+    #: Where the framework's supported-hardware facts come from (pinned docs page or source URL); '' when
+    #: the framework states none (then nothing is refused).
+    platform_source_url: ClassVar[str] = ""
+
+    def platform_refusal(self, gpu: Any) -> str:
+        """Why the framework does not run at all on ``gpu`` (a :class:`dashboard.gpus.GPU`): its vendor /
+        AMD LLVM target is not one the framework builds for, or its CUDA compute capability is below the
+        framework's minimum. '' when it runs there, and always '' for a card given by its memory only
+        (``"other:<GiB>"``: vendor and capability unknown) or a framework without known facts. Default: ''
+        (transformers, Megatron-Core: they run wherever PyTorch runs)."""
+        return ""
+
     # -- parallel layouts ------------------------------------------------------------------------------
     #: Attention-DP groups live inside the TP group, so they add no GPUs (SGLang DP-attention,
     #: TensorRT-LLM attention-DP); False: ``dp`` counts replicas.

@@ -60,7 +60,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("sequences_total", "sequences_per_replica x dp: concurrent context_len sequences on all N GPUs"),
     ("limited_by", "'kv' or 'scheduler': which of the two sets sequences_per_replica"),
     ("starts", "the framework would start this layout (rules, node, dtype and memory checks pass)"),
-    ("refusal_kind", "'' or why it would not start: context | rule | cross_node_tp | dtype | memory"),
+    ("refusal_kind", "'' or why it would not start: platform (the framework does not run on this GPU family: "
+                     "Framework.platform_refusal) | context | rule | cross_node_tp | dtype | memory"),
     ("refusal", "the message the user would see ('' when it starts)"),
     ("fits", "starts and holds >= min_sequences (>= 1 when not given) sequences"),
     ("why_not", "'' when it fits, else the refusal or the shortfall"),

@@ -170,7 +170,8 @@ def plan_to_dict(plan_df: pd.DataFrame) -> dict[str, Any]:
 
     Keys: ``schema_version`` (:data:`SCHEMA_VERSION`), ``model_id``, ``gpus``, ``gpu``, ``gpus_per_node``,
     ``context_len``, ``kv_dtype``, ``weight_dtype``, ``min_sequences``, ``cross_node_tp``, ``releases``
-    (framework -> release), ``dtype_check`` ('' or the note that the GPU's compute capability is unknown
+    (framework -> release), ``platform_refusals`` (framework -> why it does not run on this GPU family,
+    only the frameworks refused there), ``dtype_check`` ('' or the note that the GPU's compute capability is unknown
     and no dtype was checked), ``node_note`` ('' or the sentence saying the last node is partial), ``command_model`` (the model the commands
     name: the Hub id, or ``<MODEL-PATH>`` when none is known) and ``model_note`` ('' or why), ``best`` (framework -> the label of that framework's layout with the most KV
     capacity by :func:`best`, or null), ``ranking`` (the rule, :data:`RANKING_NOTE`), ``fraction_notes``
@@ -201,6 +202,7 @@ def plan_to_dict(plan_df: pd.DataFrame) -> dict[str, Any]:
         "kv_dtype": a.get("kv_dtype"), "weight_dtype": a.get("weight_dtype"),
         "min_sequences": a.get("min_sequences"), "cross_node_tp": a.get("cross_node_tp"),
         "releases": dict(a.get("releases", {})), "dtype_check": a.get("dtype_check", ""),
+        "platform_refusals": dict(a.get("platform_refusals", {})),
         "node_note": a.get("node_note", ""), "command_model": a.get("command_model"),
         "model_note": a.get("model_note", ""),
         "best": {fw: (b.loc[b["framework"] == fw, "layout"].iloc[0] if (b["framework"] == fw).any() else None)

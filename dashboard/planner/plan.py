@@ -213,6 +213,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
 
     # why a layout would not start, in the order the user meets it
     M = float(gpu.memory_bytes)
+    plat_msg = {fw: fw_registry.get(fw).platform_refusal(gpu) for fw in fws}
     dtype_msg = {fw: dtype_refusal(gpu, wk, kv_dtype, fw, explicit=weight_dtype is not None) for fw in fws}
     cross, uneven = cross_node(tp, pp, n, gpn, fw_arr)
     rec0 = {c: df[c].iloc[0] for c in CONTEXT_COLUMNS if c in df.columns}
@@ -220,7 +221,10 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     kind, refusal = [], []
     for i in range(n_rows):
         fw = fw_arr[i]
-        if ctx_msg[fw]:
+        if plat_msg[fw]:  # the framework does not run on this GPU family at all
+            kind.append("platform")
+            refusal.append(plat_msg[fw])
+        elif ctx_msg[fw]:
             kind.append("context")
             refusal.append(ctx_msg[fw])
         elif not valid[i]:
@@ -292,6 +296,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
                      kv_dtype=str(kv_dtype), weight_dtype=weight_dtype, min_sequences=need,
                      cross_node_tp=bool(cross_node_tp), releases=releases, moe=moe,
                      gpu_memory_bytes=int(gpu.memory_bytes),
+                     platform_refusals={fw: m for fw, m in plat_msg.items() if m},
                      dtype_check=" ".join(x for x in (dtype_check_note(gpu), auto_note if any(fw_registry.get(f).auto_dtype_fallback for f in fws) else "") if x))
     return out
 

@@ -53,7 +53,7 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
     Vectorized: the layouts of N GPUs are enumerated once (EP variants for every model; they are refused
     for models without experts), then one :func:`dashboard.rules.layout_grid` over catalog x layouts x
     frameworks and one :func:`dashboard.memory.layout_capacity` per framework; the best layout per
-    (model, framework) is a groupby. The start-up checks are :func:`plan`'s (context length, rules, cross-node TP, GPU
+    (model, framework) is a groupby. The start-up checks are :func:`plan`'s (GPU family, context length, rules, cross-node TP, GPU
     dtypes, memory); messages are not built (call :func:`plan` on a model for them).
 
     Returns
@@ -116,6 +116,7 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
         tp = lf["tp"].to_numpy()
         node_ok = (np.ones(nl, dtype=bool) if cross_node_tp
                    else ~cross_node(tp, lf["pp"].to_numpy(), n, gpn, np.full(nl, fw, dtype=object))[0])
+        plat_ok = not fw_registry.get(fw).platform_refusal(gpu)  # the framework runs on this GPU family
         ctx_ok = _context_ok(cat, fw, ctx)
         dtype_ok = np.array([not dtype_refusal(gpu, w, kv_dtype, fw, explicit=weight_dtype is not None)
                              for w in wk_all["kinds"]])[wk_all["codes"]]
@@ -126,7 +127,7 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
         # EP variants are planned for MoE models only (as plan() does): a dense model's rows are masked
         ep_layout = (lf["ep"].to_numpy() > 1)[None, :]
         v = v & ~(ep_layout & ~moe[:, None])
-        starts = v & node_ok[None, :] & dtype_ok[:, None] & mem_ok & ctx_ok[:, None]
+        starts = v & node_ok[None, :] & dtype_ok[:, None] & mem_ok & ctx_ok[:, None] & plat_ok
         groups = lf["attn_dp"].to_numpy()[None, :]
         kv_rep = np.maximum(seqg, 0) * groups
         tok = np.nan_to_num(cap["tokens_per_gpu"], nan=0.0)
@@ -145,8 +146,8 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
         serves = any_start & (bt >= k)
         why = np.where(serves, "", np.where(
             any_start, f"fewer than {k} sequences of {ctx} tokens",
-            np.where(~ctx_ok, "context", np.where(~v.any(axis=1), "rule", np.where(~(v & node_ok[None, :]).any(axis=1), "cross_node_tp",
-                     np.where(~dtype_ok, "dtype", "memory"))))))
+            np.where(~np.broadcast_to(plat_ok, ctx_ok.shape), "platform", np.where(~ctx_ok, "context", np.where(~v.any(axis=1), "rule", np.where(~(v & node_ok[None, :]).any(axis=1), "cross_node_tp",
+                     np.where(~dtype_ok, "dtype", "memory")))))))
         b = lf.iloc[bi].reset_index(drop=True)
         label = np.array([layout_label(*x, fw) for x in zip(b["tp"], b["pp"], b["dp"], b["attn_dp"], b["ep"])],
                          dtype=object)

@@ -135,6 +135,14 @@ def capacity_frame(state: PlannerState, data: AppData, record: dict, gpu: str,
     from dashboard import memory
 
     refused = refusals(state, data, str(record.get("model_id") or state.model), [state.framework], state.tp_sizes)
+    try:  # a framework that does not run on the GPU's family refuses every TP size there
+        from dashboard import frameworks, gpus
+
+        plat = frameworks.get(state.framework).platform_refusal(gpus.gpu_info(gpu))
+    except ValueError:
+        plat = ""
+    if plat:
+        refused = {(state.framework, int(tp)): plat for tp in state.tp_sizes}
     rows = []
     for tp in sorted(state.tp_sizes):
         row = {"tp": int(tp), "error": ""}

@@ -41,7 +41,7 @@ PLAN_PARAMS = ["model", "gpu", "gpu_count", "gpus_per_node", "context_len", "min
 #: Browser-side copy of a launch command, with feedback (:data:`dashboard.views.common.COPY_JS`).
 _COPY_JS = COPY_JS
 
-_KIND_LABELS = {"context": "context length", "rule": "framework rule", "cross_node_tp": "TP across nodes", "dtype": "GPU dtype",
+_KIND_LABELS = {"platform": "GPU family", "context": "context length", "rule": "framework rule", "cross_node_tp": "TP across nodes", "dtype": "GPU dtype",
                 "memory": "memory"}
 
 _TABLE_CSS = """
@@ -224,7 +224,10 @@ def summary_html(df: pd.DataFrame) -> str:
     for fw in a.get("releases", {}):
         color = plan_plots.FRAMEWORK_COLORS.get(fw, "#777")
         dot = f'<span class="fw-dot" style="background:{color}"></span>'
-        if fw not in first:
+        if fw in a.get("platform_refusals", {}):
+            per_fw.append(f'<span class="tp-plan-platform" title="{esc(a["platform_refusals"][fw])}">{dot}'
+                          f"{esc(framework_label(fw))}: <i>does not run on {esc(a['gpu'])}</i></span>")
+        elif fw not in first:
             per_fw.append(f"<span>{dot}{esc(framework_label(fw))}: <i>nothing fits</i></span>")
         else:
             _, layout, seqs = first[fw]

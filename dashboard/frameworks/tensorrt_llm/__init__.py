@@ -55,6 +55,14 @@ class TensorRTLLM(Framework):
     rule_prefix = "trtllm"
     replicates_kv = True
 
+    platform_source_url = "https://nvidia.github.io/TensorRT-LLM/supported-hardware.html"
+
+    def platform_refusal(self, gpu: Any) -> str:
+        """NVIDIA only, SM 8.0 and newer (:mod:`dashboard.frameworks.tensorrt_llm.platforms`)."""
+        from dashboard.frameworks.tensorrt_llm import platforms
+
+        return platforms.platform_refusal(gpu)
+
     def dp_attention_groups(self, tp: int) -> list[int]:
         """``enable_attention_dp``: one group per rank (attention-TP 1)."""
         return [tp]

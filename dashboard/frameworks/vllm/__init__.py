@@ -60,6 +60,14 @@ class VLLM(Framework):
 
         return memory.kv_pool_capacity(b)
 
+    platform_source_url = "https://docs.vllm.ai/en/v0.31.0/getting_started/installation/gpu/"
+
+    def platform_refusal(self, gpu: Any) -> str:
+        """CUDA SM 7.5+, ROCm gfx90a / gfx942 / gfx950 / RDNA (:mod:`dashboard.frameworks.vllm.platforms`)."""
+        from dashboard.frameworks.vllm import platforms
+
+        return platforms.platform_refusal(gpu)
+
     def dtype_refusal(self, gpu: Any, weight_kind: str, kv_dtype: str, *, explicit: bool = True) -> str:
         """The hardware rule with ``--dtype auto`` / ``--kv-cache-dtype auto`` and vLLM's own bf16 message
         (:func:`dashboard.frameworks.vllm.dtypes.dtype_refusal`)."""
