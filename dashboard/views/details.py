@@ -163,7 +163,7 @@ class CellDetails(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._html = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-details"])
-        self._layout = pn.pane.HoloViews(None)
+        self._layout = pn.pane.HoloViews(None, linked_axes=False)
         self._layout_note = pn.pane.HTML(visible=False, sizing_mode="stretch_width")
         self.state.param.watch(when_shown(self, "validity", self._refresh), ["model", "framework", "tp", "pp", "dp", "ep", "dp_attention", "vllm_version",
                                                                                    "sglang_version"])

@@ -101,7 +101,7 @@ class LayoutView(pn.viewable.Viewer):
         super().__init__(**params)
         self._header = pn.pane.HTML(sizing_mode="stretch_width")
         self._notice = pn.pane.HTML(sizing_mode="stretch_width")
-        self._plot = pn.pane.HoloViews(None, css_classes=["tp-layout-plot"], styles={"flex": "none"})
+        self._plot = pn.pane.HoloViews(None, css_classes=["tp-layout-plot"], styles={"flex": "none"}, linked_axes=False)
         # The plot keeps fixed cells (layout_plots.LAYOUT_CELL_PX per head): with many heads per rank it is
         # wider than the page, so it sits in a container that scrolls sideways and cannot widen the page.
         self._scroll = pn.Column(

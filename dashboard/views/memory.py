@@ -302,9 +302,9 @@ class MemoryView(pn.viewable.Viewer):
         super().__init__(**params)
         self._title = pn.pane.HTML(sizing_mode="stretch_width")
         self._notice = pn.pane.HTML(sizing_mode="stretch_width", visible=False)
-        self._kv = pn.pane.HoloViews(None, css_classes=["tp-mem-kv"])
-        self._w = pn.pane.HoloViews(None, css_classes=["tp-mem-weights"])
-        self._bars = pn.pane.HoloViews(None, css_classes=["tp-mem-bars"])
+        self._kv = pn.pane.HoloViews(None, css_classes=["tp-mem-kv"], linked_axes=False)
+        self._w = pn.pane.HoloViews(None, css_classes=["tp-mem-weights"], linked_axes=False)
+        self._bars = pn.pane.HoloViews(None, css_classes=["tp-mem-bars"], linked_axes=False)
         self._chart_note = pn.pane.HTML(sizing_mode="stretch_width", visible=False)
         self._table = pn.pane.HTML(sizing_mode="stretch_width")
         self._calib = pn.widgets.FloatInput(
@@ -318,7 +318,8 @@ class MemoryView(pn.viewable.Viewer):
             "framework and TP size shown). Leave empty to use the model's estimate.</div>", sizing_mode="stretch_width")
         self._calib_note = pn.pane.HTML(sizing_mode="stretch_width")
         self._bd_title = pn.pane.HTML(sizing_mode="stretch_width")
-        self._bd_bar = pn.pane.HoloViews(None, css_classes=["tp-mem-breakdown-bar"], width=760, height=210)
+        self._bd_bar = pn.pane.HoloViews(None, css_classes=["tp-mem-breakdown-bar"], width=760, height=210,
+                                         linked_axes=False)
         self._bd_table = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-mem-breakdown-table"])
         self._evidence = pn.pane.HTML(sizing_mode="stretch_width")
         self._calib_warn = ""  # why the figure typed in the box was refused ("" when it was not)
