@@ -405,11 +405,12 @@ def amd_target(gpu: GPU) -> str:
 
 
 def platform_refusal(gpu: GPU, *, label: str, cuda_min: float | None, rocm_targets: frozenset[str] | None,
-                     source: str) -> str:
+                     source: str, cuda_min_source: str = "") -> str:
     """The refusal of a framework named ``label`` on ``gpu`` from its supported-hardware facts ('' when it
     runs there or the GPU's family is unknown): ``cuda_min`` the lowest CUDA compute capability it runs on
     (None: any), ``rocm_targets`` the AMD LLVM targets it builds for (None: any; empty: NVIDIA only). The
-    message is ours and names ``source``."""
+    message is ours and names ``source`` (and, for a card below ``cuda_min``, ``cuda_min_source`` too: where
+    the minimum itself is stated)."""
     tgt, cc = amd_target(gpu), cuda_capability(gpu)
     if tgt and rocm_targets is not None and tgt not in rocm_targets:
         if not rocm_targets:
@@ -418,6 +419,7 @@ def platform_refusal(gpu: GPU, *, label: str, cuda_min: float | None, rocm_targe
         return (f"{label} is built for AMD targets {', '.join(sorted(rocm_targets))}, not {tgt} ({gpu.name}) "
                 f"(message ours; {source}).")
     if cc is not None and cuda_min is not None and cc < cuda_min:
+        why = f"{source}; {cuda_min_source}" if cuda_min_source else source
         return (f"{label} needs compute capability {cuda_min:.1f} or newer; {gpu.name} has {cc:.1f} "
-                f"(message ours; {source}).")
+                f"(message ours; {why}).")
     return ""

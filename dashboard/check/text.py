@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from dashboard.check.common import GiB
@@ -86,6 +87,12 @@ def render_text(doc: dict[str, Any]) -> str:
                 lines += [f"      {i['command']}" for i in inst]
             else:
                 lines.append(f"  {label[a['why']].format(g=gpus(a['gpus']))}: {a['command']}")
+    elif doc["verdict"] == "refused" and (doc.get("first_error") or {}).get("kind") == "platform":
+        lines.append("")
+        gpu = (doc.get("memory") or {}).get("gpu") or "this GPU"
+        lines.append(f"No {fwl} layout runs on {gpu}. To rank the layouts of the frameworks that do:")
+        mid = (doc.get("model") or {}).get("id") or "<MODEL>"
+        lines.append(f"  tp-planner plan {shlex.quote(str(mid))} --gpus {lay['gpus']} --gpu {shlex.quote(str(gpu))}")
     elif doc["verdict"] == "refused":
         lines.append("")
         lines.append("No valid layout found nearby.")

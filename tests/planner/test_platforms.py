@@ -25,6 +25,12 @@ def test_tensorrt_llm_is_refused_on_every_amd_card(gpu):
     assert "NVIDIA GPUs only" in msg and gpus.gpu_info(gpu).compute_capability in msg and "message ours" in msg
 
 
+def test_the_amd_refusal_cites_the_hardware_page_not_the_turing_issue():
+    amd, t4 = _refusal("tensorrt-llm", "MI300X-192GB"), _refusal("tensorrt-llm", "T4-16GB")
+    assert "supported-hardware.html" in amd and "issues/2620" not in amd and "Turing" not in amd
+    assert "supported-hardware.html" in t4 and "issues/2620" in t4
+
+
 def test_tensorrt_llm_below_ampere_is_refused_and_ampere_up_accepted():
     assert "compute capability 8.0 or newer" in _refusal("tensorrt-llm", "T4-16GB")
     for g in ("A100-80GB", "A10-24GB", "L40S-48GB", "H100-80GB", "B200-180GB", "RTX-5090-32GB"):
@@ -92,6 +98,13 @@ def test_check_exits_1_with_the_reason_on_amd_and_0_on_h100():
     assert d["first_error"]["kind"] == "platform" and d["first_error"]["ours"] is True
     assert "NVIDIA GPUs only" in d["first_error"]["message"] and d["alternatives"] == []
     assert _check("--gpu", "H100-80GB").returncode == 0
+
+
+def test_check_text_after_a_platform_refusal_points_to_plan_not_to_nearby_layouts():
+    out = _check("--gpu", "MI300X-192GB").stdout
+    assert "No valid layout found nearby" not in out
+    assert "No TensorRT-LLM layout runs on MI300X-192GB" in out
+    assert f"tp-planner plan {LLAMA70} --gpus 8 --gpu MI300X-192GB" in out
 
 
 def test_plan_tab_shows_the_refusal_and_no_trtllm_command():

@@ -19,11 +19,13 @@ from dashboard import gpus
 TRTLLM_CUDA_MIN = 8.0
 #: AMD LLVM targets TensorRT-LLM builds for: none (NVIDIA only).
 TRTLLM_ROCM_TARGETS: frozenset[str] = frozenset()
-SOURCE = ("supported hardware: https://nvidia.github.io/TensorRT-LLM/supported-hardware.html; Turing dropped "
-          "in 0.14: https://github.com/NVIDIA/TensorRT-LLM/issues/2620")
+SOURCE = "supported hardware: https://nvidia.github.io/TensorRT-LLM/supported-hardware.html"
+#: Where the SM 8.0 minimum is said (cited only when a card is below it, never for an AMD card).
+MIN_SOURCE = "Turing dropped in 0.14: https://github.com/NVIDIA/TensorRT-LLM/issues/2620"
 
 
 def platform_refusal(gpu: gpus.GPU) -> str:
     """'' when TensorRT-LLM runs on ``gpu``; else why not (message ours)."""
     return gpus.platform_refusal(gpu, label="TensorRT-LLM", cuda_min=TRTLLM_CUDA_MIN,
-                                 rocm_targets=TRTLLM_ROCM_TARGETS, source=SOURCE)
+                                 rocm_targets=TRTLLM_ROCM_TARGETS, source=SOURCE,
+                                 cuda_min_source=MIN_SOURCE)
