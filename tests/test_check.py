@@ -187,7 +187,7 @@ def test_config_on_stdin():
     rc, out, _ = run("-", "--framework", "vllm", "--tp", "6", stdin=data)
     assert rc == 1 and HEADS_MSG in out
     rc, out, _ = run("-", "--framework", "sglang", "--tp", "8", stdin=data)
-    assert rc == 0 and out.startswith("ACCEPTED: stdin on SGLang 0.5.23, tp=8")
+    assert rc == 0 and out.startswith("ACCEPTED: stdin (config on stdin, no Hub id) on SGLang 0.5.23, tp=8")
 
 
 def test_gpu_memory_kv_tokens_and_vllms_startup_message(llama_dir):

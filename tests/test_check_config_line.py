@@ -71,3 +71,21 @@ def test_control_characters_in_the_path_are_escaped(tmp_path):
 def test_quote_path_leaves_safe_paths_bare():
     assert quote_path("/data/models/config.json") == "/data/models/config.json"
     assert quote_path("a b") == "'a b'"
+
+
+def _head(args: list[str]) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*args, "--framework", "vllm", "--tp", "2"], stdout=out, stderr=err) == 0, err.getvalue()
+    return out.getvalue().splitlines()[0]
+
+
+def test_a_local_config_without_a_hub_id_is_not_named_as_if_it_were_one(tmp_path):
+    """Issue 22: a folder or file with no ``_name_or_path`` is named by its folder or file name, and the
+    header says it is a local name; a config naming its Hub id (or an ``org--name`` file) keeps the id."""
+    (tmp_path / "mymodel").mkdir()
+    (tmp_path / "mymodel" / "config.json").write_text(json.dumps(CFG))
+    assert _head([str(tmp_path / "mymodel")]).startswith("ACCEPTED: mymodel (local config, no Hub id) on vLLM")
+    (tmp_path / "org--name.json").write_text(json.dumps(CFG))
+    assert _head([str(tmp_path / "org--name.json")]).startswith("ACCEPTED: org/name on vLLM")
+    (tmp_path / "named.json").write_text(json.dumps(dict(CFG, _name_or_path="meta-llama/Llama-3.1-8B")))
+    assert _head([str(tmp_path / "named.json")]).startswith("ACCEPTED: meta-llama/Llama-3.1-8B on vLLM")

@@ -349,6 +349,9 @@ def test_a_flag_refusal_says_the_layout_was_not_judged(fw, rel, tmp_path):
     assert f"Layout not judged: {label} {rel} stops at argument parsing." in text
     assert "No valid layout found nearby." not in text and "Nearest valid layouts" not in text
     assert not text.endswith("No valid layout found nearby.")
+    # the "did you mean" line is our suggestion (difflib over the spec's spellings), never the engine's
+    dym = [ln for ln in text.splitlines() if "did you mean" in ln]
+    assert dym and all("(our suggestion" in ln for ln in dym), dym
     # the same document without the flag refusal (a refused layout, nothing nearby) keeps the old line
     out = io.StringIO()
     assert main(["--json", *argv], stdout=out, stderr=err) == 1

@@ -36,7 +36,10 @@ def render_text(doc: dict[str, Any]) -> str:
     flags_refused = bool((doc.get("launch_flags") or {}).get("refused"))
     shape = (f"{' '.join(parts)} ({gpus(lay['gpus'])})" if not flags_refused else
              "the command does not start (argument parsing; no layout judged)")
-    lines = [f"{head}: {m['id']} on {fwl}{rel}, {shape}",
+    # a local config with no Hub id is named by its file or folder: say so, so the name is not read as an id
+    name = m["id"] if "/" in str(m["id"]) or m["source"] in ("catalog", "hub") else \
+        f"{m['id']} (config on stdin, no Hub id)" if m["source"] == "stdin" else f"{m['id']} (local config, no Hub id)"
+    lines = [f"{head}: {name} on {fwl}{rel}, {shape}",
              f"  config: {where}" + (f"; quantization read from {', '.join(m['sidecars'])}" if m["sidecars"] else "")]
     lines.append(f"  evidence: {doc['evidence_text']}")
     fails = doc["failures"]
@@ -56,7 +59,7 @@ def render_text(doc: dict[str, Any]) -> str:
                 lines.append(f"     {f['condition']}")
                 near = (doc.get("launch_flags") or {}).get("did_you_mean") or []
                 if near:
-                    lines.append(f"     did you mean {' or '.join(near)}?")
+                    lines.append(f"     did you mean {' or '.join(near)}? (our suggestion: the nearest spellings in the flag spec)")
                 continue
             if f["ours"] or "no message" in f["message"] or f["kind"] == "memory":
                 if f["condition"]:
