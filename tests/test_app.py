@@ -916,12 +916,12 @@ def test_details_say_where_the_verdict_comes_from(small_catalog):
     html = app.validity._details._html.object
     v = rules.check(app.data.record("acme/h24-kv3"), "vllm", 8)
     assert v.evidence == "checked"  # acme/h24-kv3 is no config of the table
-    want = "Rules checked against vLLM 0.33.0's own code on 182 catalog models; this config was not run"
+    want = "Rules checked against vLLM 0.33.0's own code run as an H100-80GB (cuda-sm90) on 182 catalog models; this config was not run"
     assert esc(want) in html and "tp-version-notice" not in html and "Reproduced" not in html
     app.state.framework = "sglang"  # SGLang 0.5.23 was run through the harness too
     v = rules.check(app.data.record("acme/h24-kv3"), "sglang", 8)
     assert v.release == "0.5.23" and v.executed
-    want = "Rules checked against SGLang 0.5.23's own code on 182 catalog models; this config was not run"
+    want = "Rules checked against SGLang 0.5.23's own code run as an H100-80GB (cuda-sm90) on 182 catalog models; this config was not run"
     assert v.evidence == "checked" and esc(want) in app.validity._details._html.object
 
 
@@ -954,13 +954,14 @@ def test_details_show_raise_site_and_our_wording_escaped(small_catalog, monkeypa
 
         return dataclasses.replace(v, valid=False, status="invalid", failures=hits, warnings=(), release="0.33.0",
                                    executed=True, notice=f"notice {evil}",
-                                   conformance=Evidence("vllm", "0.33.0", True, True, "vllm-0.33.0.parquet", 182))
+                                   conformance=Evidence("vllm", "0.33.0", True, True, "vllm-0.33.0.parquet", 182,
+                                                                    table_platform="cuda-sm90"))
 
     monkeypatch.setattr(rules, "check", fake)
     app = DashboardApp(catalog=small_catalog, query="?model=acme/h30&framework=vllm&tp=6")
     for html in (app.validity._details._html.object, report_html(app.state, app.data)):
-        assert ("Reproduced by running vLLM 0.33.0&#x27;s own code on this config and layout (conformance table "
-                "vllm-0.33.0.parquet).") in html
+        assert ("Reproduced by running vLLM 0.33.0&#x27;s own code on this config and layout, as an H100-80GB (cuda-sm90); conformance table "
+                "vllm-0.33.0.parquet.") in html
         assert ">AssertionError at vllm/<wbr>model_executor/<wbr>models/<wbr>llama.py:151</code>" in html
         assert "AssertionError (no message)</span> <span class=\"tp-ours\"" in html
         assert html.count("(our wording)") == 1
@@ -980,7 +981,7 @@ def test_exports_carry_the_vllm_version(app):
     assert len(df) == 5 * 2 * 2
     rep = report_html(app.state, app.data)
     assert "0.27.1 (rules read from vLLM 0.27.1 source)" in rep and "<h2>vLLM 0.27.1</h2>" in rep
-    assert "0.5.23 (rules checked against SGLang 0.5.23&#x27;s own code on 182 catalog models)" in rep
+    assert "0.5.23 (rules checked against SGLang 0.5.23&#x27;s own code run as an H100-80GB (cuda-sm90) on 182 catalog models)" in rep
     assert "<h2>SGLang 0.5.23</h2>" in rep
     assert "--enable-expert-parallel" in rep
     app.state.param.update(frameworks=["sglang", "transformers-native-tp"], sglang_version="0.5.20")
@@ -1116,7 +1117,7 @@ def test_details_say_where_the_sglang_verdict_comes_from(small_catalog):
     assert '<div class="tp-version-notice"' in html and esc(v.notice) in html and html.count(esc(v.notice)) == 1
     app.state.sglang_version = "0.5.23"
     html = app.validity._details._html.object
-    assert esc("Rules checked against SGLang 0.5.23's own code on 182 catalog models; this config was not run") in html
+    assert esc("Rules checked against SGLang 0.5.23's own code run as an H100-80GB (cuda-sm90) on 182 catalog models; this config was not run") in html
     assert "tp-version-notice" not in html and "Reproduced" not in html
 
 

@@ -31,7 +31,7 @@ except ImportError:  # tests/ is not a package
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA = "meta-llama/Llama-3.1-70B-Instruct"
 DEAD = "http://127.0.0.1:9"
-NOT_RUN = "rules checked against vLLM 0.33.0's own code on 182 catalog models; this config was not run"
+NOT_RUN = "rules checked against vLLM 0.33.0's own code run as an H100-80GB (cuda-sm90) on 182 catalog models; this config was not run"
 ODD = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2560, "intermediate_size": 6912,
        "num_attention_heads": 20, "num_key_value_heads": 5, "head_dim": 128, "num_hidden_layers": 8,
        "vocab_size": 32000, "max_position_embeddings": 4096, "torch_dtype": "bfloat16"}
@@ -63,8 +63,8 @@ def test_check_on_a_catalog_id_answers_from_the_catalog_without_the_hub(no_hub):
     assert rc == 1 and err == "" and no_hub == []
     assert ("  config: shipped catalog, snapshot of 2026-12-01 (sha not recorded); --refresh fetches the Hub's "
             "current config") in out
-    assert ("  evidence: reproduced by running vLLM 0.33.0's own code on this config and layout (conformance "
-            "table vllm-0.33.0.parquet)") in out
+    assert ("  evidence: reproduced by running vLLM 0.33.0's own code on this config and layout, as an H100-80GB (cuda-sm90); conformance "
+            "table vllm-0.33.0.parquet") in out
     rc, out, err = run_check(LLAMA, "--framework", "vllm", "--tp", "8", "--json")
     doc = json.loads(out)
     assert rc == 0 and doc["model"]["source"] == "catalog" and doc["model"]["snapshot_date"].startswith("2026-12-01")

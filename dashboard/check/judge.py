@@ -39,6 +39,19 @@ def _message_origin(spec: dict[str, Any] | None) -> str:
             f"against {lib} run on the command rebuilt from the spec)" if ver else f"{lib}'s text (ported)")
 
 
+def gpu_platform(req: Request) -> str | None:
+    """The platform id of ``req.gpu`` (:func:`dashboard.gpus.platform_of`), None without a GPU or for a card
+    given by its memory only."""
+    if not req.gpu:
+        return None
+    from dashboard import gpus
+
+    try:
+        return gpus.platform_of(req.gpu)
+    except ValueError:
+        return None
+
+
 def platform_issue(req: Request) -> Issue | None:
     """The refusal of a framework on a GPU family it does not run on (``Framework.platform_refusal``: TensorRT-LLM
     on AMD, an engine below its minimum compute capability); None when it runs there or the GPU is given by its
@@ -142,7 +155,8 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     typed = typed_frame(rec)
     try:
         v = rules.check(typed, req.framework, req.tp, version=req.version, pp=req.pp, dp=req.dp, ep=req.ep,
-                        dp_attention=req.dp_attention, vision_dp=req.vision_dp, expert_parallel=req.expert_parallel)
+                        dp_attention=req.dp_attention, vision_dp=req.vision_dp, expert_parallel=req.expert_parallel,
+                        platform=gpu_platform(req))
     except ValueError as e:
         raise CheckInputError(printable(e, 300)) from None
     issues = [hit_issue(h) for h in v.failures]
@@ -220,7 +234,8 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
                    for i in issues]
     for d in issue_dicts:  # per config too: a rule the table reproduced elsewhere was only checked for this one
         if d.get("evidence") == "executed" and v.evidence != "executed":
-            d["evidence"] = "checked"
+            # ... and only read from source for a GPU whose platform the release was never run as
+            d["evidence"] = "source" if v.conformance is not None and v.conformance.ran_elsewhere else "checked"
     refused_flags = bool(flags and flags["refused"])
     evidence, evidence_text = v.evidence, v.evidence_text
     if refused_flags:  # the answer is the parser's: no layout of this config was judged

@@ -12,7 +12,7 @@ Pure: no I/O at import, no Panel. This module imports nothing from ``dashboard``
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
@@ -97,6 +97,11 @@ class Framework:
     #: Releases whose own code was run over the catalog by the conformance harness, oldest first
     #: (tables ``data/conformance/<table_key>.parquet``). Empty: rules read from source only.
     executed_releases: ClassVar[tuple[str, ...]] = ()
+    #: Further platforms each executed release was run on, beyond its default table's (release -> platform
+    #: ids of :data:`dashboard.gpus.PLATFORMS`; tables ``data/conformance/<platform>/<table_key>.parquet``).
+    #: A platform is listed only once the rules are held to its table (tests/rules/test_conformance*.py):
+    #: until then a verdict for a GPU of that platform is evidence ``source`` for that GPU.
+    executed_platforms: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     #: The name a release number follows in notices ("vLLM 0.22.0", "transformers 5.24.0"); the id when "".
     release_label: ClassVar[str] = ""
 

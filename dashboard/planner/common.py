@@ -44,8 +44,10 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("first_error_source", "its pinned upstream source URL"),
     ("first_error_location", "its raise site 'path.py:line' in the release"),
     ("first_error_ours", "True when the message is this project's wording, not the framework's"),
-    ("evidence", "'executed' (this config and layout were run through the release's own code: a row of its "
-                  "conformance table), 'checked' (the release was run, not on this config and layout) or 'source'"),
+    ("evidence", "'executed' (this config and layout were run through the release's own code as this GPU's "
+                  "platform: a row of its conformance table), 'checked' (the release was run as this platform, not "
+                  "on this config and layout) or 'source' (read from source; also every layout on a GPU whose "
+                  "platform the release was never run as)"),
     ("weight_bytes_per_gpu", "weights on one GPU, bytes (heaviest pipeline stage)"),
     ("kv_budget_bytes_per_gpu", "KV-cache budget on one GPU under the framework's rule, bytes"),
     ("kv_bytes_per_token_per_gpu", "KV-cache bytes one token costs on one GPU"),

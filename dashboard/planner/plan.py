@@ -168,6 +168,12 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     # evidence per config and layout (dashboard.rules.evidence): "executed" only for a cell of this very config
     # in the release's conformance table
     cfg_hash = config_hash(df)
+    from dashboard import gpus as _gpus
+
+    try:
+        gpu_platform = _gpus.platform_of(gpu_type)  # the evidence is the GPU's platform's (None: unknown family)
+    except ValueError:
+        gpu_platform = None
     for i, (fw, rid, ok) in enumerate(zip(fw_arr, first_rule, valid)):
         r = meta.get((fw, rid)) if rid else None
         src.append(r.source_url if r else "")
@@ -176,7 +182,8 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
         evid.append(evidence_for(df, fw, releases[fw], int(L["tp"][i]), pp=int(L["pp"][i]), dp=int(L["r_dp"][i]),
                                  ep=int(L["r_ep"][i]), dp_attention=bool(L["r_dp_attention"][i]),
                                  expert_parallel=bool(L["r_expert_parallel"][i]), record_hash=cfg_hash,
-                                 first_error_executed=bool(ok or (r is not None and r.evidence == "executed"))).kind)
+                                 first_error_executed=bool(ok or (r is not None and r.evidence == "executed")),
+                                 platform=gpu_platform).kind)
 
     # memory: one vectorized call per framework over its layouts
     mc = {key: np.full(n_rows, np.nan) for key in ("weight_bytes_per_gpu", "kv_budget_bytes_per_gpu",

@@ -43,6 +43,9 @@ HASH_EXCLUDED: frozenset[str] = frozenset({
     "downloads", "likes", "gated", "safetensors_params", "safetensors_params_by_dtype", "parse_notes",
 })
 
+#: The platform the first conformance tables (``data/conformance/*.parquet``) ran as: a simulated H100.
+DEFAULT_TABLE_PLATFORM = "cuda-sm90"
+
 #: Table outcomes that are a judgement of the engine (not a harness failure, not a cell never run).
 JUDGED_OUTCOMES: frozenset[str] = frozenset({
     "built", "refused_engine", "refused_build",  # vLLM, SGLang, Megatron-Core
@@ -106,13 +109,18 @@ def layout_key(framework: str, tp: int, pp: int = 1, dp: int = 1, ep: int = 1, d
     return int(tp), int(pp), int(dp), eps, on, bool(dp_attention), bool(vision_dp)
 
 
-def table_file(framework: str, release: str) -> Path | None:
+def table_file(framework: str, release: str, platform: str | None = None) -> Path | None:
     """The executed table of ``framework`` at ``release`` (``<framework>-<release>.parquet``, or the
-    ``<family>-<release>.parquet`` a framework id ``<family>-...`` shares), None when there is none."""
-    p = CONFORMANCE / f"{framework}-{release}.parquet"
+    ``<family>-<release>.parquet`` a framework id ``<family>-...`` shares), None when there is none.
+    ``platform``: the table run on that platform (``data/conformance/<platform>/...``) instead of the
+    default one (the first tables, in ``data/conformance/`` itself, ran as an H100: ``cuda-sm90``)."""
+    base = CONFORMANCE / platform if platform else CONFORMANCE
+    if platform and (not re.fullmatch(r"[a-z0-9][a-z0-9\-]*", platform) or not base.is_dir()):
+        return None
+    p = base / f"{framework}-{release}.parquet"
     if p.is_file():
         return p
-    for q in sorted(CONFORMANCE.glob(f"*-{release}.parquet")):
+    for q in sorted(base.glob(f"*-{release}.parquet")):
         family = q.name[: -len(f"-{release}.parquet")]
         if framework.startswith(family + "-"):
             return q
@@ -153,6 +161,7 @@ class Table:
     cells: Mapping[str, frozenset]  # config hash -> layout keys judged
     models: int
     agreement: Mapping[str, int] | None  # judged, verdict_agree, refused, first_error_agree
+    platform: str = DEFAULT_TABLE_PLATFORM  # the platform the harness ran as (the table's ``platform`` column)
 
     def ran(self, record_hash: str, key: tuple) -> bool:
         return key in self.cells.get(record_hash, ())
@@ -162,16 +171,26 @@ class Table:
 
 
 @functools.lru_cache(maxsize=None)
-def table(framework: str, release: str | None) -> Table | None:
+def table(framework: str, release: str | None, platform: str | None = None) -> Table | None:
     """The executed table of ``framework`` at ``release`` (None when the release was not run, or its table
-    or stored hashes are not committed). Cached per process."""
+    or stored hashes are not committed). ``platform`` None: the release's default table, whatever platform
+    it ran as; a platform id: the table run as that platform -- the default table when it ran there, else
+    ``data/conformance/<platform>/`` when the framework lists the platform in ``executed_platforms`` (the
+    rules are held to that table), else None. Cached per process."""
     if not release:
         return None
     from dashboard import frameworks
 
-    if release not in frameworks.get(framework).executed_releases:
+    fw = frameworks.get(framework)
+    if release not in fw.executed_releases:
         return None
-    path = table_file(framework, release)
+    if platform is not None:
+        default = table(framework, release)
+        if default is not None and default.platform == platform:
+            return default
+        if platform not in tuple(fw.executed_platforms.get(release, ())):
+            return None
+    path = table_file(framework, release, platform)
     if path is None or not configs_file(path).is_file():
         return None
     import pandas as pd
@@ -181,7 +200,9 @@ def table(framework: str, release: str | None) -> Table | None:
 
     have = set(pq.read_schema(path).names)
     df = pd.read_parquet(path, columns=[c for c in ("framework", "model_id", "tp", "pp", "dp", "ep", "vision_dp",
-                                                    "outcome", "evidence") if c in have])
+                                                    "outcome", "evidence", "platform") if c in have])
+    plats = sorted(set(df["platform"].dropna().astype(str))) if "platform" in df.columns else []
+    ran_as = ",".join(plats) or "cpu"  # a table without the column (transformers) ran in this Python, on the CPU
     if "framework" in df.columns:
         df = df[df["framework"].astype(str) == framework]
     df = df[df["outcome"].astype(str).isin(JUDGED_OUTCOMES)]
@@ -203,8 +224,9 @@ def table(framework: str, release: str | None) -> Table | None:
         h = hashes.get(mid)
         if h:
             cells.setdefault(h, set()).add(keys[(int(tp), int(pp), int(dp), bool(ep), bool(vdp))])
-    return Table(framework, release, path.name, {h: frozenset(k) for h, k in cells.items()},
-                 int(df["model_id"].nunique()), agreement(framework, release))
+    name = f"{platform}/{path.name}" if platform and path.parent.name == platform else path.name
+    return Table(framework, release, name, {h: frozenset(k) for h, k in cells.items()},
+                 int(df["model_id"].nunique()), agreement(framework, release), ran_as)
 
 
 _BLOCK = re.compile(r"<!-- release (?P<key>[^>]+?) -->(?P<body>.*?)<!-- /release (?P=key) -->", re.S)
@@ -263,6 +285,13 @@ class Evidence:
     models: int = 0
     config_run: bool = False  # the config is in the table (at some layout)
     agreement: Mapping[str, int] | None = None
+    #: the platform the question is about (the GPU's, :func:`dashboard.gpus.platform_of`); None: not given
+    platform: str | None = None
+    #: the platform the release's table ran as ("" when no table backs the answer)
+    table_platform: str = ""
+    #: the platforms the release was run as, when none of them is :attr:`platform` (the answer is then
+    #: ``source`` for this GPU although the release was run elsewhere)
+    ran_elsewhere: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -277,46 +306,81 @@ class Evidence:
         """The JSON form (``tp-planner check --json``'s ``conformance``)."""
         return {"kind": self.kind, "executed": self.executed, "table": self.table or None,
                 "models": self.models or None, "config_run": self.config_run,
-                "agreement": dict(self.agreement) if self.agreement else None, "text": self.text}
+                "agreement": dict(self.agreement) if self.agreement else None, "platform": self.platform,
+                "table_platform": self.table_platform or None, "ran_elsewhere": list(self.ran_elsewhere),
+                "text": self.text}
 
 
 def evidence_for(record: Any, framework: str, release: str | None, tp: int, *, pp: int = 1, dp: int = 1,
                  ep: int = 1, dp_attention: bool = False, vision_dp: bool = False, expert_parallel: bool = False,
-                 record_hash: str | None = None, first_error_executed: bool = True) -> Evidence:
+                 record_hash: str | None = None, first_error_executed: bool = True,
+                 platform: str | None = None) -> Evidence:
     """The :class:`Evidence` of ``record`` at this layout under ``framework`` ``release``.
     ``first_error_executed``: the verdict's first failing rule (if any) has executed evidence in the
-    release (a cell whose first error the rules take from source is not called reproduced)."""
-    t = table(framework, release)
+    release (a cell whose first error the rules take from source is not called reproduced).
+    ``platform``: the platform of the user's GPU (:func:`dashboard.gpus.platform_of`; None when no GPU is
+    given or its family is unknown). A release run as other platforms only is ``source`` for this one:
+    kernels, quantization methods and attention backends are chosen per GPU, so a table run as an H100
+    says nothing executed about a T4."""
+    t = table(framework, release, platform)
     if t is None:
-        return Evidence(framework, release, False, False)
+        other = table(framework, release) if platform is not None else None
+        if other is not None:
+            return Evidence(framework, release, False, False, platform=platform,
+                            ran_elsewhere=tuple(other.platform.split(",")))
+        return Evidence(framework, release, False, False, platform=platform)
     h = record_hash or config_hash(record)
     key = layout_key(framework, tp, pp, dp, ep, dp_attention, vision_dp, expert_parallel)
     ran = t.ran(h, key) and first_error_executed
-    return Evidence(framework, release, ran, True, t.file, t.models, t.has_config(h), t.agreement)
+    return Evidence(framework, release, ran, True, t.file, t.models, t.has_config(h), t.agreement,
+                    platform=platform, table_platform=t.platform)
+
+
+def platform_words(pid: str) -> str:
+    """How an answer names the platform a table ran as: ``"as an H100-80GB (cuda-sm90)"``, ``"on the CPU"``
+    for the CPU-only harnesses (transformers, Megatron-Core on meta tensors)."""
+    if not pid or pid.startswith("cpu"):
+        return "on the CPU"
+    from dashboard import gpus
+
+    p = gpus.PLATFORMS.get(pid)
+    if p is None:
+        return f"as {pid}"
+    rep = p.stand_in
+    art = "an" if rep[:1] in "AEFHILMNORSX8" else "a"
+    return f"as {art} {rep} ({pid})"
 
 
 def evidence_text(ev: Evidence) -> str:
     """The one wording of a verdict's evidence (CLI, JSON, dashboard, Plan tab, exports)::
 
-        reproduced by running vLLM 0.33.0's own code on this config and layout (conformance table vllm-0.33.0.parquet)
-        rules checked against vLLM 0.33.0's own code on 186 catalog models; this config was not run (...)
+        reproduced by running vLLM 0.33.0's own code on this config and layout, as an H100-80GB (cuda-sm90); conformance table vllm-0.33.0.parquet
+        rules checked against vLLM 0.33.0's own code run as an H100-80GB (cuda-sm90) on 186 catalog models; this config was not run (...)
+        rules read from vLLM 0.33.0 source for this GPU (cuda-sm75); not executed on it: vLLM 0.33.0 was run as an H100-80GB (cuda-sm90) only, ...
         rules read from TensorRT-LLM source; not run
     """
     from dashboard import schema
 
     label = schema.FRAMEWORK_LABELS.get(ev.framework, ev.framework)
     rel = f"{label} {ev.release}" if ev.release else label
+    where = ", ".join(platform_words(p) for p in ev.table_platform.split(",")) if ev.table_platform else ""
     if ev.executed:
-        return f"reproduced by running {rel}'s own code on this config and layout (conformance table {ev.table})"
+        return (f"reproduced by running {rel}'s own code on this config and layout" + (f", {where}" if where else "")
+                + f"; conformance table {ev.table}")
     if ev.checked:
         what = "this layout was not run on this config" if ev.config_run else "this config was not run"
-        out = f"rules checked against {rel}'s own code on {ev.models} catalog models; {what}"
+        out = f"rules checked against {rel}'s own code" + (f" run {where}" if where else "") + \
+            f" on {ev.models} catalog models; {what}"
         a = ev.agreement
         if a:
             pct = 100.0 * a["first_error_agree"] / a["refused"] if a["refused"] else 100.0
             out += (f" (on that table the rules give the same verdict on {a['verdict_agree']:,} of {a['judged']:,} "
                     f"cells and the same first error on {pct:.1f} % of refusals)")
         return out
+    if ev.ran_elsewhere:
+        ran = " and ".join(platform_words(p) for p in ev.ran_elsewhere)
+        return (f"rules read from {rel} source for this GPU ({ev.platform}); not executed on it: {rel} was run "
+                f"{ran} only, and kernels and checks differ by GPU")
     return f"rules read from {rel} source; not run"
 
 

@@ -215,6 +215,7 @@ def check(
     dp_attention: bool = False,
     vision_dp: bool = False,
     expert_parallel: bool = False,
+    platform: str | None = None,
 ) -> Verdict:
     """Would ``framework`` accept this model at this parallel layout, and if not, what would it say?
 
@@ -231,6 +232,9 @@ def check(
     expert_parallel : vLLM ``--enable-expert-parallel`` (EP size = tp x dp; ``ep`` stays 1).
     dp_attention : SGLang DP-attention (``--attn-dp-size``; before 0.5.22 ``--enable-dp-attention --dp-size``; attention-TP = tp / dp) or TensorRT-LLM attention-DP.
     vision_dp : the vision encoder runs data-parallel (vLLM ``mm_encoder_tp_mode="data"``).
+    platform : the platform of the user's GPU (``dashboard.gpus.platform_of(gpu)``, e.g. ``"cuda-sm75"``), or
+        None when no GPU is given. It decides the evidence (``executed`` only for a table run as that
+        platform; a release run as other platforms only is ``source`` for this one).
 
     Returns
     -------
@@ -271,7 +275,8 @@ def check(
         model_id = ""
     ev_of = evidence_for(record, framework, res.release, tp, pp=pp, dp=dp, ep=ep,
                          dp_attention=dp_attention, vision_dp=vision_dp, expert_parallel=expert_parallel,
-                         first_error_executed=not failures or failures[0].evidence == "executed")
+                         first_error_executed=not failures or failures[0].evidence == "executed",
+                         platform=platform)
     return Verdict(
         model_id=model_id,
         framework=framework,

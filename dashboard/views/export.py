@@ -106,13 +106,15 @@ for (const v of views) {
 
 
 def _version_text(framework: str, release: str) -> str:
-    """``0.33.0 (rules checked against vLLM 0.33.0's own code on 182 catalog models)`` for an executed
+    """``0.33.0 (rules checked against vLLM 0.33.0's own code run as an H100-80GB (cuda-sm90) on 182 catalog
+    models)`` for an executed
     release, ``0.22.0 (rules read from vLLM 0.22.0 source)`` otherwise: the release, not any one config (a
     cell's own evidence is in the selected cell, :func:`dashboard.rules.evidence.evidence_text`)."""
     from dashboard.rules.evidence import Evidence, evidence_text, table
 
     t = table(framework, release)
-    ev = Evidence(framework, release, False, t is not None, t.file if t else "", t.models if t else 0)
+    ev = Evidence(framework, release, False, t is not None, t.file if t else "", t.models if t else 0,
+                  table_platform=t.platform if t else "")
     how = evidence_text(ev)
     how = how.split("; ")[0]  # the release's part of the wording, without "this config was not run"
     return f"{release} ({how})"

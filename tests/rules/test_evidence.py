@@ -22,9 +22,9 @@ from dashboard.rules import evidence as E
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA = "meta-llama/Llama-3.1-70B-Instruct"
-RUN_TEXT = ("reproduced by running vLLM 0.33.0's own code on this config and layout "
-            "(conformance table vllm-0.33.0.parquet)")
-NOT_RUN = "rules checked against vLLM 0.33.0's own code on 182 catalog models; this config was not run"
+RUN_TEXT = ("reproduced by running vLLM 0.33.0's own code on this config and layout, as an H100-80GB "
+            "(cuda-sm90); conformance table vllm-0.33.0.parquet")
+NOT_RUN = "rules checked against vLLM 0.33.0's own code run as an H100-80GB (cuda-sm90) on 182 catalog models; this config was not run"
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +103,8 @@ def test_catalog_config_and_layout_in_the_table_is_reproduced(cat):
     v5 = rules.check(cat.loc[LLAMA], "vllm", 5)
     assert v5.evidence == "checked" and "this layout was not run on this config" in v5.evidence_text
     sg = rules.check(cat.loc[LLAMA], "sglang", 8)
-    assert sg.evidence_text == ("reproduced by running SGLang 0.5.23's own code on this config and layout "
-                                "(conformance table sglang-0.5.23.parquet)")
+    assert sg.evidence_text == ("reproduced by running SGLang 0.5.23's own code on this config and layout, "
+                                "as an H100-80GB (cuda-sm90); conformance table sglang-0.5.23.parquet")
     mc = rules.check(cat.loc[LLAMA], "megatron-core", 8, pp=2)
     assert mc.evidence == "executed" and "megatron-core-0.16.1.parquet" in mc.evidence_text
 
@@ -161,3 +161,84 @@ def test_no_other_module_words_the_evidence_itself():
             if any(w in s.lower() for w in words):
                 offenders.append((str(p.relative_to(ROOT)), s[:80]))
     assert offenders == []
+
+
+# --------------------------------------------------------------------------------------------------------
+# issue 23: the evidence is the GPU's platform's
+# --------------------------------------------------------------------------------------------------------
+
+
+def test_a_gpu_whose_platform_was_never_run_reads_from_source(cat):
+    """A table run as an H100 says nothing executed about a T4 or an MI300X: the verdict for those GPUs is
+    ``source``, and the wording names the GPU's platform and the one the release ran as."""
+    from dashboard import gpus
+
+    row = cat.loc[LLAMA]
+    for gpu in ("T4-16GB", "A100-80GB", "L40S-48GB", "B200-180GB", "MI300X-192GB"):
+        plat = gpus.platform_of(gpu)
+        v = rules.check(row, "vllm", 8, platform=plat)
+        assert v.evidence == "source", gpu
+        assert v.conformance.ran_elsewhere == ("cuda-sm90",)
+        assert v.evidence_text == (f"rules read from vLLM 0.33.0 source for this GPU ({plat}); not executed on it: "
+                                   "vLLM 0.33.0 was run as an H100-80GB (cuda-sm90) only, and kernels and checks "
+                                   "differ by GPU")
+    for plat in (None, "cuda-sm90"):  # no GPU given, or a Hopper card: the table's own platform
+        v = rules.check(row, "vllm", 8, platform=plat)
+        assert v.evidence == "executed" and v.evidence_text == RUN_TEXT
+        assert v.conformance.table_platform == "cuda-sm90"
+    # the CPU-only harnesses say so
+    assert "on the CPU" in rules.check(row, "megatron-core", 8, pp=2).evidence_text
+
+
+def test_check_and_plan_take_the_evidence_from_the_gpu(shared_dir):
+    """The issue's example: Qwen3-30B-A3B-FP8 at TP 8 on a T4 was never run (only as an H100)."""
+    import subprocess
+    import sys
+
+    cfg = shared_dir / "hub-configs" / "Qwen--Qwen3-30B-A3B-FP8.json"
+
+    def check(gpu):
+        r = subprocess.run([sys.executable, "-m", "dashboard.cli", "check", str(cfg), "--framework", "vllm",
+                            "--tp", "8", "--gpu", gpu, "--json"], capture_output=True, text=True, timeout=300)
+        return json.loads(r.stdout)
+
+    t4, h100 = check("T4-16GB"), check("H100-80GB")
+    assert t4["evidence"] == "source" and t4["executed"] is False
+    assert t4["conformance"]["platform"] == "cuda-sm75" and t4["conformance"]["ran_elsewhere"] == ["cuda-sm90"]
+    assert "not executed on it" in t4["evidence_text"] and "executed" not in [f["evidence"] for f in t4["failures"]]
+    assert h100["evidence"] == "executed" and h100["conformance"]["table_platform"] == "cuda-sm90"
+    from dashboard import planner
+
+    rec = load_catalog().set_index("model_id", drop=False).loc[LLAMA]
+    a100 = planner.plan(rec, 8, "A100-80GB", context_len=8192)
+    assert set(a100["evidence"]) == {"source"}
+    assert "executed" in set(planner.plan(rec, 8, "H100-80GB", context_len=8192)["evidence"])
+
+
+def test_a_platform_table_counts_once_the_framework_lists_it(tmp_path, monkeypatch, cat):
+    """``data/conformance/<platform>/<fw>-<release>.parquet`` backs a verdict for that platform only when the
+    framework lists the platform in ``executed_platforms`` (its rules are held to that table)."""
+    import shutil
+
+    from dashboard import frameworks
+
+    conf = tmp_path / "conformance"
+    shutil.copytree(E.CONFORMANCE, conf, ignore=shutil.ignore_patterns(".work"))
+    (conf / "cuda-sm80").mkdir()
+    df = pd.read_parquet(conf / "vllm-0.33.0.parquet").assign(platform="cuda-sm80")
+    df.to_parquet(conf / "cuda-sm80" / "vllm-0.33.0.parquet")
+    shutil.copy(conf / "vllm-0.33.0-configs.json", conf / "cuda-sm80" / "vllm-0.33.0-configs.json")
+    monkeypatch.setattr(E, "CONFORMANCE", conf)
+    E.table.cache_clear()
+    try:
+        row = cat.loc[LLAMA]
+        assert rules.check(row, "vllm", 8, platform="cuda-sm80").evidence == "source"  # not listed yet
+        E.table.cache_clear()
+        monkeypatch.setattr(type(frameworks.get("vllm")), "executed_platforms", {"0.33.0": ("cuda-sm80",)})
+        v = rules.check(row, "vllm", 8, platform="cuda-sm80")
+        assert v.evidence == "executed" and v.conformance.table == "cuda-sm80/vllm-0.33.0.parquet"
+        assert "as an A100-80GB (cuda-sm80)" in v.evidence_text
+        assert rules.check(row, "vllm", 8, platform="cuda-sm75").evidence == "source"
+        assert E.table_file("vllm", "0.33.0", "../etc") is None  # a platform id is a name, never a path
+    finally:
+        E.table.cache_clear()
