@@ -191,6 +191,19 @@ def state_rule_args(state: PlannerState, framework: str) -> dict[str, Any]:
                      **state_versions(state))
 
 
+def state_platform(state: PlannerState) -> str | None:
+    """The platform id of the GPU ``state`` selects (:func:`dashboard.gpus.platform_of`: ``"cuda-sm90"`` for
+    an H100), None when none is selected or it is a card given by its memory (``other:<GiB>``)."""
+    if not state.gpu:
+        return None
+    from dashboard import gpus
+
+    try:
+        return gpus.platform_of(state.gpu)
+    except ValueError:
+        return None
+
+
 def state_versions(state: PlannerState) -> dict[str, str]:
     """``{"vllm_version": ..., "sglang_version": ...}``: the releases ``state`` selects (see
     :data:`VERSION_PARAMS`)."""

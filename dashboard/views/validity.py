@@ -30,6 +30,7 @@ from dashboard.state import (
     AppData,
     PlannerState,
     filter_models,
+    state_platform,
     state_version,
 )
 from dashboard.views.common import esc, notice_html, when_shown
@@ -40,8 +41,30 @@ MAX_ROWS = 400
 #: Width of the "Selected cell" column (pixels).
 DETAILS_PX = 380
 
-_WATCHED = ["search", "sort", "models", "frameworks", "disagreement", "tp_sizes", "pp", "dp", "ep", "dp_attention",
+_WATCHED = ["search", "sort", "models", "frameworks", "disagreement", "tp_sizes", "pp", "dp", "ep", "dp_attention", "gpu",
             "vllm_version", "sglang_version"]
+
+
+def platform_note(gpu: str, platform: str | None, releases: list[tuple[str, str | None]] = ()) -> str:
+    """The sentence under the heatmap saying which GPU its executed verdicts ran as (plain text).
+    ``releases``: the (framework, version) pairs shown; the tables of those that were run as ``platform``
+    (the sidebar GPU's, :func:`dashboard.gpus.platform_of`) back it, else the default tables
+    (:data:`dashboard.rules.evidence.DEFAULT_TABLE_PLATFORM`) and the note says the verdicts are their rules,
+    read from source for this GPU."""
+    from dashboard.rules import evidence, resolve_version
+
+    ran = evidence.platform_words(evidence.DEFAULT_TABLE_PLATFORM)
+    if platform is None or platform == evidence.DEFAULT_TABLE_PLATFORM:
+        return f"The conformance tables behind the executed verdicts ran {ran}."
+    here = []
+    for fw, ver in releases:
+        rel = resolve_version(fw, ver or None).release
+        if evidence.table(fw, rel, platform) is not None:
+            here.append(fw)
+    if here:
+        return f"Executed verdicts for {gpu} come from the tables run {evidence.platform_words(platform)}."
+    return (f"Your GPU, {gpu} ({platform}), was never run through the conformance harness: the verdicts are the "
+            f"rules checked {ran}, read from source for this GPU.")
 
 
 def _grid_key(state: PlannerState, key: str) -> tuple:
@@ -303,6 +326,8 @@ class ValidityView(pn.viewable.Viewer):
         summary += (" Hover a cell for each framework's verdict" if disagreement else
                     " Hover a cell for every failing rule's message")
         summary += "; tap it for details and the per-rank layout."
+        summary += " " + esc(platform_note(s.gpu, state_platform(s), [(fw, state_version(s, fw)) for fw in s.frameworks
+                                                                        if fw in VERSION_PARAMS]))
         summary = f'<div style="font-size:16px">{summary}</div>'
         if self._summary.object != summary:
             self._summary.object = summary
