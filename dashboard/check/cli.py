@@ -16,6 +16,7 @@ from dashboard.check.judge import run_check
 from dashboard.check.request import Request
 from dashboard.check.source import load_model
 from dashboard.check.text import render_text
+from dashboard.terminal import safe_text
 
 
 class _Parser(argparse.ArgumentParser):
@@ -203,7 +204,7 @@ def main(argv: Sequence[str] | None = None, *, stdin: Any = None, stdout: Any = 
     if as_json:
         print(json.dumps(doc, indent=2, default=str), file=out)
     else:
-        print(render_text(doc), file=out)
+        print(safe_text(render_text(doc), keep_newlines=True), file=out)  # the line breaks are ours
     return int(doc["exit_status"])
 
 
