@@ -31,6 +31,7 @@ from huggingface_hub.utils import validate_repo_id
 from huggingface_hub.errors import HFValidationError
 
 from dashboard import schema
+from dashboard.atomic import check_writable
 from dashboard.catalog import (
     catalog_from_records,
     default_catalog_path,
@@ -186,7 +187,9 @@ class _Journal:
         return entries
 
     def append(self, entry: dict[str, Any]) -> None:
-        line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
+        # ASCII: a string UTF-8 cannot encode (a lone surrogate) is written as its \\u escape instead of
+        # failing the write; the replay quarantines such a row (dashboard.catalog.frame.quarantine)
+        line = json.dumps(entry, ensure_ascii=True, default=str) + "\n"
         with self._lock:
             if self._fh is None:
                 self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
@@ -219,6 +222,23 @@ class _Journal:
             pass
 
 
+def _replayable(entry: dict[str, Any]) -> dict[str, Any]:
+    """A journal entry whose row the catalog takes (:func:`catalog_from_records` quarantines a lone
+    surrogate itself), else the entry quarantined: an ``error`` row with the reason, so one poisoned line
+    never blocks a resumed run (the repo is fetched again by the next run that has no journal)."""
+    mid = entry["model_id"]
+    try:
+        catalog_from_records([entry["row"]])
+        if entry["row"].get("model_id") != mid:
+            raise ValueError("the row names another model")
+        return entry
+    except Exception as exc:  # noqa: BLE001 - any row the catalog cannot take
+        reason = f"quarantined journal entry: {type(exc).__name__}: {str(exc)[:200]}"
+        logger.warning("%s: %s", printable_text(mid), reason)
+        return {"model_id": mid, "status": "error", "reason": reason,
+                "row": blank_record(mid, status="error", reason=reason, fetched_at=utcnow())}
+
+
 class _Scraper:
     def __init__(
         self,
@@ -249,13 +269,35 @@ class _Scraper:
 
     # -- one repo ---------------------------------------------------------------------------------
     def fetch(self, model_id: str, listed: Any = None) -> _Outcome:
-        """Never raises (except KeyboardInterrupt/SystemExit): every failure is an outcome."""
+        """Never raises (except KeyboardInterrupt/SystemExit): every failure is an outcome. A repo whose
+        requests were retried says so in its row: ``parse_notes`` (an ``ok`` row) or ``status_reason``
+        (a failed one) ends with ``N retries in M requests (first: <error>)``."""
+        self.retrier.start_item()
         try:
-            return self._fetch(model_id, listed)
+            out = self._fetch(model_id, listed)
         except Exception as exc:  # noqa: BLE001 - last line of defence: one repo never stops the run
             status, reason = "error", f"unexpected {type(exc).__name__}: {str(exc)[:MAX_REASON]}"
             logger.debug("unexpected error for %s", model_id, exc_info=True)
-            return self._failed(model_id, status, reason, None)
+            out = self._failed(model_id, status, reason, None)
+        return self._with_attempts(out)
+
+    def _with_attempts(self, out: _Outcome) -> _Outcome:
+        attempts, errors = self.retrier.item_attempts()
+        if not errors:
+            return out
+        n = len(errors)
+        what = self.scrub(printable_text(f"{n} {'retry' if n == 1 else 'retries'} in {attempts} requests "
+                                         f"(first: {errors[0]})"))
+        row = dict(out.row)
+        if out.kept_previous or out.unchanged:
+            return out
+        if out.status == "ok":
+            notes = str(row.get("parse_notes") or "")
+            row["parse_notes"] = f"{notes}; {what}" if notes else what
+            return _Outcome(out.model_id, out.status, out.reason, row, out.downloaded)
+        reason = f"{out.reason} {what}".strip()[:MAX_REASON + 120]
+        row["status_reason"] = reason
+        return _Outcome(out.model_id, out.status, reason, row, out.downloaded)
 
     def _fetch(self, model_id: str, listed: Any) -> _Outcome:
         old = self.old_rows.get(model_id)
@@ -538,6 +580,12 @@ def scrape(
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ScrapeError(f"cannot create the catalog's folder {path.parent}: {exc}") from exc
+    try:  # a read-only or full folder is refused now, not after the whole run's network work
+        need = 2 * path.stat().st_size if path.is_file() else 0  # the rewrite sits beside the old file
+        check_writable(path.parent, need)
+    except OSError as exc:
+        raise ScrapeError(f"cannot write the catalog's folder {path.parent}: {exc.strerror or exc}; nothing was "
+                          "fetched: give a writable --catalog path") from exc
     offline = hf_constants.is_offline_mode()
     scrub = Scrubber(known_secrets(token))
     retrier = Retrier(RetryPolicy(max_retries, backoff_base, backoff_max, retry_after_max))
@@ -558,6 +606,8 @@ def scrape(
             done[e["model_id"]] = e
         if replay:
             logger.warning("resuming: %d repos from the journal of an interrupted run", len(done))
+            for mid, e in list(done.items()):
+                done[mid] = _replayable(e)
             base = merge_catalog(base, catalog_from_records([e["row"] for e in done.values()]))
             write_catalog(base, path)
         old_rows = {r["model_id"]: row_dict(r) for r in base.to_dict("records")}
