@@ -136,3 +136,53 @@ def test_no_config_string_reaches_the_terminal_raw(tmp_path, argv):
 def test_check_refuses_a_bidi_flag_value_printably():
     p = _run("check", "m\u202eodel", "--tp", "\u202e8")
     assert p.returncode == 2 and _bad_chars(p.stderr.decode()) == []
+
+
+# ---- item 8: configs the memory model cannot size, and bad environment variables -----------------------
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"vocab_size": -5}, "vocab_size"),
+    ({"vocab_size": 2**4000}, "vocab_size"),
+    ({"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"], "kv_lora_rank": 512}, "qk_rope_head_dim"),
+])
+def test_check_gpu_names_what_the_memory_check_lacks(tmp_path, change, field):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({**LLAMA, **change}))
+    p = _run("check", str(cfg), "--tp", "8", "--gpu", "H100-80GB")
+    err = p.stderr.decode()
+    assert p.returncode == 2 and "internal error" not in err, err
+    assert err.count("\n") == 1 and "cannot size this config" in err and field in err
+
+
+def test_the_hostile_mla_config_with_gpu_is_a_clear_error():
+    p = _run("check", str(ROOT / "tests" / "hostile" / "64-mla-missing-parts.json"), "--tp", "8", "--gpu", "H100-80GB")
+    assert p.returncode == 2 and "internal error" not in p.stderr.decode()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "garbage", "0", "1e9", "٨"])
+def test_a_bad_hub_deadline_is_one_line_at_start_up(llama_file, value):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TP_PLANNER_HUB_DEADLINE_S=value)
+    for argv in (["check", "acme/not-in-the-catalog", "--tp", "8"], ["plan", "acme/x", "--gpus", "8", "--gpu", "H100-80GB"]):
+        p = subprocess.run([sys.executable, "-m", "dashboard.cli", *argv], env=env, capture_output=True, timeout=60)
+        err = p.stderr.decode()
+        assert p.returncode == 2 and err.count("\n") == 1, err
+        assert "TP_PLANNER_HUB_DEADLINE_S=" in err and "internal error" not in err
+
+
+def test_environment_errors_name_each_variable(tmp_path):
+    from dashboard.environment import environment_errors, hub_deadline_s
+
+    assert environment_errors({}) == []
+    assert hub_deadline_s({"TP_PLANNER_HUB_DEADLINE_S": " 2.5 "}) == 2.5
+    bad = environment_errors({"TP_PLANNER_HUB_DEADLINE_S": "nan", "TP_PLANNER_CATALOG": str(tmp_path / "no"),
+                              "HF_HUB_ETAG_TIMEOUT": "inf", "HF_HUB_OFFLINE": "maybe", "TP_PLANNER_HUB_TOKEN": "x"})
+    assert len(bad) == 5 and all("\n" not in b for b in bad)
+
+
+def test_huggingface_hub_timeouts_are_checked_before_it_reads_them():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_ETAG_TIMEOUT="inf", HF_ENDPOINT="http://127.0.0.1:9")
+    p = subprocess.run([sys.executable, "-m", "dashboard.cli", "hub", "scrape", "a/b", "--no-progress"], env=env,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.decode().strip() == (
+        "tp-planner hub: error: HF_HUB_ETAG_TIMEOUT='inf': expected a whole number of seconds >= 1")

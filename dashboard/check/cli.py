@@ -162,6 +162,16 @@ def main(argv: Sequence[str] | None = None, *, stdin: Any = None, stdout: Any = 
     if any(a in ("-h", "--help") for a in mine):
         _parser().print_help(out)
         return 0
+    from dashboard.environment import environment_errors
+
+    bad_env = environment_errors()
+    if bad_env:  # one line per variable, before any other work
+        for line in bad_env:
+            print(f"tp-planner check: error: {line}", file=err)
+        if as_json:
+            print(json.dumps({"schema_version": SCHEMA_VERSION, "verdict": "error", "exit_status": 2,
+                              "error": "; ".join(bad_env)}), file=out)
+        return 2
     try:
         args = _parser().parse_args(mine)
         launch = None

@@ -144,10 +144,12 @@ def _fetch_with_deadline(repo_id: str):
 
     from dashboard import hub
 
+    from dashboard.environment import EnvironmentError_, hub_deadline_s
+
     try:
-        deadline = float(os.environ.get("TP_PLANNER_HUB_DEADLINE_S") or HUB_DEADLINE_S)
-    except ValueError:
-        deadline = HUB_DEADLINE_S
+        deadline = hub_deadline_s(default=HUB_DEADLINE_S)  # checked at start-up; here for library callers
+    except EnvironmentError_ as e:
+        raise CheckInputError(str(e)) from None
     logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     box: dict[str, Any] = {}
     # online: one request per file, no retry ladder (a Hub that does not answer is reported at once, not after

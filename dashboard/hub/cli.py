@@ -53,7 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     """Entry point of ``python -m dashboard.hub``. Exit status: 0 done (whatever the per-repo statuses),
     2 the run could not start (bad arguments, listing failed, catalog unreadable or locked), 130 interrupted."""
+    from dashboard.environment import check_environment
+
     args = _build_parser().parse_args(argv)
+    if not check_environment("python -m dashboard.hub"):
+        return 2
     scrub = Scrubber(known_secrets(None))
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(ScrubFilter(scrub))

@@ -64,6 +64,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(a in ("-h", "--help") for a in argl):
         ap.print_help()
         return 0
+    from dashboard.environment import environment_errors
+
+    bad_env = environment_errors()
+    if bad_env:  # one line per variable, before any other work
+        for line in bad_env:
+            print(f"tp-planner plan: error: {line}", file=sys.stderr)
+        if as_json:
+            print(json.dumps({"schema_version": SCHEMA_VERSION, "error": "; ".join(bad_env), "exit_status": 2}))
+        return 2
     try:
         args = ap.parse_args(argl)
     except _Usage as e:
