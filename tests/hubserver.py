@@ -148,7 +148,8 @@ class _Fault:
     #: send the real body this many bytes per write, ``drip_s`` seconds apart (a slow Hub)
     drip: int | None = None
     drip_s: float = 0.0
-    #: a ``Content-Length`` header that understates the body (the body is sent whole)
+    #: the size a ``HEAD`` announces (understating the file); a ``GET`` then sends the whole body with no
+    #: ``Content-Length``, ended by closing the connection
     understate: int | None = None
     #: send the body gzip-encoded (``Content-Encoding: gzip``; ``Content-Length`` of the compressed bytes)
     gzip: bool = False
@@ -227,7 +228,8 @@ class FakeHub:
         follows), ``echo_auth`` (bool: answer 500 whose error message repeats the Authorization
         header), ``body`` (bytes), ``reset`` (bool: a TCP reset, no answer), and for ``resolve`` / ``get``
         the real file broken: ``truncate`` (body bytes sent before the connection closes), ``drip`` /
-        ``drip_s`` (bytes per write, seconds between writes), ``understate`` (the ``Content-Length`` sent),
+        ``drip_s`` (bytes per write, seconds between writes), ``understate`` (the size a HEAD announces; a GET
+        sends no ``Content-Length`` and closes the connection after the whole body),
         ``gzip`` (bool: ``Content-Encoding: gzip``).
         """
         with self._lock:
@@ -423,9 +425,13 @@ def _make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             body = _gzip.compress(data) if fault.gzip else data
             if fault.gzip:
                 headers = {**headers, "Content-Encoding": "gzip"}
-            length = len(body) if fault.understate is None else fault.understate
             self.send_response(200)
-            for k, v in {**headers, "Content-Length": str(length)}.items():
+            if fault.understate is not None and not head:  # no length at all: the body ends when the connection does
+                headers = {**headers, "Connection": "close"}
+                self.close_connection = True
+            else:
+                headers = {**headers, "Content-Length": str(len(body) if fault.understate is None else fault.understate)}
+            for k, v in headers.items():
                 self.send_header(k, v)
             self.end_headers()
             if head:

@@ -8,8 +8,8 @@ from typing import Any
 
 #: Version of the ``--json`` document (bumped when a field changes meaning or goes away).
 SCHEMA_VERSION = 1
-#: Largest config (file or standard input) read, like the catalog's sidecar cap.
-MAX_CONFIG_BYTES = 1 << 20
+#: Largest config (file, standard input or the Hub) read: the scraper's too (:data:`dashboard.schema.MAX_CONFIG_BYTES`).
+from dashboard.schema import MAX_CONFIG_BYTES  # noqa: E402
 
 GiB = 1 << 30
 

@@ -143,6 +143,13 @@ def download_retryable(exc: BaseException) -> bool:
     return isinstance(exc, HfHubHTTPError) and (_http_status(exc) or 0) >= 500 and _http_status(exc) in RETRY_STATUSES
 
 
+def capped_retryable(exc: BaseException) -> bool:
+    """Errors of :func:`dashboard.hub.fetch.download_capped` (its ``HEAD`` sent without huggingface_hub's
+    retries) worth retrying here: 408/429/5xx and transport errors (timeouts, resets, early closes). A
+    refusal of the file itself (too large, short) is final."""
+    return _is_retryable(root_cause(exc))
+
+
 class _Gate:
     """Shared pause: a 429 with ``Retry-After`` holds every worker until it has run out."""
 

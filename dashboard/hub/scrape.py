@@ -41,9 +41,9 @@ from dashboard.catalog import (
     write_catalog,
 )
 from dashboard.hub.scrub import known_secrets, printable_text, Scrubber
-from dashboard.hub.retry import classify_error, download_retryable, MAX_REASON, Retrier, RetryPolicy, short_error
+from dashboard.hub.retry import capped_retryable, classify_error, MAX_REASON, Retrier, RetryPolicy, short_error
 from dashboard.hub.rows import blank_record, META_COLUMNS, meta_columns, POPULARITY_COLUMNS, row_dict, SHA_RE, utcnow
-from dashboard.hub.fetch import MAX_CONFIG_BYTES, SilentTqdm
+from dashboard.hub.fetch import download_capped, FetchError, MAX_CONFIG_BYTES, SilentTqdm
 
 logger = logging.getLogger("dashboard.hub")
 
@@ -334,26 +334,22 @@ class _Scraper:
 
         revision = sha if sha and SHA_RE.match(sha) else None
         fetched_at = utcnow()
-        try:
-            path = self.retrier.call(
-                lambda: hf_hub_download(
-                    model_id,
-                    "config.json",
-                    revision=revision,
-                    cache_dir=self.cache_dir,
-                    token=self.token,
-                    endpoint=self.endpoint,
-                    etag_timeout=self.timeout,
-                    force_download=self.refresh,
-                    tqdm_class=SilentTqdm,
+        try:  # size-capped before the bytes arrive (the HEAD's size, then a capped streamed read)
+            data, commit = self.retrier.call(
+                lambda: download_capped(
+                    model_id, "config.json", revision=revision, endpoint=self.endpoint, token=self.token,
+                    cache_dir=self.cache_dir, timeout=self.timeout, max_bytes=MAX_CONFIG_BYTES, force=self.refresh,
+                    retry_head=False,  # retried here: counted, with this run's backoff and Retry-After gate
                 ),
                 f"{model_id} config.json",
-                retryable=download_retryable,
+                retryable=capped_retryable,
             )
+        except FetchError as exc:
+            return self._failed(model_id, exc.status, exc.reason, meta, downloaded=True)
         except Exception as exc:  # noqa: BLE001
             status, reason = classify_error(exc, gated_hint=bool(meta.get("gated")))
             return self._failed(model_id, status, reason, meta, downloaded=True)
-        return self._parse(model_id, Path(path), meta, fetched_at, revision)
+        return self._parse_bytes(model_id, data, meta, fetched_at, revision or commit)
 
     def _fetch_offline(self, model_id: str, old: dict[str, Any] | None) -> _Outcome:
         """No request at all: the config of the catalog's sha, else of ``main``, else the newest cached snapshot."""
@@ -411,6 +407,11 @@ class _Scraper:
             data = path.read_bytes()
         except OSError as exc:
             return self._failed(model_id, "error", f"cached config.json unreadable: {exc}", meta, downloaded=True)
+        return self._parse_bytes(model_id, data, meta, fetched_at, sha)
+
+    def _parse_bytes(self, model_id: str, data: bytes, meta: dict[str, Any], fetched_at: str,
+                     sha: str | None) -> _Outcome:
+        sha = meta.get("sha") or sha
         rec = normalize_config(data, model_id, source="hub", sha=sha, fetched_at=fetched_at)
         for k, v in meta.items():
             if k != "sha" and v is not None:

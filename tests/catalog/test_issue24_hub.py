@@ -178,3 +178,106 @@ def test_a_hub_that_keeps_resetting_is_an_error_row_with_the_count(hub, run):
     row = df.set_index("model_id").loc["acme/a"]
     assert row["status"] == "error" and "3 retries in" in row["status_reason"]
     assert hub.count("get", "acme/a") == 4
+
+
+# ---- item 5: size caps before bytes --------------------------------------------------------------------
+
+from dashboard.schema import MAX_CONFIG_BYTES  # noqa: E402
+
+#: a config over the cap (valid JSON, padded)
+BIG = (b'{"model_type": "llama", "pad": "' + b"x" * (MAX_CONFIG_BYTES + (1 << 20)) + b'"}')
+#: a gzip bomb: a few KB on the wire, far over the cap inflated
+BOMB_PLAIN = b'{"pad": "' + b"0" * (4 * MAX_CONFIG_BYTES) + b'"}'
+
+
+def _largest_file(folder: Path) -> int:
+    sizes = [p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink()]
+    return max(sizes, default=0)
+
+
+def test_the_scraper_cap_is_the_one_cap():
+    from dashboard.check import MAX_CONFIG_BYTES as check_cap
+    from dashboard.hub import fetch
+
+    assert fetch.MAX_CONFIG_BYTES == check_cap == MAX_CONFIG_BYTES == 8 << 20  # not 64 MiB any more
+
+
+def test_an_announced_oversized_config_is_never_downloaded(hub, run, tmp_path):
+    hub.add("big/config", BIG)
+    df, s = run("big/config")
+    row = df.set_index("model_id").loc["big/config"]
+    assert row["status"] == "invalid_json" and "not downloaded" in row["status_reason"]
+    assert hub.count("get", "big/config") == 0 and _largest_file(tmp_path / "hf-cache") == 0
+
+
+@pytest.mark.parametrize("fault", [{"understate": 100}, {"gzip": True}])
+def test_an_understated_or_gzip_body_stops_at_the_cap(hub, run, tmp_path, fault):
+    hub.add("lying/config", BOMB_PLAIN if fault.get("gzip") else BIG)
+    hub.inject("lying/config", "resolve", dict(fault), dict(fault))  # the HEAD and the GET
+    df, s = run("lying/config", max_retries=0)
+    row = df.set_index("model_id").loc["lying/config"]
+    assert row["status"] in ("invalid_json", "error"), row["status_reason"]
+    assert "larger than" in row["status_reason"]
+    assert _largest_file(tmp_path / "hf-cache") <= MAX_CONFIG_BYTES // 8  # nothing near the cap was written
+
+
+def test_a_small_config_still_lands_in_the_cache_and_serves_offline(hub, run, tmp_path, monkeypatch):
+    hub.add("acme/small")
+    df, s = run("acme/small")
+    assert df.loc[0, "status"] == "ok"
+    snaps = list((tmp_path / "hf-cache").glob("models--acme--small/snapshots/*/config.json"))
+    assert len(snaps) == 1 and json.loads(snaps[0].read_bytes())["model_type"] == "llama"
+    from huggingface_hub import try_to_load_from_cache
+
+    assert try_to_load_from_cache("acme/small", "config.json", cache_dir=tmp_path / "hf-cache",
+                                  revision=hub.repos["acme/small"].sha) == str(snaps[0])
+    _, s = run("acme/small")  # unchanged sha: nothing downloaded
+    assert s.unchanged == 1 and hub.count("get", "acme/small") == 1
+
+
+def test_a_dripping_hub_meets_the_overall_deadline(hub, tmp_path, monkeypatch):
+    from dashboard.hub import fetch
+
+    hub.add("slow/drip")
+    hub.inject("slow/drip", "get", {"drip": 1, "drip_s": 0.05})
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(fetch.FetchError, match="longer than"):
+        fetch.download_capped("slow/drip", "config.json", revision=None, endpoint=hub.url, token=False,
+                              cache_dir=str(tmp_path / "c"), timeout=5.0, deadline_s=1.0)
+    assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.parametrize("interactive", [True, False])
+def test_fetch_config_for_check_and_add_model_is_capped(hub, tmp_path, interactive):
+    from dashboard.hub import FetchError, fetch_config
+
+    hub.add("big/config", BIG)
+    hub.add("lying/config", BIG)
+    hub.inject("lying/config", "resolve", {"understate": 100}, {"understate": 100})
+    for rid in ("big/config", "lying/config"):
+        with pytest.raises(FetchError) as e:
+            fetch_config(rid, endpoint=hub.url, token=False, cache_dir=tmp_path / "c", max_bytes=1 << 20,
+                         interactive=interactive)
+        assert e.value.status == "invalid_json" and "bytes" in e.value.reason
+    assert hub.count("get", "big/config") == 0
+    assert _largest_file(tmp_path / "c") == 0
+
+
+def test_check_of_an_oversized_hub_config_leaves_nothing_in_hf_home(hub, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    hub.add("big/config", BIG)
+    env = dict(os.environ, HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "home"), PYTHONPATH=str(root),
+               HF_HUB_DISABLE_TELEMETRY="1")
+    env.pop("HF_HUB_OFFLINE", None)
+    p = subprocess.run([sys.executable, "-m", "dashboard.cli", "check", "big/config", "--tp", "8"], env=env,
+                       capture_output=True, timeout=120)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and "limit" in err and err.count("\n") == 1, err
+    assert hub.count("get", "big/config") == 0
+    assert _largest_file(tmp_path / "home") < 1 << 20
