@@ -5,7 +5,8 @@
 
 Cases: ``check --tp 4096 --pp 4096 --dp 4096`` (4096**3 GPUs, the largest sizes ``check`` accepts), the same
 as a pasted launch command, and ``plan --gpus`` at 65536 (the largest count) and 60480 (the count <= 65536
-with the most TP x PP splits, 2520). Exit status 1 when a case takes longer than ``--budget`` seconds.
+with the most TP x PP splits, 2520). Prints wall and CPU seconds (the CPU time is what a loaded machine does not inflate). Exit status 1 when a
+case takes longer than ``--budget`` seconds of wall time.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -49,15 +51,20 @@ def main() -> int:
         Path(cfg).write_text(json.dumps(LLAMA))
         worst = ("", 0.0)
         for name, argv in cases(cfg):
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             p = subprocess.run([sys.executable, "-m", "dashboard.cli", *argv], env=env, capture_output=True,
                                text=True, timeout=600)
             dt = time.perf_counter() - t0
-            first = (p.stdout or p.stderr).splitlines()[0][:90] if (p.stdout or p.stderr) else ""
-            print(f"{dt:7.2f} s  exit {p.returncode}  {name}: {first}", flush=True)
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+            first = (p.stdout or p.stderr).splitlines()[0][:70] if (p.stdout or p.stderr) else ""
+            print(f"{dt:7.2f} s wall {cpu:6.2f} s CPU  exit {p.returncode}  {name}: {first}", flush=True)
             if dt > worst[1]:
                 worst = (name, dt)
-    print(f"worst case: {worst[0]}: {worst[1]:.2f} s (budget {args.budget:g} s)")
+    load = os.getloadavg()[0]
+    print(f"worst case: {worst[0]}: {worst[1]:.2f} s wall (budget {args.budget:g} s; load average {load:.1f} on "
+          f"{os.cpu_count()} CPUs: wall times include waiting for a CPU)")
     return 0 if worst[1] <= args.budget else 1
 
 
