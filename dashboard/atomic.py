@@ -52,3 +52,39 @@ def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8
     """:func:`atomic_write` for a string."""
     data = text.encode(encoding)
     return atomic_write(path, lambda fh: fh.write(data))
+
+
+#: Bytes :func:`check_writable` writes (and removes) to prove a folder takes a file.
+PROBE_BYTES = 64 * 1024
+
+
+def check_writable(folder: str | os.PathLike, need_bytes: int = 0) -> None:
+    """Refuse, before any long work, a folder :func:`atomic_write` could not write into: read-only (a
+    read-only mount, no write permission), full, or not a folder. Writes a temp file of
+    ``max(need_bytes, PROBE_BYTES)`` bytes there, fsyncs and removes it (this catches what ``os.access``
+    misses: a read-only mount for root, quotas, ENOSPC). Raises ``OSError`` whose ``strerror`` says why
+    (e.g. ``Read-only file system``, ``No space left on device``) and whose ``filename`` is ``folder``."""
+    import errno
+
+    p = Path(folder)
+    if not p.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(p))
+    size = max(int(need_bytes), PROBE_BYTES)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".write-probe.", suffix=".tmp", dir=p)
+        with os.fdopen(fd, "wb") as fh:
+            chunk = b"\0" * min(size, 1 << 20)
+            left = size
+            while left > 0:
+                left -= fh.write(chunk[:left])
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(p)) from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass

@@ -58,6 +58,11 @@ def _dispatch(argv: Sequence[str] | None = None) -> int:
         print("usage: tp-planner {catalog,check,hub,plan,serve} ...\n\n" + USAGE)
         return 0 if args else 2
     cmd, rest = args[0], args[1:]
+    if cmd in ("hub", "serve", "catalog"):  # check and plan check it themselves (also as JSON)
+        from dashboard.environment import check_environment
+
+        if not check_environment(f"tp-planner {cmd}"):  # before huggingface_hub reads it at import
+            return 2
     if cmd == "catalog":
         from dashboard.catalog import main as catalog_main
 

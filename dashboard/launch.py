@@ -30,6 +30,7 @@ from pathlib import PurePath
 from typing import Any, Sequence
 
 from dashboard import flagspec, frameworks
+from dashboard.terminal import safe_text as _safe
 
 __all__ = ["FLAGS", "Launch", "LaunchError", "MODEL_PLACEHOLDER", "command_model", "gpu_sets", "hub_id",
            "hub_id_from_config", "instance_count", "parse_command", "render_command", "render_commands", "parse_len",
@@ -59,7 +60,6 @@ FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
     fw.name: fw.launch_flags for fw in frameworks.all_frameworks() if fw.launch_flags}
 
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _LEN = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([kKmMgG]?)$")
 
 
@@ -79,10 +79,12 @@ def parse_len(text: str, name: str = "--max-model-len") -> int:
 
 def parse_size(text: Any, name: str) -> int:
     """A parallel size in ``1 .. MAX_GPUS`` from a flag value (LaunchError otherwise)."""
-    s = str(text).strip()
-    if not re.fullmatch(r"[0-9]{1,7}", s) or not 1 <= int(s) <= MAX_GPUS:
+    from dashboard.sharding import whole_number
+
+    v = whole_number(text)  # ASCII digits only: not "1_6", not "٨" (the CLI's one number reader)
+    if v is None or not 1 <= v <= MAX_GPUS:
         raise LaunchError(f"{name} must be a whole number in 1..{MAX_GPUS}, got {_show(text)}")
-    return int(s)
+    return v
 
 
 def parse_fraction(text: Any, name: str) -> float:
@@ -96,7 +98,7 @@ def parse_fraction(text: Any, name: str) -> float:
 
 
 def _show(text: Any, n: int = 40) -> str:
-    s = _CONTROL.sub("?", str(text))
+    s = _safe(text)
     return repr(s if len(s) <= n else s[:n] + "...")
 
 
@@ -461,7 +463,7 @@ def parse_command(command: str | Sequence[str], release: str | None = None) -> L
             wants = flagspec.takes_value(spec, flagspec.normalise(spec, name))  # None: the spec does not know it
             takes_value = not eq and wants is not False and i + 1 < len(tokens) and (
                 not tokens[i + 1].startswith("-") or re.fullmatch(r"-[0-9.]+", tokens[i + 1]) is not None)
-            out.unmodeled.append(_CONTROL.sub("?", name)[:60])
+            out.unmodeled.append(_safe(name)[:60])
             i += 2 if takes_value else 1
             continue
         kind = _KINDS[key]

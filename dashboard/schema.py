@@ -34,6 +34,12 @@ FRAMEWORK_LABELS: Final[dict[str, str]] = _frameworks.labels()
 DEFAULT_TP_SIZES: Final[tuple[int, ...]] = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
 
 #: Row statuses (one per model). Only ``ok`` rows carry shapes the rules can use.
+#: Largest ``config.json`` (or quantization sidecar) read, bytes: by the scraper, ``tp-planner check`` and
+#: ``plan`` (a file, standard input or the Hub). 8 MiB: the largest real config seen is 3,087,083 bytes
+#: (nvidia/MiniMax-M3-NVFP4, a per-layer NVFP4 ``quantization_config``), so 2.7x headroom; a Hub file
+#: announced larger is never downloaded, and a streamed read stops at the cap. (Uploads in the dashboard
+#: have their own 1 MiB cap, :data:`dashboard.addmodel.MAX_CONFIG_BYTES`: they travel in a websocket message.)
+MAX_CONFIG_BYTES: Final[int] = 8 << 20
 STATUSES: Final[tuple[str, ...]] = ("ok", "gated", "not_found", "invalid_json", "error")
 
 #: Cell statuses of the validity grid, worst last.

@@ -31,6 +31,26 @@ ArrayLike = npt.ArrayLike
 #: rules' nearest-valid-size search and the layout allocate per rank.
 MAX_PARALLEL = 1 << 16
 
+_WHOLE = __import__("re").compile(r"[0-9]{1,12}")
+
+
+def whole_number(text: object) -> int | None:
+    """A whole number written in ASCII digits only (``"8"``, ``" 16 "``), as the launch commands and the
+    command line take it; None for anything else. Python's ``int()`` also reads ``"1_6"`` (16), Arabic-Indic
+    ``"٨"`` (8) and full-width digits: none of the frameworks' own parsers would, so neither does this."""
+    s = str(text).strip()
+    return int(s) if _WHOLE.fullmatch(s) else None
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of ``n`` (a whole number >= 1), ascending: trial division up to ``isqrt(n)``, so
+    O(sqrt n) steps (2**18 for n = 2**36 = 4096**3), never a loop over every number up to ``n``."""
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"divisors of a whole number >= 1, got {n}")
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
 
 def parallel_size(value: object, name: str = "tp", *, hi: int = MAX_PARALLEL) -> int:
     """One parallel size as an ``int`` in ``1 .. hi``.
@@ -50,10 +70,10 @@ def parallel_size(value: object, name: str = "tp", *, hi: int = MAX_PARALLEL) ->
             raise ValueError(f"{name} must be a whole number, got {value!r}")
         v = int(f)
     elif isinstance(value, str):
-        try:
-            v = int(value.strip())
-        except ValueError:
-            raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+        w = whole_number(value)
+        if w is None:
+            raise ValueError(f"{name} must be a whole number (ASCII digits), got {value!r}")
+        v = w
     else:
         raise TypeError(f"{name} must be a whole number, got {type(value).__name__}")
     if v < 1:

@@ -141,6 +141,18 @@ class _Fault:
     sleep: float = 0.0
     echo_auth: bool = False
     body: bytes | None = None
+    #: close the connection with a TCP reset, no answer (``ConnectionResetError`` on the client)
+    reset: bool = False
+    #: send the real answer's headers (its full ``Content-Length``) and only this many body bytes, then close
+    truncate: int | None = None
+    #: send the real body this many bytes per write, ``drip_s`` seconds apart (a slow Hub)
+    drip: int | None = None
+    drip_s: float = 0.0
+    #: the size a ``HEAD`` announces (understating the file); a ``GET`` then sends the whole body with no
+    #: ``Content-Length``, ended by closing the connection
+    understate: int | None = None
+    #: send the body gzip-encoded (``Content-Encoding: gzip``; ``Content-Length`` of the compressed bytes)
+    gzip: bool = False
 
 
 class FakeHub:
@@ -214,7 +226,11 @@ class FakeHub:
         ``list`` (``repo_id`` ignored, use ``""``). A fault is a dict with any of ``status`` (int),
         ``headers`` (dict), ``sleep`` (seconds before answering; with no status the normal answer
         follows), ``echo_auth`` (bool: answer 500 whose error message repeats the Authorization
-        header), ``body`` (bytes).
+        header), ``body`` (bytes), ``reset`` (bool: a TCP reset, no answer), and for ``resolve`` / ``get``
+        the real file broken: ``truncate`` (body bytes sent before the connection closes), ``drip`` /
+        ``drip_s`` (bytes per write, seconds between writes), ``understate`` (the size a HEAD announces; a GET
+        sends no ``Content-Length`` and closes the connection after the whole body),
+        ``gzip`` (bool: ``Content-Encoding: gzip``).
         """
         with self._lock:
             self._faults.setdefault((kind, repo_id), []).extend(_Fault(**f) for f in faults)
@@ -282,6 +298,14 @@ def _make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 return False
             if fault.sleep:
                 time.sleep(fault.sleep)
+            if fault.reset:
+                import socket
+                import struct
+
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.close_connection = True
+                self.connection.close()
+                return True
             if fault.echo_auth:
                 self._error(500, f"internal error; you sent {self.headers.get('authorization')}", head=head)
                 return True
@@ -389,7 +413,42 @@ def _make_handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             if data is None:
                 return self._error(404, "Entry not found", "EntryNotFound", commit, head=head)
             headers = {**commit, "ETag": f'"{_git_blob_sha1(data)}"', "Content-Type": "text/plain; charset=utf-8"}
+            if fault is not None and (fault.truncate is not None or fault.drip or fault.understate is not None
+                                      or fault.gzip):
+                return self._send_faulty(fault, data, headers, head=head)
             self._send(200, data, headers, head=head)
+
+        def _send_faulty(self, fault: _Fault, data: bytes, headers: dict[str, str], *, head: bool) -> None:
+            """The real answer, broken as ``fault`` says (truncated, dripped, size understated, gzip-encoded)."""
+            import gzip as _gzip
+
+            body = _gzip.compress(data) if fault.gzip else data
+            if fault.gzip:
+                headers = {**headers, "Content-Encoding": "gzip"}
+            self.send_response(200)
+            if fault.understate is not None and not head:  # no length at all: the body ends when the connection does
+                headers = {**headers, "Connection": "close"}
+                self.close_connection = True
+            else:
+                headers = {**headers, "Content-Length": str(len(body) if fault.understate is None else fault.understate)}
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            if head:
+                return
+            if fault.truncate is not None:
+                self.wfile.write(body[: fault.truncate])
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            step = fault.drip or len(body) or 1
+            for i in range(0, len(body), step):
+                self.wfile.write(body[i:i + step])
+                self.wfile.flush()
+                if fault.drip_s:
+                    time.sleep(fault.drip_s)
+            if fault.understate is not None:
+                self.close_connection = True
 
     return Handler
 

@@ -126,8 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     rd.add_argument("-o", "--output", default=str(default_catalog_path().with_name("README.md")))
     args = ap.parse_args(argv)
 
+    from dashboard.terminal import safe_text
+
     def fail(msg: str) -> int:  # bad input: one line on stderr, exit 2, nothing written
-        print(f"error: {msg}", file=sys.stderr)
+        print(f"error: {safe_text(msg)}", file=sys.stderr)
         return 2
 
     if args.cmd == "aliases":
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             atomic_write_text(out, data_readme())
         except OSError as exc:
             return fail(f"cannot write {out}: {exc}")
-        print(f"wrote {args.output}")
+        print(f"wrote {safe_text(args.output)}")
         return 0
     try:
         df = build_catalog(args.folder, sidecars=args.sidecars)
@@ -161,5 +163,5 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         return fail(f"cannot write {out}: {exc}")
     counts = df["status"].value_counts().to_dict()
-    print(f"wrote {len(df)} rows to {args.output}: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    print(f"wrote {len(df)} rows to {safe_text(args.output)}: " + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
     return 0

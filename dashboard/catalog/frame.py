@@ -45,12 +45,52 @@ def coerce_column(values: list, dtype: str) -> pd.api.extensions.ExtensionArray 
     return pd.array([None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values], dtype="string")
 
 
+def _unencodable(v: Any) -> bool:
+    """True for a string that UTF-8 cannot encode (a lone surrogate such as ``"\\ud800"``: valid JSON,
+    but no parquet file, journal line or terminal takes it)."""
+    if not isinstance(v, str) or v.isascii():
+        return False
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _fix_text(v: Any) -> Any:
+    return v.encode("utf-8", "replace").decode("utf-8") if _unencodable(v) else v
+
+
+def quarantine(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """``rec`` unchanged when every string of it is valid Unicode; else the record quarantined: the
+    identity columns kept (any lone surrogate in them as ``?``), every shape column empty, ``status``
+    ``invalid_json`` and a ``status_reason`` naming the columns. One poisoned config is then one row with
+    its reason, never a catalog build, scrape or journal replay that cannot be written."""
+    bad = [k for k, v in rec.items() if k in schema.COLUMN_DTYPES and _unencodable(v)]
+    if not bad:
+        return dict(rec)
+    out: dict[str, Any] = dict.fromkeys(schema.COLUMN_NAMES)
+    for k in ("model_id", "org", "name", "source", "sha", "fetched_at", *META_KEEP):
+        if k in rec:
+            out[k] = _fix_text(rec[k])
+    out["status"] = "invalid_json"
+    out["status_reason"] = (f"quarantined: {', '.join(bad)} holds a string that is not valid Unicode "
+                            "(a lone surrogate such as \\ud800)")
+    out["parse_notes"] = out["status_reason"]
+    return out
+
+
+#: Hub metadata columns a quarantined record keeps (they came from the Hub's API, not from the config).
+META_KEEP = ("downloads", "likes", "gated", "last_modified")
+
+
 def catalog_from_records(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """DataFrame with the schema's columns (order of ``schema.COLUMN_NAMES``) and dtypes.
 
-    Missing keys become NA; extra keys are dropped.
+    Missing keys become NA; extra keys are dropped. A record holding a string UTF-8 cannot encode (a lone
+    surrogate) becomes its :func:`quarantine` row instead of failing the whole frame.
     """
-    recs = list(records)
+    recs = [quarantine(r) for r in records]
     data = {}
     for name in schema.COLUMN_NAMES:
         data[name] = _coerce_named([rc.get(name) for rc in recs], schema.COLUMN_DTYPES[name], name)

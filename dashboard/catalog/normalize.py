@@ -46,6 +46,35 @@ def empty_record(model_id: str, source: str, sha: Any, fetched_at: Any) -> dict[
     return rec
 
 
+def unencodable_path(obj: object, limit: int = 1_000_000) -> str | None:
+    """Where a parsed JSON value holds a string (key or value) that UTF-8 cannot encode -- a lone surrogate,
+    which ``json.loads`` accepts from ``"\\ud800"`` -- as a path (``model_type``, ``text_config.name``,
+    ``architectures[0]``; at most 80 characters), or None. Iterative (no recursion limit), at most ``limit``
+    values visited."""
+    stack: list[tuple[object, str]] = [(obj, "")]
+    seen = 0
+    while stack and seen < limit:
+        v, path = stack.pop()
+        seen += 1
+        if isinstance(v, str):
+            if not v.isascii():
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    return (path or "the config")[:80]
+        elif isinstance(v, Mapping):
+            for k, x in v.items():
+                key = k if isinstance(k, str) else str(k)
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return ((path + "." if path else "") + "a key")[:80]
+                stack.append((x, f"{path}.{key}" if path else key))
+        elif isinstance(v, list):
+            stack.extend((x, f"{path}[{i}]") for i, x in enumerate(v))
+    return None
+
+
 def normalize_config(raw: object, model_id: str, *, source: str = "snapshot", sha: str | None = None,
                      fetched_at: str | None = None, sidecars: Mapping[str, object] | None = None) -> dict[str, Any]:
     """Normalize one raw ``config.json`` into a catalog record.
@@ -92,6 +121,10 @@ def normalize_config(raw: object, model_id: str, *, source: str = "snapshot", sh
                 cfg = None
             if consts:
                 notes.append(f"non-standard JSON constants {sorted(set(consts))} read as floats")
+        if rec["status"] == "ok" and (where := unencodable_path(cfg)) is not None:
+            rec["status"] = "invalid_json"
+            rec["status_reason"] = (f"{where} is not valid Unicode (a lone surrogate such as \\ud800): "
+                                    "the config is quarantined")
         if rec["status"] == "ok":
             if not isinstance(cfg, Mapping):
                 rec["status"] = "invalid_json"

@@ -16,6 +16,7 @@ from dashboard.check.judge import run_check
 from dashboard.check.request import Request
 from dashboard.check.source import load_model
 from dashboard.check.text import render_text
+from dashboard.terminal import safe_text
 
 
 class _Parser(argparse.ArgumentParser):
@@ -161,6 +162,16 @@ def main(argv: Sequence[str] | None = None, *, stdin: Any = None, stdout: Any = 
     if any(a in ("-h", "--help") for a in mine):
         _parser().print_help(out)
         return 0
+    from dashboard.environment import environment_errors
+
+    bad_env = environment_errors()
+    if bad_env:  # one line per variable, before any other work
+        for line in bad_env:
+            print(f"tp-planner check: error: {line}", file=err)
+        if as_json:
+            print(json.dumps({"schema_version": SCHEMA_VERSION, "verdict": "error", "exit_status": 2,
+                              "error": "; ".join(bad_env)}), file=out)
+        return 2
     try:
         args = _parser().parse_args(mine)
         launch = None
@@ -203,7 +214,7 @@ def main(argv: Sequence[str] | None = None, *, stdin: Any = None, stdout: Any = 
     if as_json:
         print(json.dumps(doc, indent=2, default=str), file=out)
     else:
-        print(render_text(doc), file=out)
+        print(safe_text(render_text(doc), keep_newlines=True), file=out)  # the line breaks are ours
     return int(doc["exit_status"])
 
 

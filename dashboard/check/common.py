@@ -3,16 +3,14 @@ the printable form of untrusted text."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 
 #: Version of the ``--json`` document (bumped when a field changes meaning or goes away).
 SCHEMA_VERSION = 1
-#: Largest config (file or standard input) read, like the catalog's sidecar cap.
-MAX_CONFIG_BYTES = 1 << 20
+#: Largest config (file, standard input or the Hub) read: the scraper's too (:data:`dashboard.schema.MAX_CONFIG_BYTES`).
+from dashboard.schema import MAX_CONFIG_BYTES  # noqa: E402
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 GiB = 1 << 30
 
 
@@ -21,7 +19,8 @@ class CheckInputError(Exception):
 
 
 def printable(text: Any, limit: int = 2000) -> str:
-    """Untrusted text for a terminal or a log line: control characters (ANSI escapes, NUL ...) as ``?``,
-    newlines kept only where they are ours."""
-    s = _CONTROL.sub("?", str(text)).replace("\n", " ").replace("\r", " ")
-    return s if len(s) <= limit else s[: limit - 3] + "..."
+    """Untrusted text for a terminal or a log line, one line: :func:`dashboard.terminal.safe_text` (control
+    characters, ANSI/OSC escapes, lone surrogates and bidi overrides as ``?``; newlines as spaces)."""
+    from dashboard.terminal import safe_text
+
+    return safe_text(text, limit)

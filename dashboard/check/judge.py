@@ -122,6 +122,46 @@ def _commands_for(req: Request, model: str, lay: dict[str, Any], max_model_len: 
     return {"command": "\n".join(i["command"] for i in inst), "instances": inst}
 
 
+#: Record fields the memory model needs, and the MLA fields it needs for an MLA model.
+_MEMORY_FIELDS = ("hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads")
+_MLA_FIELDS = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+
+
+def memory_gaps(typed, cap: dict[str, Any]) -> str:
+    """'' when every figure of the memory check (``cap``, :func:`dashboard.memory.capacity`) is a finite
+    number; else one line naming the unknown figures and the config fields behind them (a field the
+    normalizer dropped: a negative or implausibly large ``vocab_size``, an MLA config without its
+    ``qk_rope_head_dim``), with the normalizer's note on each."""
+    import math
+
+    import pandas as pd
+
+    figures = {"weight_bytes_per_gpu": "weight bytes per GPU", "kv_bytes_per_token_per_rank": "KV bytes per token",
+               "kv_budget_bytes_per_gpu": "KV budget", "memory_bytes": "GPU memory", "context_len": "context length"}
+    unknown = []
+    for key, label in figures.items():
+        try:
+            ok = math.isfinite(float(cap.get(key)))
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            unknown.append(label)
+    if not unknown:
+        return ""
+    row = typed.iloc[0]
+    mla = row.get("is_mla")
+    need = list(_MEMORY_FIELDS) + (list(_MLA_FIELDS) if mla is not None and not pd.isna(mla) and bool(mla) else [])
+    missing = [f for f in need if f in row.index and pd.isna(row[f])]
+    notes = [n.strip() for n in str(row.get("parse_notes") or "").split(";")
+             if any(n.strip().startswith(f) for f in missing)]
+    why = ", ".join(unknown) + " unknown"
+    if missing:
+        why += "; the config lacks a usable " + ", ".join(missing)
+    if notes:
+        why += " (" + "; ".join(notes[:3]) + ")"
+    return why
+
+
 def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     """The result document (the ``--json`` output, :data:`SCHEMA_VERSION`)."""
     from dashboard import rules
@@ -178,6 +218,10 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
             cap = capacity(typed, req, req.layout(), kv)
         except ValueError as e:
             raise CheckInputError(printable(e, 300)) from None
+        unsized = memory_gaps(typed, cap)
+        if unsized:
+            raise CheckInputError(f"--gpu {printable(req.gpu, 40)}: the memory check cannot size this config "
+                                  f"({unsized}); without --gpu only the layout rules are checked")
         mi = memory_issue(req, v.release, cap) if not issues else None
         if mi is None and issues:
             mi = None

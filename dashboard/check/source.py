@@ -6,7 +6,6 @@ catalog lacks, or for every id with ``refresh=True`` (``--refresh``)."""
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 from collections.abc import Mapping
@@ -45,16 +44,18 @@ class Source:
         return out
 
 
-_CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def quote_path(path: str) -> str:
     """A path as a shell would take it back: bare when it has only safe characters, else single-quoted
-    (:func:`shlex.quote`); a path with control characters (a newline, an ANSI escape) is written as a
-    bash ``$'...'`` string with each one escaped (``\\n``, ``\\x1b``), so nothing reaches the terminal raw."""
+    (:func:`shlex.quote`); a path with a character :func:`dashboard.terminal.safe_text` would replace (a
+    newline, an ANSI escape, a bidi override) is written as a bash ``$'...'`` string with each one escaped
+    (``\\n``, ``\\x1b``, ``\\u202e``), so nothing reaches the terminal raw."""
     import shlex
 
-    if not _CTRL.search(path):
+    from dashboard.terminal import is_unsafe_char
+
+    if not any(is_unsafe_char(ch) for ch in path):
         return shlex.quote(path)
     out = []
     for ch in path:
@@ -64,8 +65,8 @@ def quote_path(path: str) -> str:
             out.append("\\n")
         elif ch == "\t":
             out.append("\\t")
-        elif _CTRL.match(ch):
-            out.append(f"\\x{ord(ch):02x}")
+        elif is_unsafe_char(ch):
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
         else:
             out.append(ch)
     return "$'" + "".join(out) + "'"
@@ -143,10 +144,12 @@ def _fetch_with_deadline(repo_id: str):
 
     from dashboard import hub
 
+    from dashboard.environment import EnvironmentError_, hub_deadline_s
+
     try:
-        deadline = float(os.environ.get("TP_PLANNER_HUB_DEADLINE_S") or HUB_DEADLINE_S)
-    except ValueError:
-        deadline = HUB_DEADLINE_S
+        deadline = hub_deadline_s(default=HUB_DEADLINE_S)  # checked at start-up; here for library callers
+    except EnvironmentError_ as e:
+        raise CheckInputError(str(e)) from None
     logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     box: dict[str, Any] = {}
     # online: one request per file, no retry ladder (a Hub that does not answer is reported at once, not after

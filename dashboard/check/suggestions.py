@@ -10,11 +10,13 @@ import numpy as np
 
 from dashboard import frameworks
 from dashboard.launch import MAX_GPUS
+from dashboard.sharding import divisors
 from dashboard.check.request import Request, capacity, gpu_count
 
 
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """The divisors of ``n`` (>= 1), ascending, in O(sqrt n) (:func:`dashboard.sharding.divisors`)."""
+    return divisors(n)
 
 
 def _ok_tps(rec, req: Request, sizes: list[int], lay: dict[str, Any]) -> list[int]:
@@ -41,11 +43,13 @@ def fits(rec, req: Request, lay: dict[str, Any], kv: str) -> bool:
         float(cap["weight_bytes_per_gpu"]) <= float(cap["memory_bytes"])
 
 
-def _variants(rec, req: Request, base: dict[str, Any]) -> list[dict[str, Any]]:
-    """Expert-parallel / attention-DP settings to try besides the given one (MoE: EP on and off)."""
+def _variants(rec, req: Request, base: dict[str, Any], moe: bool | None = None) -> list[dict[str, Any]]:
+    """Expert-parallel / attention-DP settings to try besides the given one (MoE: EP on and off). ``moe``:
+    :func:`dashboard.rules.is_moe_record` of ``rec`` when the caller has it (it builds a frame per call)."""
     from dashboard import rules
 
-    moe = rules.is_moe_record(rec)
+    if moe is None:
+        moe = rules.is_moe_record(rec)
     mode = frameworks.get(req.framework).expert_parallel_mode
     if not moe and (base["expert_parallel"] or base["ep"] > 1):
         return [dict(base, expert_parallel=False, ep=1)]  # no experts: expert parallelism is refused
@@ -60,8 +64,14 @@ def _variants(rec, req: Request, base: dict[str, Any]) -> list[dict[str, Any]]:
 
 def alternatives(rec, req: Request, kv: str, *, limit_same: int = 3) -> list[dict[str, Any]]:
     """Nearest valid layouts: the same GPU count first (other TP/PP/DP/EP splits), then the nearest smaller
-    and larger TP with the rest as given. Each must pass the rules and, with a GPU, hold the context."""
+    and larger TP with the rest as given. Each must pass the rules and, with a GPU, hold the context, and
+    each size stays within what the command accepts (``1 .. MAX_GPUS``), so the work is bounded by the
+    divisors of the GPU count (O(sqrt N) to find, at most 13 PP sizes x 13 TP sizes for N = 4096**3),
+    never by N itself."""
+    from dashboard import rules
+
     fw = req.framework
+    moe = rules.is_moe_record(rec)
     given = req.layout()
     n = gpu_count(fw, given)
     found: list[tuple[tuple, dict[str, Any], str]] = []
@@ -83,6 +93,8 @@ def alternatives(rec, req: Request, kv: str, *, limit_same: int = 3) -> list[dic
     fwo = frameworks.get(fw)
     attn_dp_in_tp = given["dp_attention"] and fwo.attention_dp_in_tp
     for pp in _divisors(n):
+        if pp > MAX_GPUS:
+            break
         rest = n // pp
         if attn_dp_in_tp:
             combos = [(rest, d) for d in ([rest] if fwo.attention_dp_whole_tp else _divisors(rest))]  # (tp, attn-dp)
@@ -90,9 +102,11 @@ def alternatives(rec, req: Request, kv: str, *, limit_same: int = 3) -> list[dic
             combos = [(t, rest // t) for t in _divisors(rest)]
         by_dp: dict[int, list[int]] = {}
         for t, d in combos:
+            if t > MAX_GPUS or d > MAX_GPUS:
+                continue  # a size the command would refuse
             by_dp.setdefault(d, []).append(t)
         for d, tps in by_dp.items():
-            for var in _variants(rec, req, dict(given, pp=pp, dp=d)):
+            for var in _variants(rec, req, dict(given, pp=pp, dp=d), moe):
                 groups: dict[int, list[int]] = {}
                 for t in tps:
                     groups.setdefault(t if var["ep"] == -1 else 0, []).append(t)
@@ -110,7 +124,7 @@ def alternatives(rec, req: Request, kv: str, *, limit_same: int = 3) -> list[dic
     same = sorted(found, key=lambda x: x[0])[:limit_same]
     # nearest smaller / larger TP, the rest as given
     upper = min(max(64, 2 * given["tp"]), MAX_GPUS)
-    base = _variants(rec, req, given)[0]
+    base = _variants(rec, req, given, moe)[0]
     tps = _ok_tps(rec, req, list(range(1, upper + 1)), base)
     near: list[tuple[tuple, dict[str, Any], str]] = []
     for t in sorted((x for x in tps if x < given["tp"]), reverse=True):

@@ -632,3 +632,15 @@ class Framework:
         return importlib.import_module(self.conformance_module).ADAPTER
 
 __all__ = ["Layout", "Framework"]
+
+
+#: Most per-node / per-replica launch commands a planned layout lists (:func:`listed_count`): beyond it the
+#: rest are one template command (``$NODE_RANK`` / ``$REPLICA``), so a 7,560-node plan stays a few dozen
+#: lines per layout and ``tp-planner plan --gpus 60480`` answers in seconds, not minutes.
+MAX_LISTED_COMMANDS = 32
+
+
+def listed_count(count: int) -> int:
+    """How many of ``count`` per-node (or per-replica) commands are written out one by one: all of them up to
+    :data:`MAX_LISTED_COMMANDS`, else ``MAX_LISTED_COMMANDS - 1`` and one template for the rest."""
+    return count if count <= MAX_LISTED_COMMANDS else MAX_LISTED_COMMANDS - 1

@@ -24,8 +24,11 @@ What one run does
 2. For each repo, in a bounded thread pool (``workers``): metadata (commit ``sha``, ``last_modified``,
    ``downloads``, ``likes``, ``gated``, safetensors parameter counts by dtype) from
    :meth:`HfApi.model_info` (or from the listing when it already carried them), then ``config.json``
-   through :func:`huggingface_hub.hf_hub_download` pinned to that sha (so the Hugging Face cache under
-   ``HF_HOME`` is used and filled), then :func:`dashboard.catalog.normalize_config`.
+   through :func:`dashboard.hub.fetch.download_capped` pinned to that sha: the ``HEAD``'s size is checked
+   against :data:`dashboard.schema.MAX_CONFIG_BYTES` (8 MiB, the cap of ``check`` and ``plan`` too) before
+   any byte is downloaded, the body is read streamed and capped (an understated size or a gzip body never
+   writes more than the cap) within an overall deadline, and the Hugging Face cache under ``HF_HOME`` is
+   used and filled; then :func:`dashboard.catalog.normalize_config`.
 3. **Incremental**: a repo whose catalog row has the same sha (status ok, invalid_json or not_found)
    downloads nothing; only its popularity columns are refreshed. ``refresh=True`` forces a download.
 4. **One status per repo**, never an exception: ``ok``; ``gated`` (401/403, ``GatedRepoError``);
@@ -51,11 +54,13 @@ huggingface_hub 2.x talks HTTP through a shared ``httpx2.Client`` created with `
   ``Retry-After`` runs.
 * ``HfApi.list_models`` pages through ``utils.http_backoff`` (5 retries, 1 s base, ``Retry-After``
   honoured, no timeout): this module adds its own retries around the whole listing.
-* ``hf_hub_download``: the ``HEAD`` uses ``etag_timeout`` (= ``timeout`` here, unless the
-  ``HF_HUB_ETAG_TIMEOUT`` variable overrides it); on 429/5xx/timeout it retries internally
-  (``http_backoff``: 5 retries, 60 s timeout each) and then raises ``LocalEntryNotFoundError`` — this
-  module does **not** retry on top of that. The ``GET`` of the file uses ``HF_HUB_DOWNLOAD_TIMEOUT``
-  (default 10 s) and retries 408/429 and broken connections itself; a 5xx on the ``GET`` is retried here.
+* ``config.json`` (:func:`~dashboard.hub.fetch.download_capped`): the ``HEAD``
+  (:func:`huggingface_hub.get_hf_file_metadata`, ``timeout`` s, without huggingface_hub's retries) and the
+  streamed ``GET`` (``timeout`` s per read, :data:`~dashboard.hub.fetch.DOWNLOAD_DEADLINE_S` in all) are
+  retried here like ``model_info``: 429 / 408 / 5xx, timeouts, connection resets and early closes. A repo
+  whose requests were retried says so in its row (``parse_notes`` of an ``ok`` row, else ``status_reason``:
+  ``N retries in M requests (first: ...)``). Offline, ``hf_hub_download(local_files_only=True)`` reads
+  the cache.
 
 Environment (as huggingface_hub defines it): ``HF_TOKEN`` (or a stored login) authenticates, and is
 never written to the catalog, the journal or the logs (every string written or logged is scrubbed of

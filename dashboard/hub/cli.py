@@ -49,9 +49,15 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from dashboard.terminal import safe_text
+
     """Entry point of ``python -m dashboard.hub``. Exit status: 0 done (whatever the per-repo statuses),
     2 the run could not start (bad arguments, listing failed, catalog unreadable or locked), 130 interrupted."""
+    from dashboard.environment import check_environment
+
     args = _build_parser().parse_args(argv)
+    if not check_environment("python -m dashboard.hub"):
+        return 2
     scrub = Scrubber(known_secrets(None))
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(ScrubFilter(scrub))
@@ -69,11 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             backoff_base=args.backoff_base, checkpoint_every=args.checkpoint_every, progress=not args.no_progress,
         )
     except ScrapeError as exc:
-        print(scrub(f"error: {exc}"), file=sys.stderr)
+        print(safe_text(scrub(f"error: {exc}")), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: finished repos are saved; run the same command again to finish the rest",
               file=sys.stderr)
         return 130
-    print(scrub(str(summary)))
+    print(safe_text(scrub(str(summary)), keep_newlines=True))
     return 0

@@ -23,7 +23,12 @@ from dashboard.hub.retry import classify_error, MAX_REASON, RETRY_EXCEPTIONS, ro
 from dashboard.hub.rows import SHA_RE
 
 
-MAX_CONFIG_BYTES = 64 * 1024 * 1024
+from dashboard.schema import MAX_CONFIG_BYTES  # noqa: E402  (one cap: scraper, check, plan)
+
+#: Longest one capped download (:func:`download_capped`) may take in all, seconds: a Hub that drips
+#: its answer a byte at a time meets it (each read also has the request ``timeout``).
+DOWNLOAD_DEADLINE_S = 60.0
+_CHUNK = 64 * 1024
 
 
 class SilentTqdm(tqdm):  # type: ignore[misc]
@@ -83,6 +88,133 @@ def _read_capped(path: Path, name: str, max_bytes: int) -> bytes:
     return path.read_bytes()
 
 
+class _TooLarge(Exception):
+    pass
+
+
+def _stream_capped(url: str, headers: dict[str, str], timeout: float, max_bytes: int, deadline_s: float,
+                   name: str) -> bytes:
+    """GET ``url`` and return its body, never holding more than ``max_bytes`` of it (nor of its raw
+    transfer): the body is read in chunks as it arrives, a ``gzip`` / ``deflate`` body is inflated with
+    a bounded output, and the read stops at ``max_bytes + 1`` (:class:`FetchError` ``invalid_json``) or
+    when ``deadline_s`` has passed in all (``error``). Nothing is written to disk."""
+    import time
+    import zlib
+
+    from huggingface_hub.utils import get_session, hf_raise_for_status
+
+    t_end = time.monotonic() + deadline_s
+    with get_session().stream("GET", url, headers={**headers, "Accept-Encoding": "identity"}, timeout=timeout,
+                              follow_redirects=True) as resp:
+        if resp.status_code >= 400:
+            length = resp.headers.get("Content-Length")
+            if length is not None and length.isdigit() and int(length) <= _CHUNK:
+                resp.read()
+                hf_raise_for_status(resp)
+            raise FetchError("error", f"{name}: HTTP {resp.status_code} on download")
+        enc = (resp.headers.get("Content-Encoding") or "identity").strip().lower()
+        inflate = zlib.decompressobj(47) if enc in ("gzip", "x-gzip", "deflate") else None  # 47: gzip or zlib
+        out = bytearray()
+        raw = 0
+        for chunk in resp.iter_raw():  # as the bytes arrive (a chunk size would wait to fill it)
+            raw += len(chunk)
+            if raw > max_bytes + _CHUNK and inflate is None:
+                raise _TooLarge()
+            if inflate is not None:
+                out += inflate.decompress(chunk, max_bytes + 1 - len(out))
+                if inflate.unconsumed_tail:
+                    raise _TooLarge()
+            else:
+                out += chunk
+            if len(out) > max_bytes:
+                raise _TooLarge()
+            if time.monotonic() > t_end:
+                raise FetchError("error", f"{name}: the download took longer than {deadline_s:g} s "
+                                          f"({len(out)} bytes read); the Hub is too slow, try again later")
+        if inflate is not None:
+            out += inflate.flush()
+            if len(out) > max_bytes:
+                raise _TooLarge()
+        return bytes(out)
+
+
+def _store_in_cache(repo_id: str, name: str, data: bytes, commit: str, etag: str | None, revision: str | None,
+                    cache_dir: str | None) -> None:
+    """Put a file read by :func:`download_capped` where huggingface_hub's cache has it (``blobs/<etag>``,
+    ``snapshots/<commit>/<name>`` pointing to it, ``refs/<revision>``), so offline runs and
+    ``try_to_load_from_cache`` find it; the blob is written atomically. Best effort: a cache that cannot
+    be written costs only a later download."""
+    import hashlib
+
+    from huggingface_hub import file_download as fd
+
+    from dashboard.atomic import atomic_write
+
+    try:
+        storage = Path(cache_dir or hf_constants.HF_HUB_CACHE) / fd.repo_folder_name(repo_id=repo_id, repo_type="model")
+        blob_name = (etag or "").strip('"').removeprefix("W/").strip('"') or hashlib.sha256(data).hexdigest()
+        if not re.fullmatch(r"[0-9a-fA-F]{20,128}", blob_name):
+            blob_name = hashlib.sha256(data).hexdigest()
+        blob = storage / "blobs" / blob_name
+        pointer = storage / "snapshots" / commit / name
+        if not blob.exists():
+            atomic_write(blob, lambda fh: fh.write(data))
+        pointer.parent.mkdir(parents=True, exist_ok=True)
+        if not pointer.exists():
+            fd._create_symlink(str(blob), str(pointer), new_blob=True)
+        if revision and revision != commit:
+            fd._cache_commit_hash_for_specific_revision(str(storage), revision, commit)
+    except Exception:  # noqa: BLE001 - the bytes are in hand; a cache we cannot fill is not an error
+        pass
+
+
+def download_capped(repo_id: str, name: str, *, revision: str | None, endpoint: str | None,
+                    token: str | bool | None, cache_dir: str | None, timeout: float, max_bytes: int = MAX_CONFIG_BYTES,
+                    force: bool = False, retry_head: bool = True,
+                    deadline_s: float = DOWNLOAD_DEADLINE_S) -> tuple[bytes, str | None]:
+    """One small file of a Hub repo (``config.json``, a quantization sidecar), size-capped before its bytes
+    arrive: ``(content, commit sha or None)``.
+
+    1. ``HEAD`` (:func:`huggingface_hub.get_hf_file_metadata`, ``timeout`` s; huggingface_hub's retries
+       when ``retry_head``): a file whose announced size exceeds ``max_bytes`` is refused, nothing downloaded.
+    2. The copy already in the Hugging Face cache at that commit, when there is one (and not ``force``).
+    3. Else a streamed ``GET`` read at most ``max_bytes`` (:func:`_stream_capped`): a Hub that understates the
+       size, gzip-encodes the body or drips it meets the cap or the ``deadline_s`` overall deadline, and
+       nothing oversized is ever written; a body whose length differs from the announced size is refused.
+       What was read is then stored in the cache (:func:`_store_in_cache`).
+
+    Raises :class:`FetchError` (``invalid_json`` for too large, ``error`` for a short or slow answer) or
+    huggingface_hub's / httpx's exceptions for an HTTP or transport failure (see :func:`classify_error`).
+    """
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url, try_to_load_from_cache
+    from huggingface_hub.utils import build_hf_headers
+
+    url = hf_hub_url(repo_id, name, revision=revision, endpoint=endpoint)
+    meta = get_hf_file_metadata(url, token=token, timeout=timeout, endpoint=endpoint, retry_on_errors=retry_head)
+    commit = meta.commit_hash if meta.commit_hash and SHA_RE.match(meta.commit_hash) else None
+    if meta.size is not None and meta.size > max_bytes:
+        raise FetchError("invalid_json", f"{name} is {meta.size} bytes (limit {max_bytes}); not downloaded")
+    if commit and not force:
+        cached = try_to_load_from_cache(repo_id, name, cache_dir=cache_dir, revision=commit)
+        if isinstance(cached, str):
+            try:
+                return _read_capped(Path(cached), name, max_bytes), commit
+            except OSError:
+                pass
+    get_url = hf_hub_url(repo_id, name, revision=commit or revision, endpoint=endpoint)
+    try:
+        data = _stream_capped(get_url, build_hf_headers(token=token), timeout, max_bytes, deadline_s, name)
+    except _TooLarge:
+        raise FetchError("invalid_json", f"{name} is larger than {max_bytes} bytes (limit {max_bytes}; the Hub "
+                                         f"announced {meta.size if meta.size is not None else 'no'} size); "
+                                         "read no further, nothing stored") from None
+    if meta.size is not None and len(data) != meta.size:
+        raise FetchError("error", f"{name}: the Hub announced {meta.size} bytes and sent {len(data)}; not used")
+    if commit:
+        _store_in_cache(repo_id, name, data, commit, meta.etag, revision, cache_dir)
+    return data, commit
+
+
 def fetch_config(repo_id: str, *, revision: str | None = None, endpoint: str | None = None,
                  token: str | bool | None = None, cache_dir: str | os.PathLike | None = None,
                  timeout: float = 10.0, max_bytes: int = 1 << 20, interactive: bool = False) -> FetchedConfig:
@@ -94,11 +226,15 @@ def fetch_config(repo_id: str, *, revision: str | None = None, endpoint: str | N
     ``token``: as huggingface_hub defines it (``None``: ``HF_TOKEN`` or the stored login; ``False``: no
     token, an anonymous request; a string: that token).
 
+    Online, every file goes through :func:`download_capped`: its ``HEAD``'s size is checked against
+    ``max_bytes`` before any byte of it is downloaded, and the body is read streamed and capped (an
+    understated size or a gzip body never writes more than the cap; nothing oversized lands in ``HF_HOME``).
+
     ``interactive=True`` (the dashboard's "Add a model"): each file is first asked for once with a ``HEAD``
     (:func:`huggingface_hub.get_hf_file_metadata` without retries, ``timeout`` seconds), so a Hub that is
     down or unreachable is reported after one attempt instead of huggingface_hub's own ~23 s of retries
     (``http_backoff``: 1 + 2 + 4 + 8 + 8 s); only a file the Hub just answered for is then downloaded,
-    pinned to the commit it named. The cache never stands in for an answer the Hub refused or did not
+    pinned to the commit it named, within ``2 * timeout`` seconds in all. The cache never stands in for an answer the Hub refused or did not
     give, and ``HF_HUB_OFFLINE`` refuses at once (status ``unreachable``): a gated config cached with the
     operator's token is never served to an anonymous request.
 
@@ -137,13 +273,24 @@ def fetch_config(repo_id: str, *, revision: str | None = None, endpoint: str | N
             where = cache or hf_constants.HF_HUB_CACHE
             raise fail("error", f"offline (HF_HUB_OFFLINE is set) and {repo_id}'s config.json is not in the "
                                 f"Hugging Face cache ({where})")
-    else:
+    else:  # size-capped before the bytes arrive: the HEAD's size, then a capped streamed read
+        capped = dict(revision=revision, endpoint=endpoint, token=token, cache_dir=cache, timeout=timeout,
+                      max_bytes=max_bytes)
         try:
-            path = Path(hf_hub_download(repo_id, "config.json", revision=revision, etag_timeout=timeout, **common))
+            data, sha = download_capped(repo_id, "config.json", **capped)
+        except FetchError as exc:
+            raise fail(exc.status, f"{repo_id}: {exc.reason}") from None
         except Exception as exc:  # noqa: BLE001
             status, reason = classify_error(exc)
             hint = "; set HF_TOKEN to a token with access to it" if status == "gated" else ""
             raise fail(status, f"{repo_id}: {status}: {reason}{hint}") from None
+        sidecars: dict[str, bytes] = {}
+        for name in QUANT_SIDECARS:
+            try:
+                sidecars[name] = download_capped(repo_id, name, **dict(capped, revision=sha or revision))[0]
+            except Exception:  # noqa: BLE001 - absent (404), oversized or unreadable: no sidecar, as the catalog does
+                continue
+        return FetchedConfig(repo_id, data, sidecars, sha, False)
     sha = path.parent.name if SHA_RE.match(path.parent.name) else revision
     try:
         data = _read_capped(path, "config.json", max_bytes)
@@ -172,35 +319,19 @@ def _fetch_interactive(repo_id: str, revision: str | None, common: dict[str, Any
                        max_bytes: int, offline: bool, fail: Callable[[str, str], FetchError]) -> FetchedConfig:
     """:func:`fetch_config` with ``interactive=True``: one ``HEAD`` per file (no retries), then the download
     pinned to the commit the ``HEAD`` named."""
-    from huggingface_hub import get_hf_file_metadata, hf_hub_url
-
     from dashboard.catalog import QUANT_SIDECARS
 
     if offline:
         raise fail("unreachable", "the server is offline (HF_HUB_OFFLINE is set), so it cannot ask the Hub")
     endpoint, token = common["endpoint"], common["token"]
 
-    def head(name: str, rev: str | None):
-        url = hf_hub_url(repo_id, name, revision=rev, endpoint=endpoint)
-        return get_hf_file_metadata(url, token=token, timeout=timeout, endpoint=endpoint, retry_on_errors=False)
+    def download(name: str, rev: str | None) -> tuple[bytes, str | None]:
+        return download_capped(repo_id, name, revision=rev, endpoint=endpoint, token=token,
+                               cache_dir=common["cache_dir"], timeout=timeout, max_bytes=max_bytes,
+                               retry_head=False, deadline_s=max(timeout, 1.0) * 2)
 
     try:
-        meta = head("config.json", revision)
-    except Exception as exc:  # noqa: BLE001
-        if _no_answer(exc):
-            raise fail("unreachable", f"{repo_id}: the Hub did not answer ({short_error(root_cause(exc))})") from None
-        status, reason = classify_error(exc)
-        raise fail(status, f"{repo_id}: {status}: {reason}") from None
-    sha = meta.commit_hash if meta.commit_hash and SHA_RE.match(meta.commit_hash) else None
-    if meta.size is not None and meta.size > max_bytes:
-        raise fail("invalid_json", f"{repo_id}: config.json is {meta.size} bytes (limit {max_bytes})")
-
-    def download(name: str) -> bytes:
-        p = Path(hf_hub_download(repo_id, name, revision=sha or revision, etag_timeout=timeout, **common))
-        return _read_capped(p, name, max_bytes)
-
-    try:
-        data = download("config.json")
+        data, sha = download("config.json", revision)
     except FetchError as exc:
         raise fail(exc.status, f"{repo_id}: {exc.reason}") from None
     except Exception as exc:  # noqa: BLE001
@@ -211,8 +342,7 @@ def _fetch_interactive(repo_id: str, revision: str | None, common: dict[str, Any
     sidecars: dict[str, bytes] = {}
     for name in QUANT_SIDECARS:
         try:
-            head(name, sha or revision)
-            sidecars[name] = download(name)
+            sidecars[name] = download(name, sha or revision)[0]
         except Exception:  # noqa: BLE001 - absent (404), oversized or no answer: no sidecar, as the catalog does
             continue
     return FetchedConfig(repo_id, data, sidecars, sha, False)

@@ -127,16 +127,27 @@ def download_retryable(exc: BaseException) -> bool:
     """Errors of ``hf_hub_download`` that huggingface_hub did not already retry itself.
 
     * ``LocalEntryNotFoundError``: the HEAD failed *after* huggingface_hub's own retries -> final.
+    * A transport error raised bare (``ReadError`` from a connection reset, ``RemoteProtocolError`` from a
+      connection closed before the whole answer): huggingface_hub did not retry it -> retry.
     * ``ValueError`` from a HEAD error under ``force_download`` (no internal retry there) -> retry if
       that error is retryable.
     * ``HfHubHTTPError`` 5xx on the GET (huggingface_hub retries only 408/429 there) -> retry.
     """
     if isinstance(exc, LocalEntryNotFoundError):
         return False
+    if isinstance(exc, RETRY_EXCEPTIONS):  # raised bare: a reset or an early close huggingface_hub did not retry
+        return True
     inner = root_cause(exc)
     if inner is not exc:
         return _is_retryable(inner)
     return isinstance(exc, HfHubHTTPError) and (_http_status(exc) or 0) >= 500 and _http_status(exc) in RETRY_STATUSES
+
+
+def capped_retryable(exc: BaseException) -> bool:
+    """Errors of :func:`dashboard.hub.fetch.download_capped` (its ``HEAD`` sent without huggingface_hub's
+    retries) worth retrying here: 408/429/5xx and transport errors (timeouts, resets, early closes). A
+    refusal of the file itself (too large, short) is final."""
+    return _is_retryable(root_cause(exc))
 
 
 class _Gate:
@@ -169,16 +180,30 @@ class Retrier:
         self.gate = _Gate()
         self.retries = 0
         self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def start_item(self) -> None:
+        """Start counting this thread's attempts and retried errors afresh (one repo of a scrape)."""
+        self._local.attempts = 0
+        self._local.errors = []
+
+    def item_attempts(self) -> tuple[int, list[str]]:
+        """Requests made by this thread's :meth:`call` since :meth:`start_item`, and the errors retried."""
+        return getattr(self._local, "attempts", 0), list(getattr(self._local, "errors", []))
 
     def call(self, fn: Callable[[], T], what: str, retryable: Callable[[BaseException], bool] = _is_retryable) -> T:
         attempt = 0
         while True:
             self.gate.wait(self.sleep)
+            self._local.attempts = getattr(self._local, "attempts", 0) + 1
             try:
                 return fn()
             except Exception as exc:
                 if not retryable(exc) or attempt >= self.policy.max_retries:
                     raise
+                if not hasattr(self._local, "errors"):
+                    self._local.errors = []
+                self._local.errors.append(short_error(exc)[:120])
                 ra = _retry_after(exc)
                 delay = self.policy.delay(attempt, ra)
                 if _http_status(exc) == 429 and ra is not None:

@@ -31,6 +31,7 @@ from huggingface_hub.utils import validate_repo_id
 from huggingface_hub.errors import HFValidationError
 
 from dashboard import schema
+from dashboard.atomic import check_writable
 from dashboard.catalog import (
     catalog_from_records,
     default_catalog_path,
@@ -40,9 +41,9 @@ from dashboard.catalog import (
     write_catalog,
 )
 from dashboard.hub.scrub import known_secrets, printable_text, Scrubber
-from dashboard.hub.retry import classify_error, download_retryable, MAX_REASON, Retrier, RetryPolicy, short_error
+from dashboard.hub.retry import capped_retryable, classify_error, MAX_REASON, Retrier, RetryPolicy, short_error
 from dashboard.hub.rows import blank_record, META_COLUMNS, meta_columns, POPULARITY_COLUMNS, row_dict, SHA_RE, utcnow
-from dashboard.hub.fetch import MAX_CONFIG_BYTES, SilentTqdm
+from dashboard.hub.fetch import download_capped, FetchError, MAX_CONFIG_BYTES, SilentTqdm
 
 logger = logging.getLogger("dashboard.hub")
 
@@ -186,7 +187,9 @@ class _Journal:
         return entries
 
     def append(self, entry: dict[str, Any]) -> None:
-        line = json.dumps(entry, ensure_ascii=False, default=str) + "\n"
+        # ASCII: a string UTF-8 cannot encode (a lone surrogate) is written as its \\u escape instead of
+        # failing the write; the replay quarantines such a row (dashboard.catalog.frame.quarantine)
+        line = json.dumps(entry, ensure_ascii=True, default=str) + "\n"
         with self._lock:
             if self._fh is None:
                 self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
@@ -219,6 +222,23 @@ class _Journal:
             pass
 
 
+def _replayable(entry: dict[str, Any]) -> dict[str, Any]:
+    """A journal entry whose row the catalog takes (:func:`catalog_from_records` quarantines a lone
+    surrogate itself), else the entry quarantined: an ``error`` row with the reason, so one poisoned line
+    never blocks a resumed run (the repo is fetched again by the next run that has no journal)."""
+    mid = entry["model_id"]
+    try:
+        catalog_from_records([entry["row"]])
+        if entry["row"].get("model_id") != mid:
+            raise ValueError("the row names another model")
+        return entry
+    except Exception as exc:  # noqa: BLE001 - any row the catalog cannot take
+        reason = f"quarantined journal entry: {type(exc).__name__}: {str(exc)[:200]}"
+        logger.warning("%s: %s", printable_text(mid), reason)
+        return {"model_id": mid, "status": "error", "reason": reason,
+                "row": blank_record(mid, status="error", reason=reason, fetched_at=utcnow())}
+
+
 class _Scraper:
     def __init__(
         self,
@@ -249,13 +269,35 @@ class _Scraper:
 
     # -- one repo ---------------------------------------------------------------------------------
     def fetch(self, model_id: str, listed: Any = None) -> _Outcome:
-        """Never raises (except KeyboardInterrupt/SystemExit): every failure is an outcome."""
+        """Never raises (except KeyboardInterrupt/SystemExit): every failure is an outcome. A repo whose
+        requests were retried says so in its row: ``parse_notes`` (an ``ok`` row) or ``status_reason``
+        (a failed one) ends with ``N retries in M requests (first: <error>)``."""
+        self.retrier.start_item()
         try:
-            return self._fetch(model_id, listed)
+            out = self._fetch(model_id, listed)
         except Exception as exc:  # noqa: BLE001 - last line of defence: one repo never stops the run
             status, reason = "error", f"unexpected {type(exc).__name__}: {str(exc)[:MAX_REASON]}"
             logger.debug("unexpected error for %s", model_id, exc_info=True)
-            return self._failed(model_id, status, reason, None)
+            out = self._failed(model_id, status, reason, None)
+        return self._with_attempts(out)
+
+    def _with_attempts(self, out: _Outcome) -> _Outcome:
+        attempts, errors = self.retrier.item_attempts()
+        if not errors:
+            return out
+        n = len(errors)
+        what = self.scrub(printable_text(f"{n} {'retry' if n == 1 else 'retries'} in {attempts} requests "
+                                         f"(first: {errors[0]})"))
+        row = dict(out.row)
+        if out.kept_previous or out.unchanged:
+            return out
+        if out.status == "ok":
+            notes = str(row.get("parse_notes") or "")
+            row["parse_notes"] = f"{notes}; {what}" if notes else what
+            return _Outcome(out.model_id, out.status, out.reason, row, out.downloaded)
+        reason = f"{out.reason} {what}".strip()[:MAX_REASON + 120]
+        row["status_reason"] = reason
+        return _Outcome(out.model_id, out.status, reason, row, out.downloaded)
 
     def _fetch(self, model_id: str, listed: Any) -> _Outcome:
         old = self.old_rows.get(model_id)
@@ -292,26 +334,22 @@ class _Scraper:
 
         revision = sha if sha and SHA_RE.match(sha) else None
         fetched_at = utcnow()
-        try:
-            path = self.retrier.call(
-                lambda: hf_hub_download(
-                    model_id,
-                    "config.json",
-                    revision=revision,
-                    cache_dir=self.cache_dir,
-                    token=self.token,
-                    endpoint=self.endpoint,
-                    etag_timeout=self.timeout,
-                    force_download=self.refresh,
-                    tqdm_class=SilentTqdm,
+        try:  # size-capped before the bytes arrive (the HEAD's size, then a capped streamed read)
+            data, commit = self.retrier.call(
+                lambda: download_capped(
+                    model_id, "config.json", revision=revision, endpoint=self.endpoint, token=self.token,
+                    cache_dir=self.cache_dir, timeout=self.timeout, max_bytes=MAX_CONFIG_BYTES, force=self.refresh,
+                    retry_head=False,  # retried here: counted, with this run's backoff and Retry-After gate
                 ),
                 f"{model_id} config.json",
-                retryable=download_retryable,
+                retryable=capped_retryable,
             )
+        except FetchError as exc:
+            return self._failed(model_id, exc.status, exc.reason, meta, downloaded=True)
         except Exception as exc:  # noqa: BLE001
             status, reason = classify_error(exc, gated_hint=bool(meta.get("gated")))
             return self._failed(model_id, status, reason, meta, downloaded=True)
-        return self._parse(model_id, Path(path), meta, fetched_at, revision)
+        return self._parse_bytes(model_id, data, meta, fetched_at, revision or commit)
 
     def _fetch_offline(self, model_id: str, old: dict[str, Any] | None) -> _Outcome:
         """No request at all: the config of the catalog's sha, else of ``main``, else the newest cached snapshot."""
@@ -369,6 +407,11 @@ class _Scraper:
             data = path.read_bytes()
         except OSError as exc:
             return self._failed(model_id, "error", f"cached config.json unreadable: {exc}", meta, downloaded=True)
+        return self._parse_bytes(model_id, data, meta, fetched_at, sha)
+
+    def _parse_bytes(self, model_id: str, data: bytes, meta: dict[str, Any], fetched_at: str,
+                     sha: str | None) -> _Outcome:
+        sha = meta.get("sha") or sha
         rec = normalize_config(data, model_id, source="hub", sha=sha, fetched_at=fetched_at)
         for k, v in meta.items():
             if k != "sha" and v is not None:
@@ -538,6 +581,12 @@ def scrape(
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ScrapeError(f"cannot create the catalog's folder {path.parent}: {exc}") from exc
+    try:  # a read-only or full folder is refused now, not after the whole run's network work
+        need = 2 * path.stat().st_size if path.is_file() else 0  # the rewrite sits beside the old file
+        check_writable(path.parent, need)
+    except OSError as exc:
+        raise ScrapeError(f"cannot write the catalog's folder {path.parent}: {exc.strerror or exc}; nothing was "
+                          "fetched: give a writable --catalog path") from exc
     offline = hf_constants.is_offline_mode()
     scrub = Scrubber(known_secrets(token))
     retrier = Retrier(RetryPolicy(max_retries, backoff_base, backoff_max, retry_after_max))
@@ -558,6 +607,8 @@ def scrape(
             done[e["model_id"]] = e
         if replay:
             logger.warning("resuming: %d repos from the journal of an interrupted run", len(done))
+            for mid, e in list(done.items()):
+                done[mid] = _replayable(e)
             base = merge_catalog(base, catalog_from_records([e["row"] for e in done.values()]))
             write_catalog(base, path)
         old_rows = {r["model_id"]: row_dict(r) for r in base.to_dict("records")}

@@ -43,12 +43,14 @@ class Scrubber:
         return {k: self(v) for k, v in rec.items()}
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def printable_text(text: str) -> str:
-    """Server-sent text for a terminal: control characters (ANSI escapes ...) shown as ``?``."""
-    return _CONTROL.sub("?", text)
+    """Server-sent text for a terminal: :func:`dashboard.terminal.safe_text` keeping newlines (control
+    characters, ANSI/OSC escapes, lone surrogates and bidi overrides shown as ``?``)."""
+    from dashboard.terminal import safe_text
+
+    return safe_text(text, keep_newlines=True)
 
 
 class ScrubFilter(logging.Filter):

@@ -10,6 +10,8 @@ Pure: numpy / pandas. Bytes per GPU; arrays ``(models, layouts)``.
 
 from __future__ import annotations
 
+import functools
+
 import math
 from typing import Any, Mapping, Sequence
 
@@ -62,6 +64,7 @@ VLLM_MOE_WORKSPACE_FACTOR = 8.5
 VLLM_NON_TORCH_BYTES = {"tp1": 0.25 * GiB, "tp": 2.1 * GiB, "pp_only": 0.07 * GiB}
 
 
+@functools.lru_cache(maxsize=1024)  # pure; the planner asks it once per layout row
 def version_tuple(version: str | None, framework: str) -> tuple[int, ...]:
     """``"0.19.0"`` -> ``(0, 19, 0)``; ``None`` -> the release the rules were read from. ValueError when
     the text has no leading ``major.minor``."""

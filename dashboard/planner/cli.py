@@ -22,6 +22,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import json
     import sys
 
+    from dashboard.terminal import safe_text
+
     ap = argparse.ArgumentParser(prog="tp-planner plan",
                                  description="Every way to split N GPUs for one model under vLLM, SGLang and "
                                              "TensorRT-LLM: verdict, capacity, ranking, launch commands.")
@@ -46,20 +48,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--refresh", action="store_true",
                     help="fetch the Hub's current config.json for MODEL even when the catalog has it (by default a "
                          "catalog model is planned from the catalog, with no network)")
-    ap.add_argument("--limit", type=int, default=40, help="table rows to print (0 = all; default 40)")
+    ap.add_argument("--limit", default="40", help="table rows to print (0 = all; default 40)")
     ap.add_argument("--json", action="store_true", help="print JSON (schema_version %d)" % SCHEMA_VERSION)
     argl = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argl
 
+    class _Usage(Exception):
+        pass
+
     class _Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> None:  # noqa: D401 - argparse's usage error, also as JSON
-            if as_json:
-                print(json.dumps({"schema_version": SCHEMA_VERSION, "error": message, "exit_status": 2}))
-            super().error(message)
+        def error(self, message: str) -> None:  # noqa: D401 - one line like tp-planner check's, also as JSON
+            raise _Usage(message)
 
     ap.__class__ = _Parser
-    args = ap.parse_args(argl)
+    if any(a in ("-h", "--help") for a in argl):
+        ap.print_help()
+        return 0
+    from dashboard.environment import environment_errors
+
+    bad_env = environment_errors()
+    if bad_env:  # one line per variable, before any other work
+        for line in bad_env:
+            print(f"tp-planner plan: error: {line}", file=sys.stderr)
+        if as_json:
+            print(json.dumps({"schema_version": SCHEMA_VERSION, "error": "; ".join(bad_env), "exit_status": 2}))
+        return 2
     try:
+        args = ap.parse_args(argl)
+    except _Usage as e:
+        msg = safe_text(e, 600)
+        print(f"tp-planner plan: error: {msg}", file=sys.stderr)
+        if as_json:
+            print(json.dumps({"schema_version": SCHEMA_VERSION, "error": msg, "exit_status": 2}))
+        return 2
+    try:
+        from dashboard.sharding import whole_number
+
+        from dashboard.sharding import parallel_size
+
+        # one number reader for every count (ASCII digits, as tp-planner check reads --tp), named as typed
+        gpus = parallel_size(args.gpus, "--gpus")
+        gpn = None if args.gpus_per_node is None else parallel_size(args.gpus_per_node, "--gpus-per-node")
+        limit = whole_number(args.limit)
+        if limit is None:
+            raise ValueError(f"--limit must be 0 (all) or a whole number of rows, got {safe_text(args.limit, 40)!r}")
         from dashboard.launch import LaunchError, parse_len
 
         try:
@@ -100,8 +132,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ValueError(str(e) if args.refresh else f"not in the catalog; {e}") from None
             record = pd.DataFrame([rec])
             snapshot = src.describe() + (f"; {src.note}" if src.note else "")
-        if args.limit < 0:
-            raise ValueError(f"--limit must be 0 (all) or more, got {args.limit}")
         if versions:
             from dashboard import rules as _rules
             from dashboard.check import check_release
@@ -111,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     raise ValueError(f"--version {fw}={rel}: unknown framework {fw!r}; expected one of "
                                      f"{', '.join(PLAN_FRAMEWORKS)}")
                 check_release(fw, rel, _rules.resolve_version(fw, rel))
-        df = plan(record, args.gpus, args.gpu, gpus_per_node=args.gpus_per_node,
+        df = plan(record, gpus, args.gpu, gpus_per_node=gpn,
                   frameworks=tuple(args.framework or PLAN_FRAMEWORKS), versions=versions or None,
                   context_len=context_len, kv_dtype=args.kv_dtype, weight_dtype=args.weight_dtype,
                   min_sequences=args.min_sequences, cross_node_tp=args.cross_node_tp,
@@ -122,17 +152,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not isinstance(exc, (ValueError, TypeError, FileNotFoundError, CheckInputError)) or \
                 os.environ.get("TP_PLANNER_DEBUG"):
             raise
-        print(f"tp-planner plan: error: {exc}", file=sys.stderr)
+        msg = safe_text(exc, 600)
+        print(f"tp-planner plan: error: {msg}", file=sys.stderr)
         if args.json:  # like tp-planner check --json: a JSON error object on stdout
-            print(json.dumps({"schema_version": SCHEMA_VERSION, "error": str(exc), "exit_status": 2}))
+            print(json.dumps({"schema_version": SCHEMA_VERSION, "error": msg, "exit_status": 2}))
         return 2
     if args.json:
         doc = plan_to_dict(df)
         doc["config"] = snapshot
-        print(json.dumps(doc, indent=1, ensure_ascii=False))
+        print(json.dumps(doc, indent=1))  # ASCII: every control and bidi character as a \\u escape
     else:
-        print(f"config: {snapshot}")
-        print(format_table(df, limit=None if args.limit == 0 else args.limit))
+        print(safe_text(f"config: {snapshot}"))
+        # the table's line breaks are ours; every string in it from the config passes safe_text
+        print(safe_text(format_table(df, limit=None if limit == 0 else limit), keep_newlines=True))
     return 0 if bool(df["fits"].any()) else 1
 
 

@@ -12,11 +12,12 @@ from dashboard import frameworks as fw_registry
 from dashboard.frameworks.sglang import serving as _sglang_serving
 from dashboard.frameworks.vllm import serving as _vllm_serving
 from dashboard.planner.inputs import CACHE_LOCK
+from dashboard.sharding import divisors
 
 
 def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
+    """The divisors of ``n``, ascending (:func:`dashboard.sharding.divisors`, O(sqrt n))."""
+    return divisors(n)
 
 
 def enumerate_layouts(n_gpus: int, framework: str, *, moe: bool, release: str | None = None) -> pd.DataFrame:

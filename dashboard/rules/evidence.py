@@ -330,9 +330,11 @@ def evidence_for(record: Any, framework: str, release: str | None, tp: int, *, p
                             ran_elsewhere=tuple(other.platform.split(",")))
         return Evidence(framework, release, False, False, platform=platform)
     h = record_hash or config_hash(record)
-    key = layout_key(framework, tp, pp, dp, ep, dp_attention, vision_dp, expert_parallel)
-    ran = t.ran(h, key) and first_error_executed
-    return Evidence(framework, release, ran, True, t.file, t.models, t.has_config(h), t.agreement,
+    has = t.has_config(h)
+    # a config the table never ran has no executed layout: no key to build (the planner asks per layout row)
+    ran = has and first_error_executed and t.ran(h, layout_key(framework, tp, pp, dp, ep, dp_attention, vision_dp,
+                                                                expert_parallel))
+    return Evidence(framework, release, ran, True, t.file, t.models, has, t.agreement,
                     platform=platform, table_platform=t.platform)
 
 

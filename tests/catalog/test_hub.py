@@ -211,13 +211,14 @@ def test_429_pauses_every_worker(hub, run):
     assert len(starts) == 6 and sum(t < t429 + 0.45 for t in starts) <= 1
 
 
-def test_resolve_head_faults_use_huggingface_hub_retries(hub, run):
-    """A 500 then a 429 on the HEAD of config.json: huggingface_hub retries the HEAD itself; no extra layer."""
+def test_resolve_head_faults_are_retried_here(hub, run):
+    """A 500 then a 429 on the HEAD of config.json: the capped download sends its HEAD without
+    huggingface_hub's retries, and this module retries it (counted, the row says so; issue 24)."""
     hub.add("acme/head-faults")
     hub.inject("acme/head-faults", "head", {"status": 500}, {"status": 429, "headers": {"Retry-After": "0"}})
     df, s = run("acme/head-faults")
     assert s.statuses["ok"] == 1 and hub.count("head", "acme/head-faults") == 3
-    assert s.retries == 0  # these retries were huggingface_hub's own
+    assert s.retries == 2 and "2 retries in" in df.loc[0, "parse_notes"]
 
 
 def test_gated_with_granted_token_is_ok(hub, run):

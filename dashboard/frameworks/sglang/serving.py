@@ -9,6 +9,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dashboard.frameworks.base import listed_count
+
 from dashboard.frameworks.sglang import attn_dp_with_replicas, dp_attention_flags
 
 #: The head node's address in multi-node commands.
@@ -49,8 +51,13 @@ def plan_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_le
         base += f" --mem-fraction-static {float(frac):.3f}"
     if nodes == 1:
         return (f"# one node, {n} GPU{'s' if n != 1 else ''}\n{base}",)
-    return tuple(f"# node {k}{' (head)' if k == 0 else ''}\n{base} --nnodes {nodes} --node-rank {k} "
-                 f"--dist-init-addr {HEAD_ADDR}:5000" for k in range(nodes))
+    shown = listed_count(nodes)  # beyond MAX_LISTED_COMMANDS nodes, one template for the rest
+    out = [f"# node {k}{' (head)' if k == 0 else ''}\n{base} --nnodes {nodes} --node-rank {k} "
+           f"--dist-init-addr {HEAD_ADDR}:5000" for k in range(shown)]
+    if shown < nodes:
+        out.append(f"# nodes {shown}-{nodes - 1} ({nodes - shown} more), one each with NODE_RANK set to the node's "
+                   f"number\n{base} --nnodes {nodes} --node-rank $NODE_RANK --dist-init-addr {HEAD_ADDR}:5000")
+    return tuple(out)
 
 
 def memory_issue(release: str | None, cap: Mapping, mem_fraction: float | None) -> dict | None:

@@ -8,6 +8,11 @@ from typing import Mapping
 
 import numpy as np
 
+from dashboard.frameworks.base import listed_count
+
+#: Most nodes an ``mpirun --host`` list names; a replica over more nodes gets ``--hostfile`` instead.
+MAX_LISTED_HOSTS = 64
+
 
 def plan_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_len: int, kv_flag: str) -> tuple[str, ...]:
     """One command per replica (``trtllm-serve`` has no DP flag): ``CUDA_VISIBLE_DEVICES=... trtllm-serve``
@@ -39,17 +44,32 @@ def plan_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_le
     from dashboard.launch import gpu_sets
 
     out = []
+    shown = listed_count(dp)  # beyond MAX_LISTED_COMMANDS replicas, one template for the rest
     if replica <= gpus_per_node:
         per_node = max(1, gpus_per_node // replica)
-        for r, (node, devices) in enumerate(gpu_sets(dp, replica, gpus_per_node)):
+        for r, (node, devices) in enumerate(gpu_sets(shown, replica, gpus_per_node)):
             slot = r % per_node
             devs = ",".join(map(str, devices))
             where = f"# node {node}, replica {r}" if dp > 1 or nodes > 1 else f"# one node, {n} GPU{'s' if n != 1 else ''}"
             out.append(f"{where}\n{prefix}CUDA_VISIBLE_DEVICES={devs} {cmd} --port {8000 + slot}")
+        if shown < dp:
+            out.append(f"# replicas {shown}-{dp - 1} ({dp - shown} more), one each: replica R runs on node R / "
+                       f"{per_node}, slot R % {per_node}, GPUs slot*{replica} .. slot*{replica}+{replica - 1}\n"
+                       f"{prefix}CUDA_VISIBLE_DEVICES=$GPUS {cmd} --port $((8000 + SLOT))")
         return tuple(out)
     span = -(-replica // gpus_per_node)
-    for r in range(dp):
-        hosts = ",".join(f"$NODE{r * span + i}:{gpus_per_node}" for i in range(span))
-        out.append(f"# replica {r} over {span} nodes (from its first node)\n{prefix}mpirun -np {replica} "
-                   f"--host {hosts} trtllm-llmapi-launch {cmd}")
+    for r in range(shown):
+        if span <= MAX_LISTED_HOSTS:
+            hosts = "--host " + ",".join(f"$NODE{r * span + i}:{gpus_per_node}" for i in range(span))
+            where = ""
+        else:  # a host list of thousands of nodes: mpirun reads it from a file instead
+            hosts = f"--hostfile replica-{r}-hosts"
+            where = (f"; replica-{r}-hosts lists $NODE{r * span} .. $NODE{r * span + span - 1}, one per line with "
+                     f"slots={gpus_per_node}")
+        out.append(f"# replica {r} over {span} nodes (from its first node){where}\n{prefix}mpirun -np {replica} "
+                   f"{hosts} trtllm-llmapi-launch {cmd}")
+    if shown < dp:
+        out.append(f"# replicas {shown}-{dp - 1} ({dp - shown} more), one each: replica R over nodes R*{span} .. "
+                   f"R*{span}+{span - 1}, HOSTS their $NODE<i>:{gpus_per_node} list (or --hostfile)\n{prefix}mpirun "
+                   f"-np {replica} --host $HOSTS trtllm-llmapi-launch {cmd}")
     return tuple(out)

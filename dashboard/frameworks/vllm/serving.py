@@ -10,6 +10,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dashboard.frameworks.base import listed_count
+
 GIB = 1 << 30
 #: The head node's address in multi-node commands.
 HEAD_ADDR = "$HEAD_IP"
@@ -50,10 +52,11 @@ def plan_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_le
         base += f" --gpu-memory-utilization {float(frac):g}"
     if nodes == 1:
         return (f"# one node, {n} GPU{'s' if n != 1 else ''}\n{base}",)
+    shown = listed_count(nodes)  # beyond MAX_LISTED_COMMANDS nodes, one template for the rest
     if replica <= gpus_per_node and gpus_per_node % replica == 0 and dp > 1:
         local = gpus_per_node // replica
         out = []
-        for k in range(nodes):
+        for k in range(shown):
             here = min(local, dp - k * local)
             extra = (f" --data-parallel-size-local {here} --data-parallel-address {HEAD_ADDR} "
                      f"--data-parallel-rpc-port 13345")
@@ -62,12 +65,21 @@ def plan_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_le
             else:
                 out.append(f"# node {k}: DP ranks {k * local}-{k * local + here - 1}\n"
                            f"{base}{extra} --headless --data-parallel-start-rank {k * local}")
+        if shown < nodes:
+            last = dp - (nodes - 1) * local
+            out.append(f"# nodes {shown}-{nodes - 1} ({nodes - shown} more), one each with NODE_RANK set to the node's "
+                       f"number; the last node runs {last} DP rank{'s' if last != 1 else ''}\n"
+                       f"{base} --data-parallel-size-local {local} --data-parallel-address {HEAD_ADDR} "
+                       f"--data-parallel-rpc-port 13345 --headless --data-parallel-start-rank $((NODE_RANK * {local}))")
         return tuple(out)
     out = []
-    for k in range(nodes):
+    for k in range(shown):
         extra = f" --nnodes {nodes} --node-rank {k} --master-addr {HEAD_ADDR}"
         out.append(f"# node {k}{' (head, API server)' if k == 0 else ''}\n{base}{extra}"
                    + ("" if k == 0 else " --headless"))
+    if shown < nodes:
+        out.append(f"# nodes {shown}-{nodes - 1} ({nodes - shown} more), one each with NODE_RANK set to the node's "
+                   f"number\n{base} --nnodes {nodes} --node-rank $NODE_RANK --master-addr {HEAD_ADDR} --headless")
     return tuple(out)
 
 
