@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -129,6 +130,29 @@ def test_a_failed_task_leaves_its_models_for_the_next_run(local_ray, sweep, tmp_
     with pytest.raises(SystemExit, match=r"1 Ray tasks failed; .*no interpreter at .*no-venv/bin/python on node"):
         driver.run(missing, "vllm", VERSION, configs, depth="tp", workers=2, log=lambda s: None)
     assert not list(driver.work_dir("vllm", VERSION).glob("*.json"))
+
+
+def test_driver_connects_to_a_running_cluster(local_ray, sweep, tmp_path):
+    """``--ray HOST:PORT``: a second driver process joins the module's Ray (the address ``ray start --head``
+    would print) and its tasks run there."""
+    configs, _ = sweep
+    mid = write_config(configs, "m0", heads=6)
+    address = ray.get_runtime_context().gcs_address
+    code = (
+        "import os, sys; from pathlib import Path; from conformance import driver; print('@@PID', os.getpid());"
+        f"driver.DATA = Path({str(driver.DATA)!r}); driver.WORKER['vllm'] = Path({str(FAKE)!r});"
+        f"driver.run(sys.executable, 'vllm', {VERSION!r}, Path({str(configs)!r}), depth='tp', ray={address!r})"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, env=dict(os.environ, PYTHONPATH=str(root)),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert f"connected to the Ray cluster at {address}" in out.stdout
+    recs = records(driver.work_dir("vllm", VERSION), mid)
+    assert [r["outcome"] for r in recs] == ["built" if 6 % tp == 0 else "refused_engine" for tp in TPS]
+    # the worker's parent is a worker process of the module's Ray, neither driver
+    pid = int(next(line.split()[1] for line in out.stdout.splitlines() if line.startswith("@@PID")))
+    assert {r["worker_ppid"] for r in recs}.isdisjoint({os.getpid(), pid})
 
 
 def test_serial_path_without_ray(sweep):
