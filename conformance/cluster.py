@@ -112,6 +112,7 @@ def start_local(num_cpus: int | None = None) -> None:
                 # the raylet must register within a fixed 30 s (ray/_private/node.py); on a loaded machine it
                 # may not: one more try, then the error
                 ray.shutdown()
+                _kill_ray_children(ray)  # the failed start's GCS and raylet, which shutdown() does not know
                 if attempt == 2 or "timed out during startup" not in str(e):
                     raise
     finally:
@@ -120,6 +121,30 @@ def start_local(num_cpus: int | None = None) -> None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _kill_ray_children(ray) -> None:
+    """Kill this process's child processes that run Ray's own binaries or scripts (Linux ``/proc``; elsewhere
+    nothing): called only after a failed local start, when this process has no Ray of its own."""
+    import signal
+
+    here = os.path.dirname(ray.__file__)
+    try:
+        pids = [int(d) for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and here in cmd:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def connect(address: str, timeout: float = INIT_TIMEOUT) -> None:
@@ -194,7 +219,8 @@ def run_jobs(python: str, script: Path, jobs: Iterable[dict], *, model_timeout: 
                 job = queue.pop(0)
                 gen = task.remote(python, bundle, job, executor.job_files(job), model_timeout)
                 live[gen] = (job, set())
-            ready, _ = ray.wait(list(live), num_returns=1)
+            # a timeout, so that Ctrl-C (KeyboardInterrupt) gets through between waits
+            ready, _ = ray.wait(list(live), num_returns=1, timeout=1.0)
             for gen in ready:
                 job, got = live[gen]
                 try:
