@@ -4,7 +4,7 @@
 CPUs); ``--ray HOST:PORT`` connects to a running cluster (``ray start --head`` on one machine, ``ray start
 --address HOST:PORT`` on the others; data/conformance/README.md). Without ``--ray``, a local Ray is started too,
 except with ``--workers 1``: then the batches run one after the other in this process
-(:func:`conformance.executor.run_job`), because starting Ray costs 20-40 s on this shared 2-core machine, longer than a
+(:func:`conformance.executor.run_job`), because starting Ray costs 20-45 s on this shared 2-core machine, longer than a
 one-model run takes.
 
 Each task runs :func:`conformance.executor.run_task` on a node: the framework venv's interpreter on the worker

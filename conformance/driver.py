@@ -209,7 +209,7 @@ def run(python: str, framework: str, version: str, configs_dir: Path, *, models:
     """Run every model not yet checkpointed, ``batch`` models per worker process, as Ray tasks
     (:mod:`conformance.cluster`: ``ray`` None or ``"auto"``: a local Ray with ``workers`` CPUs, default the
     machine's; ``"HOST:PORT"``: that cluster). With ``workers == 1`` and no ``ray``, the batches run one after the
-    other in this process instead (no Ray start-up, 20-40 s on this shared 2-core machine). Each model's records are written here, atomically,
+    other in this process instead (no Ray start-up, 20-45 s on this shared 2-core machine). Each model's records are written here, atomically,
     to ``<work>/<model>.json`` as they arrive; returns the work folder. Raises SystemExit when Ray tasks failed as a
     whole (their models stay un-checkpointed for the next run)."""
     wd = work_dir(framework, version)
