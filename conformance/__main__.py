@@ -3,6 +3,7 @@
 Commands (see data/conformance/README.md for the venv set-up):
 
     python -m conformance run --framework vllm --venv /work/venvs/vllm-0.33.0 [--models ID ...] [--depth tp]
+    python -m conformance run --framework vllm --venv /work/venvs/vllm-0.33.0 --ray HEAD_IP:6379  # on a cluster
     python -m conformance run --framework sglang --venv /work/venvs/sglang-0.5.23 --workers 1 [--no-assemble]
     python -m conformance run --framework megatron-core --venv /work/venvs/megatron-core-0.16.1 --workers 1
     python -m conformance assemble --framework vllm --version 0.33.0
@@ -19,11 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from conformance import driver, libcuda_stub
+from conformance import cluster, driver, libcuda_stub
 
 DEFAULT_CONFIGS = driver.REPO.parent / "shared" / "hub-configs"
 
@@ -48,8 +50,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="full: vLLM: TP sizes x EP off/on, DP 2/3 for MoE, vision DP; SGLang: TP sizes x EP "
                    "off/on x attention-DP 1/2/4; Megatron-Core: TP x PP 1-4, EP 2/4/8 at PP 1/2 for MoE; "
                    "tp: TP sizes only (default: full)")
-    r.add_argument("--workers", type=int, default=2, help="worker processes at once (default: 2)")
-    r.add_argument("--batch", type=int, default=12, help="models per worker process (default: 12)")
+    r.add_argument("--workers", type=int, help="worker processes at once: a local Ray's CPUs (default: the "
+                   "machine's); on a cluster, Ray tasks in flight (default: as many as its CPUs take); 1 without "
+                   "--ray: one batch after the other in this process, no Ray")
+    r.add_argument("--batch", type=int, default=12, help="models per worker process, i.e. per Ray task (default: 12)")
+    r.add_argument("--ray", metavar="auto|HOST:PORT",
+                   help="auto: start a local Ray (the default unless --workers 1); HOST:PORT: run the tasks on that "
+                   "Ray cluster (its head's address, 'ray start --head'); the venv must be at the same path on "
+                   "every node (data/conformance/README.md)")
     r.add_argument("--limit", type=int, help="run at most this many models (the rest stay for the next run)")
     r.add_argument("--no-assemble", action="store_true", help="do not rebuild the parquet table afterwards")
     a = sub.add_parser("assemble", help="per-model checkpoints -> data/conformance/<fw>-<version>.parquet")
@@ -140,13 +148,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "assemble":
         print(driver.assemble(args.framework, args.version))
         return 0
+    if args.cmd == "run" and (args.ray or args.workers != 1):
+        try:  # fail fast, before the venv's ~15 s registry dump
+            cluster.check_address(args.ray or "auto")
+            cluster.require_ray()
+        except cluster.RayUnavailable as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     python = driver.python_of(args.venv)
     libcuda_stub.build(Path(args.venv))
     version = _venv_version(python, args.framework)
     if args.cmd == "run":
         print(driver.dump_registry(python, args.framework, version))
-        driver.run(python, args.framework, version, args.configs, models=args.models, depth=args.depth,
-                   workers=args.workers, batch=args.batch, limit=args.limit)
+        try:
+            driver.run(python, args.framework, version, args.configs, models=args.models, depth=args.depth,
+                       workers=args.workers, batch=args.batch, limit=args.limit, ray=args.ray)
+        except cluster.RayUnavailable as e:
+            print(f"error: {e}", file=sys.stderr)
+            sys.stderr.flush()
+            os._exit(2)  # a ray.init left waiting in its thread would hold up the interpreter's exit
         if not args.no_assemble:
             print(driver.assemble(args.framework, version))
         return 0

@@ -1,11 +1,12 @@
-"""The conformance driver: which cells to run, one worker process per model, checkpoints, tables.
+"""The conformance driver: which cells to run, batches of models as Ray tasks, checkpoints, tables.
 
-Runs in the project's Python. For each model it starts the framework venv's interpreter on the
-worker script (``conformance/<framework>_worker.py``), sends the model's cells, and collects one JSON
-record per cell. After each model, its records are written atomically to
-``<work>/<model-file-stem>.json``; a model whose file exists is skipped on the next run, so an
-interrupted run resumes where it stopped and loses at most the model in flight. ``assemble`` turns
-the per-model files into ``data/conformance/<framework>-<version>.parquet`` (atomic).
+Runs in the project's Python. For each batch of models a task (:mod:`conformance.cluster`, on a local Ray or a
+cluster) starts the framework venv's interpreter on the worker script (``conformance/<framework>_worker.py``),
+sends the models' cells, and streams back one JSON record per cell (:mod:`conformance.executor`). As each model
+comes back, the driver -- the one writer -- writes its records atomically to ``<work>/<model-file-stem>.json``;
+a model whose file exists is skipped on the next run, so an interrupted run resumes where it stopped and loses
+at most the models in flight. ``assemble`` turns the per-model files into
+``data/conformance/<framework>-<version>.parquet`` (atomic).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import Iterable
 
 import pandas as pd
 
-from conformance.worker_common import (  # the workers' protocol
+from conformance import cluster, executor
+from conformance.worker_common import (  # noqa: F401 - the workers' protocol
     CELL_PREFIX,
     MODEL_DONE,
     MODEL_START,
@@ -174,107 +176,42 @@ def _stem(model_id: str) -> str:
 
 
 def _env(python: str) -> dict:
-    env = dict(os.environ)
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
-               PYTHONNOUSERSITE="1", CUDA_VISIBLE_DEVICES="", VLLM_LOGGING_LEVEL="ERROR")
-    env.pop("PYTHONPATH", None)
-    venv = Path(python).absolute().parent.parent  # not resolve(): bin/python is a symlink out of the venv
-    stubs = venv / "conformance-stubs"
-    if (stubs / "libcuda.so.1").exists():
-        env["LD_LIBRARY_PATH"] = f"{stubs}:{env.get('LD_LIBRARY_PATH', '')}".rstrip(":")
-    return env
+    """The worker process's environment (:func:`conformance.executor.worker_env`)."""
+    return executor.worker_env(python)
 
 
 def _missing(cells: list[Cell], recs: list[dict], reason: str) -> list[dict]:
-    done = {(r["tp"], r["pp"], r["dp"], int(r["ep"]), int(r.get("vision_dp", 0))) for r in recs}
-    out = []
-    for c in cells:
-        if c.key() not in done:
-            r = c.as_dict()
-            r.update(outcome="harness_error", reason=reason)
-            out.append(r)
-    return out
+    return executor.missing([c.as_dict() for c in cells], recs, reason)
+
+
+def job_for(framework: str, jobs: list[tuple[Path, list[Cell]]], *, platform: str, extra: dict | None = None) -> dict:
+    """The worker job of a batch of models (the first line a worker reads: ``conformance/worker_common.py``)."""
+    return {"platform": platform,
+            "models": [{"config_path": str(f), "model_id": model_id_from_filename(f),
+                        "cells": [c.as_dict() for c in cells],
+                        "sidecars": sidecars_for(model_id_from_filename(f))} for f, cells in jobs],
+            **(extra or {})}
 
 
 def run_batch(python: str, framework: str, jobs: list[tuple[Path, list[Cell]]], *, platform: str,
               model_timeout: float, on_model, extra: dict | None = None) -> None:
-    """Run several models in one worker process (vLLM's import costs ~15 s; a model's cells ~0.1 s
-    each). ``on_model(model_id, records)`` is called as each model completes. A worker that dies or
-    stalls on a model is killed; that model's unfinished cells become ``harness_error`` and the
-    remaining models go to a new worker."""
-    pending = list(jobs)
-    while pending:
-        job = {"platform": platform,
-               "models": [{"config_path": str(f), "model_id": model_id_from_filename(f),
-                           "cells": [c.as_dict() for c in cells],
-                           "sidecars": sidecars_for(model_id_from_filename(f))} for f, cells in pending],
-               **(extra or {})}
-        by_id = {model_id_from_filename(f): (f, cells) for f, cells in pending}
-        proc = subprocess.Popen([python, str(WORKER[framework])], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=_env(python), cwd="/tmp")
-        err_tail: list[str] = []
-
-        def _drain_err() -> None:
-            for line in proc.stderr:  # type: ignore[union-attr]
-                err_tail.append(line)
-                del err_tail[:-40]
-
-        import threading
-
-        threading.Thread(target=_drain_err, daemon=True).start()
-        proc.stdin.write(json.dumps(job) + "\n")  # type: ignore[union-attr]
-        proc.stdin.close()  # type: ignore[union-attr]
-        current: str | None = None
-        recs: list[dict] = []
-        finished: set[str] = set()
-        deadline = [time.monotonic() + model_timeout + 120]  # the first model also pays the import
-
-        def _watchdog() -> None:
-            while proc.poll() is None:
-                if time.monotonic() > deadline[0]:
-                    proc.kill()
-                    return
-                time.sleep(1)
-
-        threading.Thread(target=_watchdog, daemon=True).start()
-        for line in proc.stdout:  # type: ignore[union-attr]
-            if line.startswith(MODEL_START):
-                current = json.loads(line[len(MODEL_START):])
-                recs = []
-                deadline[0] = time.monotonic() + model_timeout
-            elif line.startswith(CELL_PREFIX):
-                try:
-                    recs.append(json.loads(line[len(CELL_PREFIX):]))
-                except ValueError:
-                    pass
-            elif line.startswith(MODEL_DONE):
-                mid = json.loads(line[len(MODEL_DONE):])
-                f, cells = by_id[mid]
-                on_model(mid, recs + _missing(cells, recs, "worker produced no record for this cell"))
-                finished.add(mid)
-                current, recs = None, []
-        rc = proc.wait()
-        pending = [(f, cells) for f, cells in pending if model_id_from_filename(f) not in finished]
-        if not pending:
-            break
-        reason = ("worker killed after %.0f s on this model" % model_timeout if time.monotonic() > deadline[0]
-                  else f"worker exited with status {rc}") + "; stderr: " + "".join(err_tail)[-600:]
-        if current is not None:  # the model in flight killed the worker: record it, go on without it
-            f, cells = by_id[current]
-            on_model(current, recs + _missing(cells, recs, reason))
-            pending = [(f2, c2) for f2, c2 in pending if model_id_from_filename(f2) != current]
-        else:  # died before any model started (import failure): every pending model is a harness error
-            for f, cells in pending:
-                on_model(model_id_from_filename(f), _missing(cells, [], reason))
-            return
+    """Run several models in one worker process, in this process (vLLM's import costs ~15 s; a model's cells
+    ~0.1 s each). ``on_model(model_id, records)`` is called as each model completes. A worker that dies or
+    stalls on a model is killed; that model's unfinished cells become ``harness_error`` and the remaining
+    models go to a new worker (:func:`conformance.executor.iter_job`)."""
+    executor.run_job(python, WORKER[framework], job_for(framework, jobs, platform=platform, extra=extra),
+                     model_timeout=model_timeout, on_model=on_model)
 
 
 def run(python: str, framework: str, version: str, configs_dir: Path, *, models: Iterable[str] | None = None,
         depth: str = "full", platform: str = "cuda-sm90", model_timeout: float = 900.0, limit: int | None = None,
-        workers: int = 2, batch: int = 12, log=print) -> Path:
-    """Run every model not yet checkpointed, ``workers`` processes at a time; returns the work folder."""
-    import threading
-
+        workers: int | None = None, batch: int = 12, ray: str | None = None, log=print) -> Path:
+    """Run every model not yet checkpointed, ``batch`` models per worker process, as Ray tasks
+    (:mod:`conformance.cluster`: ``ray`` None or ``"auto"``: a local Ray with ``workers`` CPUs, default the
+    machine's; ``"HOST:PORT"``: that cluster). With ``workers == 1`` and no ``ray``, the batches run one after the
+    other in this process instead (no Ray start-up, 20-45 s on this shared 2-core machine). Each model's records are written here, atomically,
+    to ``<work>/<model>.json`` as they arrive; returns the work folder. Raises SystemExit when Ray tasks failed as a
+    whole (their models stay un-checkpointed for the next run)."""
     wd = work_dir(framework, version)
     wd.mkdir(parents=True, exist_ok=True)
     files = config_files(configs_dir)
@@ -290,11 +227,10 @@ def run(python: str, framework: str, version: str, configs_dir: Path, *, models:
     if limit is not None:
         todo = todo[:limit]
     log(f"{framework} {version}: {len(todo)} models to run ({len(files)} configs); work folder {wd}")
-    lock = threading.Lock()
     done = [0]
     t_start = time.monotonic()
 
-    def on_model(mid: str, recs: list[dict]) -> None:
+    def on_model(mid: str, recs: list[dict]) -> None:  # the one writer of the checkpoints
         for r in recs:
             r["model_id"] = mid
             r["framework"] = framework
@@ -304,27 +240,20 @@ def run(python: str, framework: str, version: str, configs_dir: Path, *, models:
         recs.sort(key=lambda r: (int(r["ep"]), r["dp"], int(r.get("vision_dp", 0)), r["pp"], r["tp"]))
         atomic_write_text(wd / f"{_stem(mid)}.json", json.dumps({"model_id": mid, "records": recs}, default=str))
         counts = pd.Series([r["outcome"] for r in recs]).value_counts().to_dict()
-        with lock:
-            done[0] += 1
-            log(f"[{done[0]}/{len(todo)} {time.monotonic() - t_start:.0f}s] {mid}: {len(recs)} cells {counts}")
+        done[0] += 1
+        log(f"[{done[0]}/{len(todo)} {time.monotonic() - t_start:.0f}s] {mid}: {len(recs)} cells {counts}")
 
-    batches = [todo[i:i + batch] for i in range(0, len(todo), batch)]
-    queue = list(batches)
-
-    def worker() -> None:
-        while True:
-            with lock:
-                if not queue:
-                    return
-                b = queue.pop(0)
-            run_batch(python, framework, [(f, plan_cells(_raw(f), depth, framework)) for f in b], platform=platform,
-                      model_timeout=model_timeout, on_model=on_model)
-
-    threads = [threading.Thread(target=worker) for _ in range(max(1, workers))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    jobs = [job_for(framework, [(f, plan_cells(_raw(f), depth, framework)) for f in todo[i:i + batch]],
+                    platform=platform) for i in range(0, len(todo), batch)]
+    if ray is None and workers == 1:
+        for job in jobs:
+            executor.run_job(python, WORKER[framework], job, model_timeout=model_timeout, on_model=on_model)
+        return wd
+    failed = cluster.run_jobs(python, WORKER[framework], jobs, model_timeout=model_timeout, on_model=on_model,
+                              address=ray, workers=workers, log=log)
+    if failed:
+        raise SystemExit(f"{len(failed)} Ray tasks failed; their models have no checkpoint, run again to resume "
+                         f"(first: {failed[0]})")
     return wd
 
 

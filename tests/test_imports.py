@@ -156,3 +156,12 @@ def test_plots_import_no_panel():
         names = imported_names(path)
         assert not {n for n in names if n.split(".")[0] == "panel"}, path.name
         assert not {n for n in names if n.startswith("dashboard.views")}, path.name
+
+
+def test_dashboard_never_imports_ray_or_the_harness():
+    """Ray is the conformance sweep's (``conformance/cluster.py``, a test dependency): no file of the dashboard
+    package imports it, nor the ``conformance`` harness that does, lazily or not."""
+    bad = {str(p.relative_to(ROOT)): sorted(n for n in imported_names(p) if n.split(".")[0] in ("ray", "conformance"))
+           for p in sorted(PKG.rglob("*.py"))}
+    assert not {f: n for f, n in bad.items() if n}
+    assert "ray" in imported_names(ROOT / "conformance" / "cluster.py")  # the walker sees the lazy import
