@@ -105,8 +105,8 @@ TOKEN_MISSES: dict[str, str] = {
     "kv2-O60": f"+8.0% (296,832 vs 274,848): {_O60}",
     "kv2-O61": f"+8.0% (296,832 vs 274,848): {_O60}",
     "kv2-O65": ("+9.1% (400,778 vs 367,404; K + V 16.46 GiB logged, 17.96 predicted): " + _H100_SEEN
-                + " -- 0.93 x 0.46 = 0.43 GiB of the 1.50 GiB; the rest (SGLang release unknown, July 2025) "
-                "not explained"),
+                + " -- 0.93 x 0.46 = 0.43 GiB of the 1.50 GiB (at 79.22 GiB the miss is +6.7 %); the rest (SGLang "
+                "release unknown, July 2025) not explained"),
     "kv2-O74": f"-15.9% (820,037 vs 975,424): {_O74}",
     "kv2-O75": ("-43.9% (820,037 vs 1,462,784): the pre-PR-#11309 SGLang sized the pool without the DSA indexer "
                 "cache (54.52 GiB / 1,462,784 = 40,016 B/token = 61 x 656, fp8 MLA only), a bug that release fixed; "
@@ -116,7 +116,9 @@ TOKEN_MISSES: dict[str, str] = {
                 "max_output_len 4096) before kv_cache_free_gpu_mem_fraction takes 0.95 of what is free; the product "
                 "models the PyTorch backend's KvCacheCreator._cal_max_memory (profiled peak), not engine builds"),
     "kv2-O79": ("+5.3% (42,736 vs 40,592; KV 7.83 vs 7.43 GiB): " + _H100_SEEN + " -- 0.9 x 0.46 = 0.41 GiB, the "
-                "whole 0.40 GiB miss on a 7.43 GiB budget (O80, the same pool at max_model_len 4096, passes at -4.9 %)"),
+                "whole 0.40 GiB miss on a 7.43 GiB budget; sized against data/gpus.csv's mem_get_info_gib (79.22) "
+                "the row lands at +0.1 % (O80, the same pool at max_model_len 4096, passes at -4.9 % only because the "
+                "default batch limits over-state its activation: it would go to -10.1 %)"),
 }
 
 
