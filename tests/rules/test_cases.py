@@ -224,12 +224,14 @@ MISSES: dict[str, tuple[str, str]] = {
                                   "AWQ MoE at 768 / 4 = 192 per rank, main 2025-05) has no product rule (the "
                                   "product's WNA16 MoE rule covers compressed-tensors pack-quantized from 0.33.0 and "
                                   "needs a group size, which the case does not state); no failure found"),
-    "Y16": ("wrong refusal + platform", "the product refuses nemotron_h at vLLM 0.26.0 (the release of 2026-07) with "
-                                         "vllm.config.unknown_model_type (a source-read rule: 'Transformers does not "
-                                         "recognize this architecture') although the reported run loaded the model "
-                                         "and failed in the NVFP4 Marlin fallback on H100 (232 % 16 = 8); the NVFP4 "
-                                         "scale-group check of the Marlin fallback below Blackwell is platform-specific, "
-                                         "not modelled until issue 23's platform tables"),
+    "Y16": ("trust_remote_code off + platform", "the product judges with trust_remote_code off (project policy): "
+                                                 "the config's nemotron_h has an auto_map and no vLLM config class "
+                                                 "before 0.33, so at vLLM 0.26.0 (the release of 2026-07) it answers "
+                                                 "vllm.config.unknown_model_type; the reported run got past loading "
+                                                 "(presumably --trust-remote-code; the case does not give the command) "
+                                                 "and failed in the NVFP4 Marlin fallback on H100 (232 % 16 = 8), a "
+                                                 "platform-specific check below Blackwell not modelled until issue "
+                                                 "23's platform tables"),
     "Y17": ("platform", f"{_AITER}; 128 / 4 = 32 heads per rank on MI300X / MI325X (ROCM_AITER_MLA); no failure found"),
     "Y24": ("unreleased build", "the report ran SGLang nightly a9cf5e68e (2026-07-15), whose GPU vocabulary padding is "
                                 "to 64 only (the TP-aware padding gated to CPU): 129280 % 24 = 16; the product judges "
