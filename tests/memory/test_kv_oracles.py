@@ -55,8 +55,6 @@ GPU_FALLBACK_BYTES = {"L4-24GB": 23034 * 2**20}
 _H100_SEEN = ("the row does not log the memory the engine saw: the product's H100 is NVML's 79.65 GiB "
               "(data/gpus.csv), the engine's total is cudaMemGetInfo's 79.19 GiB (vllm/utils/mem_utils.py:143 "
               "torch.accelerator.get_memory_info; every H100 row that logs it)")
-_O28 = ("Llama-4-Scout TP 4: vLLM 0.19 logged 53.12 GiB of weights per GPU where the model prices 50.57 "
-        "(+10.2 GiB over 4 GPUs, not explained by the parameter count: 109B x 2 B / 4 = 50.6 GiB)")
 _O60 = ("vLLM 0.15 / 0.16 profiled a 5.64 GiB activation peak for Qwen3-14B where 0.17 / 0.18 profiled 2.23 GiB "
         "(the sweep's run JSONs, same command); the model holds one activation rule read from 0.33 and the "
         "0.16 -> 0.17 change was not found in the engine's code")
@@ -76,32 +74,28 @@ PART_MISSES = {
                           "0.24-0.27; not explained",
     ("kv1-O26", "cuda_graph"): "-0.95 GiB: Llama-3.1-8B TP 2 logged a 1.69 GiB graph estimate but captured 0.76 GiB; "
                            "the TP 4 run and Qwen2.5 TP 2 logged 0.57 / 0.61",
-    ("kv2-O28", "weights"): f"-2.55 GiB (50.57 vs 53.12): {_O28}",
-    ("kv2-O28", "available_kv"): "+2.96 GiB (19.71 vs 16.75): the weights (-2.55 GiB) and activation (-0.34) of O28",
-    ("kv2-O28", "blocks"): "+17.6% (107,637 vs 91,495): the KV budget of O28 (+2.96 GiB)",
     ("kv2-O37", "weights"): ("-0.50 GiB (6.51 vs 7.01): vLLM pads gpt-oss's mxfp4 expert dims to the chosen MoE "
                              "backend's tile (fused_moe/oracle/mxfp4.py:837-905 of 0.33.0); the backend is chosen per "
                              "GPU (select_mxfp4_moe_backend), which the product does not model yet (issue 23)"),
     ("kv2-O39", "cuda_graph"): ("-0.46 GiB (1.17 vs 1.63): Qwen2.5-72B TP 2's logged graph estimate; not charged "
                                 "to the budget before vLLM 0.21, so it does not move the tokens"),
-    ("kv2-O39", "available_kv"): "+0.20 GiB = +6.6% (3.24 vs 3.04): see the O39 token miss",
-    ("kv2-O39", "blocks"): "+6.4% (1,325 vs 1,245): see the O39 token miss",
+    ("kv2-O39", "available_kv"): "+0.19 GiB = +6.2% (3.23 vs 3.04): see the O39 token miss",
+    ("kv2-O39", "blocks"): "+6.2% (1,322 vs 1,245): see the O39 token miss",
     ("kv2-O60", "activation"): f"-3.46 GiB (2.18 vs 5.64): {_O60}",
     ("kv2-O61", "activation"): f"-3.46 GiB (2.18 vs 5.64): {_O60}",
     ("kv2-O60", "available_kv"): f"+3.35 GiB (45.29 vs 41.94): {_O60}",
     ("kv2-O61", "available_kv"): f"+3.35 GiB (45.29 vs 41.94): {_O60}",
     ("kv2-O60", "blocks"): f"+8.0% (18,552 vs 17,178): {_O60}",
     ("kv2-O61", "blocks"): f"+8.0% (18,552 vs 17,178): {_O60}",
-    ("kv2-O79", "available_kv"): f"+0.40 GiB (7.83 vs 7.43): {_H100_SEEN}",
-    ("kv2-O79", "blocks"): f"+5.3% (2,671 vs 2,537): {_H100_SEEN}",
+    ("kv2-O79", "available_kv"): f"+0.39 GiB (7.82 vs 7.43): {_H100_SEEN}",
+    ("kv2-O79", "blocks"): f"+5.2% (2,669 vs 2,537): {_H100_SEEN}",
     ("kv1-O02", "cuda_graph"): "-0.35 GiB: DeepSeek-V2-Lite (MLA + 64 experts) logged 1.39 GiB; the one MoE "
                            "extra (0.35 GiB) fits Qwen3-30B-A3B and Mixtral, not MLA",
 }
 #: Rows whose token figure the model misses by more than 5 %, with the reason and the measured miss.
 TOKEN_MISSES: dict[str, str] = {
-    "kv2-O28": f"+17.5% (429,918 predicted vs 365,968): {_O28}; the KV budget is 19.71 vs 16.75 GiB logged",
-    "kv2-O39": ("+6.4% (21,200 vs 19,920): Qwen2.5-72B TP 2 leaves only 3.04 GiB for KV; each part is within its "
-                "tolerance (weights -0.09, activation -0.11 GiB) but together they are 0.20 GiB = 6.6 % of that budget"),
+    "kv2-O39": ("+6.2% (21,152 vs 19,920): Qwen2.5-72B TP 2 leaves only 3.04 GiB for KV; each part is within its "
+                "tolerance (weights -0.08, activation -0.11 GiB) but together they are 0.19 GiB = 6.2 % of that budget"),
     "kv2-O60": f"+8.0% (296,832 vs 274,848): {_O60}",
     "kv2-O61": f"+8.0% (296,832 vs 274,848): {_O60}",
     "kv2-O65": ("+9.1% (400,778 vs 367,404; K + V 16.46 GiB logged, 17.96 predicted): " + _H100_SEEN
@@ -115,10 +109,10 @@ TOKEN_MISSES: dict[str, str] = {
                 "pre-allocates the engine's activation and I/O buffers sized by the build (max_batch_size 25, "
                 "max_output_len 4096) before kv_cache_free_gpu_mem_fraction takes 0.95 of what is free; the product "
                 "models the PyTorch backend's KvCacheCreator._cal_max_memory (profiled peak), not engine builds"),
-    "kv2-O79": ("+5.3% (42,736 vs 40,592; KV 7.83 vs 7.43 GiB): " + _H100_SEEN + " -- 0.9 x 0.46 = 0.41 GiB, the "
-                "whole 0.40 GiB miss on a 7.43 GiB budget; sized against data/gpus.csv's mem_get_info_gib (79.22) "
-                "the row lands at +0.1 % (O80, the same pool at max_model_len 4096, passes at -4.9 % only because the "
-                "default batch limits over-state its activation: it would go to -10.1 %)"),
+    "kv2-O79": ("+5.2% (42,704 vs 40,592; KV 7.82 vs 7.43 GiB): " + _H100_SEEN + " -- 0.9 x 0.46 = 0.41 GiB, the "
+                "whole 0.39 GiB miss on a 7.43 GiB budget; sized against data/gpus.csv's mem_get_info_gib (79.22) "
+                "the row lands within 0.2 % (O80, the same pool at max_model_len 4096, passes at -4.9 % only because the "
+                "default batch limits over-state its activation: it would go to about -10 %)"),
 }
 
 
