@@ -354,6 +354,9 @@ class Framework:
     keeps_fp32_weights: ClassVar[bool] = False
     #: The vocabulary of the vocab-parallel embedding / LM head is padded to this multiple (1: not padded).
     vocab_pad_multiple: ClassVar[int] = 1
+    #: The rotary cos/sin cache (``max_position_embeddings x rotary dim``, in the weights' 16-bit dtype, not split
+    #: by TP) is allocated with the model and counted in the weights (True); False: not charged.
+    charges_rope_cache: ClassVar[bool] = False
     #: Without expert parallelism the routed experts are split over ``tp x dp`` ranks (MoE-TP flattened across
     #: DP, vLLM ``FusedMoEParallelConfig.make``), instead of the generic ``EP = ep, MoE-TP = tp // ep``.
     moe_tp_spans_dp: ClassVar[bool] = False

@@ -73,6 +73,9 @@ Modelling choices (documented constants, not measurements of your machine)
   pre_model_load_memory - weights`` (:data:`SGLANG_STARTUP_BYTES`, :data:`SGLANG_LOAD_EXTRA_BYTES`,
   ``mem_cache/kv_cache_configurator.py:2990-3060`` of 0.5.23). ``capacity(..., measured_kv_bytes=...)``
   replaces the estimate with a logged figure. ``tests/memory/test_kv_oracles.py`` checks every oracle row.
+* vLLM's loaded weights add the rotary cos/sin cache (:func:`rope_cache_bytes`, ``max_position_embeddings x
+  rotary dim x 2 B`` on every rank, ``rotary_embedding/base.py:58-63``): 2.5 GiB for Llama-4-Scout's 10M
+  positions, the gap between its parameters and vLLM's "Model loading took" (oracle O28 of kv-capacity-2.csv).
 * TensorRT-LLM reuses the vLLM activation and non-torch estimates (not separately calibrated).
 * transformers native TP and Megatron-Core have no pre-allocated KV pool: the cache grows until
   out-of-memory, so their budget is everything left after weights, activation and non-torch memory.
@@ -104,7 +107,8 @@ from dashboard.memory.params import (BLOCK_PADDED_SHARED_MLP_MODEL_TYPES, FP32_R
                                      QUANT_PARTS, REPLICATED_DENSE_MLP_MODEL_TYPES, VISION_ENCODER_DP_MODEL_TYPES,
                                      VISION_HEADS_DP_FALLBACK_MODEL_TYPES, base_weight_bytes, format_bytes,
                                      param_parts, part_quant, quant_weight_bytes, shared_mlp_padding)
-from dashboard.memory.weights import moe_intermediate_matrix, moe_layout, weight_bytes_matrix, weight_bytes_per_rank
+from dashboard.memory.weights import (moe_intermediate_matrix, moe_layout, rope_cache_bytes, weight_bytes_matrix,
+                                      weight_bytes_per_rank)
 
 #: Names that live in a framework's package (its own memory rules), re-exported on first use: the framework
 #: modules import this package, so importing them here at load time would be a cycle.
@@ -147,5 +151,5 @@ __all__ = [
     "VISION_ENCODER_DP_MODEL_TYPES", "VISION_HEADS_DP_FALLBACK_MODEL_TYPES", "VISION_REPLICATED_CONNECTOR_MODEL_TYPES",
     "VISION_UNSHARDED_MODEL_TYPES", "base_weight_bytes", "format_bytes",
     "param_parts", "part_quant", "quant_weight_bytes", "shared_mlp_padding", "moe_intermediate_matrix", "moe_layout",
-    "weight_bytes_matrix", "weight_bytes_per_rank", *_FRAMEWORK_NAMES,
+    "rope_cache_bytes", "weight_bytes_matrix", "weight_bytes_per_rank", *_FRAMEWORK_NAMES,
 ]

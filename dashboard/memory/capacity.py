@@ -25,7 +25,7 @@ from dashboard.gpus import gpu_memory
 from dashboard.memory.columns import (KV_DTYPE_BYTES, GiB, check_context_len, check_fraction, check_measured,
                                       check_sizes, dtype_bytes, is_set, model_columns, nz)
 from dashboard.memory.kv import kv_bytes_matrix, state_bytes_matrix
-from dashboard.memory.weights import weight_bytes_matrix
+from dashboard.memory.weights import rope_cache_bytes, weight_bytes_matrix
 
 #: KV-cache block granularity in tokens per framework (each framework's ``kv_tokens_per_block``).
 TOKENS_PER_BLOCK: dict[str, int] = {f.name: f.kv_tokens_per_block for f in all_frameworks()}
@@ -156,6 +156,7 @@ def capacity_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray, me
     state = state_bytes_matrix(c, tp, state_bytes=kvb if kvb >= 2 else 2.0)
     weights = weight_bytes_matrix(c, framework, tp, pp=pp, ep=ep, weight_dtype=weight_dtype, dp=dp, dp_attention=dp_attention,
                                    expert_parallel=expert_parallel, vision_dp=vision_dp)
+    weights = weights + rope_cache_bytes(c, framework)[:, None]  # loaded with the model (vLLM "Model loading took")
     act_bytes = 4.0 if str(weight_dtype).lower() in ("fp32", "float32") else 2.0
     d_tokens, d_seqs = vllm_batch_defaults(memory_bytes, gpu_name)
     T = float(max_num_batched_tokens) if max_num_batched_tokens is not None else float(d_tokens)

@@ -237,6 +237,21 @@ def weight_bytes_matrix(c: dict[str, np.ndarray], framework: str, tp: np.ndarray
     return np.where(stages == 1, layer_part + embed_r + lm_r + vision_r, staged) if np.ndim(stages) else staged
 
 
+def rope_cache_bytes(c: dict[str, np.ndarray], framework: str) -> np.ndarray:
+    """Bytes of the rotary cos/sin cache on every rank and pipeline stage, shape (models,): 0 unless the framework
+    charges it (``Framework.charges_rope_cache``: vLLM). ``max_position_embeddings x rotary dim`` (MLA:
+    ``qk_rope_head_dim``, else ``head_dim``) x 2 B (the 16-bit model dtype): vLLM's ``RotaryEmbedding``
+    registers it as a GPU buffer at init (``rotary_embedding/base.py:58-63`` of 0.33.0, one per distinct rope,
+    ``get_rope``'s ``_ROPE_DICT``), so "Model loading took" counts it: 32 MiB for Llama-3.1's 131,072
+    positions, 2.5 GiB for Llama-4-Scout's 10,485,760. None with learned absolute positions. Not a parameter
+    (``weight_bytes_per_rank`` leaves it out); partial rotary factors and a second (local) rope are not
+    modelled."""
+    if not frameworks.get(framework).charges_rope_cache:
+        return np.zeros(len(c["hidden_size"]))
+    rdim = np.where(is_set(c["is_mla"]), nz(c["qk_rope_head_dim"]), nz(c["head_dim"]))
+    return np.where(nz(c["learned_position_embeddings"]) > 0, 0.0, nz(c["max_position_embeddings"]) * rdim * 2.0)
+
+
 def weight_bytes_per_rank(record: Any, framework: str, tp: int, *, pp: int = 1, ep: int = 1,
                           weight_dtype: str | None = None, dp: int = 1, dp_attention: bool = False,
                           expert_parallel: bool = False, vision_dp: bool = False) -> float:

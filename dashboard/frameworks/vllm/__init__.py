@@ -42,6 +42,11 @@ class VLLM(Framework):
     vocab_pad_multiple = 64
     moe_tp_spans_dp = True
     applies_architecture_weight_quirks = True
+    # RotaryEmbedding registers cos_sin_cache = [max_position, rotary_dim] in the model dtype as a GPU buffer at
+    # init (model_executor/layers/rotary_embedding/base.py:58-63 of 0.33.0), one per distinct rope
+    # (get_rope's _ROPE_DICT, rotary_embedding/__init__.py:84), with max_position = the config's
+    # max_position_embeddings (e.g. llama4.py:326 -> 241): "Model loading took" includes it.
+    charges_rope_cache = True
     memory_rules_release = "0.33.0"
     kv_oracle_checked = True
     reserve_parts = (("activation peak", "activation_bytes_per_gpu"), ("CUDA graphs", "cuda_graph_bytes_per_gpu"),
