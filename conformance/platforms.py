@@ -12,6 +12,7 @@ by platform yet).
 
 from __future__ import annotations
 
+import json
 import re
 
 import pandas as pd
@@ -76,6 +77,12 @@ def differences(new: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
     return diff.sort_values(KEY).reset_index(drop=True)
 
 
+def _dtype_change(r) -> str:
+    """``"bfloat16 -> float16"``: the dtypes of rank 0's parameters in cuda-sm90 and the new table."""
+    a, b = (sorted(json.loads(r[f"param_bytes_by_dtype_{s}"] or "{}")) for s in ("sm90", "new"))
+    return f"{'+'.join(a)} -> {'+'.join(b)}"
+
+
 def section(framework: str, version: str, platform: str, new: pd.DataFrame, base: pd.DataFrame) -> str:
     """The README block of one platform table: outcome counts, harness_error reasons, the differences from
     cuda-sm90 by kind and by (sm90 first error -> new first error), with the cells of each."""
@@ -93,8 +100,15 @@ def section(framework: str, version: str, platform: str, new: pd.DataFrame, base
         lines.append("")
     diff = differences(new, base)
     common = len(new[KEY].merge(base[KEY], on=KEY))
-    lines += [f"Against cuda-sm90: {common} cells in both tables, **{len(diff)} differ** (outcome or first error)"
-              + (":" if len(diff) else "."), ""]
+    both = new[new["outcome"] == "built"].merge(base[base["outcome"] == "built"], on=KEY, suffixes=("_new", "_sm90"))
+    bytes_differ = both[both["param_bytes_new"] != both["param_bytes_sm90"]]
+    dtype_differ = both[both["param_bytes_by_dtype_new"] != both["param_bytes_by_dtype_sm90"]]
+    lines += [f"Against cuda-sm90: {common} cells in both tables, **{len(diff)} differ** (outcome or first error). "
+              f"Of the {len(both)} cells built in both, {len(bytes_differ)} differ in rank 0's parameter bytes and "
+              f"{len(dtype_differ)} in their dtypes"
+              + (f" ({', '.join(sorted(_dtype_change(r) for r in dtype_differ.head(200).to_dict('records'))[:1])}"
+                 f"{' ...' if len(dtype_differ) > 1 else ''})" if len(dtype_differ) else "")
+              + "." + (" The differing cells:" if len(diff) else ""), ""]
     if len(diff):
         for kind, g in diff.groupby("kind", sort=True):
             lines.append(f"- {kind}: {len(g)} cells, {g['model_id'].nunique()} models")

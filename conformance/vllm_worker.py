@@ -166,9 +166,8 @@ def install_platform(kind: str, device: dict | None = None):
     module imports it: ``"cpu"`` (vLLM's ``CpuPlatform``), a CUDA platform (``cuda-sm75`` ... ``cuda-sm120``:
     a subclass of vLLM's ``CudaPlatformBase``) or a ROCm one (``rocm-gfx942``, ``rocm-gfx950``: see
     :func:`install_rocm`), answering device queries as ``device`` (:func:`check_device`) would."""
-    import vllm.platforms as platforms
-
     if kind == "cpu":
+        import vllm.platforms as platforms
         from vllm.platforms.cpu import CpuPlatform
 
         platforms._current_platform = CpuPlatform()
@@ -176,6 +175,7 @@ def install_platform(kind: str, device: dict | None = None):
     device = check_device(kind, device)
     if device["vendor"] == "amd":
         return install_rocm(device)
+    import vllm.platforms as platforms
     from vllm.platforms.cuda import CudaPlatformBase
 
     platforms._current_platform = _device_answers(CudaPlatformBase, device)()
@@ -248,12 +248,28 @@ def fake_amdsmi(device: dict):
     return mod
 
 
+#: Why the ROCm platforms are not run (every rocm-* cell is a ``harness_error`` with this reason). Found by the
+#: probe below on vLLM 0.33.0 (data/conformance/README.md, "Platforms").
+ROCM_UNFAITHFUL = (
+    "ROCm stand-in not faithful: the venv holds vLLM's CUDA build (no vllm._rocm_C kernels, no AITER "
+    "package, and Triton finds no HIP driver, so vLLM swaps in its Triton placeholder); under vLLM's own "
+    "RocmPlatform (amdsmi answered as the GPU) every dense model then fails at "
+    "v1/attention/ops/turboquant_soa/triton_turboquant_decode_v2.py:38 and MLA models find no MLA prefill "
+    "backend (AITER FA not installed), which a real ROCm install does not do; needs a ROCm build of vLLM")
+
+
 def install_rocm(device: dict):
     """ROCm: vLLM's own ``RocmPlatform`` (``vllm/platforms/rocm.py``), its device queries answered as
     ``device``: the arch it reads once at import through ``amdsmi`` (:func:`fake_amdsmi`; ``on_gfx9``,
     ``on_mi3xx``, ``is_fp8_fnuz``, ``supports_mx`` follow from it), ``torch.version.hip`` (a ROCm 7.0 build),
     and capability, name, memory and device count as on CUDA (:func:`_device_answers`). AITER stays at
-    vLLM's default (``VLLM_ROCM_USE_AITER`` unset: off)."""
+    vLLM's default (``VLLM_ROCM_USE_AITER`` unset: off).
+
+    Not faithful with a CUDA build of vLLM (:data:`ROCM_UNFAITHFUL`): raises a ``harness:`` error, so every
+    cell is a ``harness_error`` with that reason, unless the descriptor asks ``"probe_unfaithful": true``
+    (a hand-made job, to see what the stand-in does; its records must not go into a table)."""
+    if not device.get("probe_unfaithful"):
+        raise RuntimeError(f"harness: {ROCM_UNFAITHFUL}")
     import sys as _sys
 
     import torch

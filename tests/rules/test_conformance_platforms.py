@@ -290,15 +290,17 @@ def test_serve_refuses_other_platforms_in_a_worker_without_stand_ins(monkeypatch
 
 # -- the comparison with cuda-sm90 ------------------------------------------------------------------------
 
-def _row(tp, outcome, msg="", file="", line=0, **kw):
+def _row(tp, outcome, msg="", file="", line=0, dtype="bfloat16", **kw):
+    built = outcome == "built"
     return dict(model_id="a/b", tp=tp, pp=1, dp=1, ep=False, vision_dp=False, outcome=outcome,
-                exc_type="ValueError" if msg else "", message=msg, file=file, line=line, **kw)
+                exc_type="ValueError" if msg else "", message=msg, file=file, line=line,
+                param_bytes=100 if built else None, param_bytes_by_dtype=json.dumps({dtype: 100}) if built else "", **kw)
 
 
 def test_differences() -> None:
     base = pd.DataFrame([_row(1, "built"), _row(2, "refused_build", "x", "vllm/a.py", 1), _row(3, "built"),
                          _row(4, "refused_engine", "y", "vllm/b.py", 2), _row(64, "built")])
-    new = pd.DataFrame([_row(1, "built"),
+    new = pd.DataFrame([_row(1, "built", dtype="float16"),
                         _row(2, "refused_build", "Weight input_size_per_partition = 7 is not divisible by "
                              "min_thread_k = 128", "vllm/model_executor/layers/quantization/utils/marlin_utils.py", 9),
                         _row(3, "refused_engine", "Bfloat16 is only supported", "vllm/platforms/cuda.py", 5),
@@ -310,3 +312,35 @@ def test_differences() -> None:
     assert d.loc[1, "shown_sm90"] == "built" and d.loc[1, "shown_new"].endswith("at vllm/platforms/cuda.py:5")
     text = platforms.section("vllm", "0.33.0", "cuda-sm80", new.assign(reason=""), base)
     assert "4 cells in both tables, **2 differ**" in text and "| `a/b` | 2/-/- |" in text
+    assert "Of the 1 cells built in both, 0 differ in rank 0's parameter bytes and 1 in their dtypes " \
+           "(bfloat16 -> float16)" in text
+
+
+# -- ROCm -------------------------------------------------------------------------------------------------
+
+def test_rocm_cells_are_harness_errors_with_the_reason() -> None:
+    """vLLM's CUDA build cannot stand in for a ROCm GPU faithfully: the stand-in refuses before importing
+    anything, with a ``harness:`` reason (so the cell is a harness_error, not a refusal)."""
+    w = _vllm_worker()
+    with pytest.raises(RuntimeError, match="harness: ROCm stand-in not faithful") as e:
+        w.install_platform("rocm-gfx942", driver.device_descriptor("rocm-gfx942"))
+    assert w.harness_reason(e.value)
+
+
+def test_fake_amdsmi_answers_as_the_gpu() -> None:
+    w = _vllm_worker()
+    d = driver.device_descriptor("rocm-gfx950")
+    smi = w.fake_amdsmi(d)
+    h = smi.amdsmi_get_processor_handles()[0]
+    assert smi.amdsmi_get_gpu_asic_info(h)["target_graphics_version"] == "gfx950"
+    assert smi.amdsmi_get_gpu_asic_info(h)["market_name"] == "AMD Instinct MI355X"
+    assert smi.amdsmi_get_gpu_memory_total(h, smi.AmdSmiMemoryType.VRAM) == d["total_memory"] == 287_999_787_008
+    assert smi.amdsmi_topo_get_link_type(h, 1) == {"hops": 1, "type": 2}
+
+
+def test_device_properties_answer_or_refuse() -> None:
+    w = _vllm_worker()
+    p = w.DeviceProperties(driver.device_descriptor("cuda-sm75"))
+    assert (p.name, p.major, p.minor, p.total_memory, p.multi_processor_count) == ("Tesla T4", 7, 5, 16_106_127_360, 40)
+    with pytest.raises(RuntimeError, match="harness: the stand-in device has no property 'L2_cache_size'"):
+        p.L2_cache_size  # noqa: B018 - never a made-up value
