@@ -27,12 +27,15 @@ REFUSED = ("refused_engine", "refused_build")
 #: Kinds of a difference, by the raise site or message of the new first error (first match wins); the
 #: words a reader greps for. Sites are vLLM-relative paths (``vllm/...``).
 KINDS = (
+    ("No valid attention backend", "attention backend selection (no backend for this GPU)"),
+    ("attention backend", "attention backend selection"),
+    ("MoE backend", "MoE kernel selection (no MoE backend takes the quantization scheme on this GPU)"),
     ("marlin", "kernel selection: Marlin (weight-only) path"),
+    ("Marlin", "kernel selection: Marlin (weight-only) path"),
+    ("Bfloat16", "dtype: bfloat16 needs SM 8.0"),
     ("min_capability", "quantization minimum capability"),
     ("minimum capability", "quantization minimum capability"),
     ("compute capability", "dtype / quantization minimum capability"),
-    ("Bfloat16", "dtype: bfloat16 needs SM 8.0"),
-    ("attention", "attention backend selection"),
     ("fp8_utils", "FP8 block kernel checks"),
     ("fused_moe", "MoE kernel selection"),
     ("quantization", "quantization method"),
@@ -77,12 +80,6 @@ def differences(new: pd.DataFrame, base: pd.DataFrame) -> pd.DataFrame:
     return diff.sort_values(KEY).reset_index(drop=True)
 
 
-def _dtype_change(r) -> str:
-    """``"bfloat16 -> float16"``: the dtypes of rank 0's parameters in cuda-sm90 and the new table."""
-    a, b = (sorted(json.loads(r[f"param_bytes_by_dtype_{s}"] or "{}")) for s in ("sm90", "new"))
-    return f"{'+'.join(a)} -> {'+'.join(b)}"
-
-
 def section(framework: str, version: str, platform: str, new: pd.DataFrame, base: pd.DataFrame) -> str:
     """The README block of one platform table: outcome counts, harness_error reasons, the differences from
     cuda-sm90 by kind and by (sm90 first error -> new first error), with the cells of each."""
@@ -105,10 +102,9 @@ def section(framework: str, version: str, platform: str, new: pd.DataFrame, base
     dtype_differ = both[both["param_bytes_by_dtype_new"] != both["param_bytes_by_dtype_sm90"]]
     lines += [f"Against cuda-sm90: {common} cells in both tables, **{len(diff)} differ** (outcome or first error). "
               f"Of the {len(both)} cells built in both, {len(bytes_differ)} differ in rank 0's parameter bytes and "
-              f"{len(dtype_differ)} in their dtypes"
-              + (f" ({', '.join(sorted(_dtype_change(r) for r in dtype_differ.head(200).to_dict('records'))[:1])}"
-                 f"{' ...' if len(dtype_differ) > 1 else ''})" if len(dtype_differ) else "")
-              + "." + (" The differing cells:" if len(diff) else ""), ""]
+              f"{len(dtype_differ)} in their bytes per dtype"
+              + (f" ({bytes_differ['model_id'].nunique()} models, below)" if len(bytes_differ) else "")
+              + "." + (" The differing verdicts and first errors:" if len(diff) else ""), ""]
     if len(diff):
         for kind, g in diff.groupby("kind", sort=True):
             lines.append(f"- {kind}: {len(g)} cells, {g['model_id'].nunique()} models")
@@ -119,7 +115,22 @@ def section(framework: str, version: str, platform: str, new: pd.DataFrame, base
                               + (f"/dp{r.dp}" if r.dp > 1 else "") for r in g.itertuples())
             lines.append(f"| `{mid}` | {esc(cells)} | {esc(a)} | {esc(b)} |")
         lines.append("")
+    if len(bytes_differ):
+        lines += ["Built in both, other parameter bytes (rank 0; the smallest TP of each model shown, bytes per dtype "
+                  "where they differ):", "", f"| model | cells | cuda-sm90 | {platform} |", "|---|---|---|---|"]
+        for mid, g in bytes_differ.groupby("model_id", sort=True):
+            r = g.sort_values(["tp", "ep"]).iloc[0]
+            a, b = (json.loads(r[f"param_bytes_by_dtype_{s}"] or "{}") for s in ("sm90", "new"))
+            ks = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+            show = lambda d: f"{int(d_total(d)):,} B (" + ", ".join(f"{k} {d.get(k, 0):,}" for k in ks) + ")"  # noqa: E731
+            lines.append(f"| `{mid}` | {len(g)} (TP {int(r['tp'])}{' EP' if r['ep'] else ''}) | {show(a)} | {show(b)} |")
+        lines.append("")
     return "\n".join(lines)
+
+
+def d_total(d: dict) -> int:
+    """Sum of a bytes-per-dtype dict."""
+    return sum(int(v) for v in d.values())
 
 
 def update(version: str, platform: str, framework: str = "vllm") -> str:

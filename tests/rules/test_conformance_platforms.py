@@ -312,8 +312,12 @@ def test_differences() -> None:
     assert d.loc[1, "shown_sm90"] == "built" and d.loc[1, "shown_new"].endswith("at vllm/platforms/cuda.py:5")
     text = platforms.section("vllm", "0.33.0", "cuda-sm80", new.assign(reason=""), base)
     assert "4 cells in both tables, **2 differ**" in text and "| `a/b` | 2/-/- |" in text
-    assert "Of the 1 cells built in both, 0 differ in rank 0's parameter bytes and 1 in their dtypes " \
-           "(bfloat16 -> float16)" in text
+    assert "Of the 1 cells built in both, 0 differ in rank 0's parameter bytes and 1 in their bytes per dtype." in text
+    new.loc[0, "param_bytes"] = 150
+    new.loc[0, "param_bytes_by_dtype"] = json.dumps({"float16": 100, "uint8": 50})
+    text = platforms.section("vllm", "0.33.0", "cuda-sm80", new.assign(reason=""), base)
+    assert "1 differ in rank 0's parameter bytes" in text
+    assert "| `a/b` | 1 (TP 1) | 100 B (bfloat16 100, float16 0, uint8 0) | 150 B (bfloat16 0, float16 100, uint8 50) |" in text
 
 
 # -- ROCm -------------------------------------------------------------------------------------------------
