@@ -27,6 +27,7 @@ REFUSED = ("refused_engine", "refused_build")
 #: Kinds of a difference, by the raise site or message of the new first error (first match wins); the
 #: words a reader greps for. Sites are vLLM-relative paths (``vllm/...``).
 KINDS = (
+    ("FP8 KV cache is not supported", "attention backend: FP8 KV cache needs SM 8.9 (Triton backends)"),
     ("No valid attention backend", "attention backend selection (no backend for this GPU)"),
     ("attention backend", "attention backend selection"),
     ("MoE backend", "MoE kernel selection (no MoE backend takes the quantization scheme on this GPU)"),
@@ -105,6 +106,13 @@ def section(framework: str, version: str, platform: str, new: pd.DataFrame, base
               f"{len(dtype_differ)} in their bytes per dtype"
               + (f" ({bytes_differ['model_id'].nunique()} models, below)" if len(bytes_differ) else "")
               + "." + (" The differing verdicts and first errors:" if len(diff) else ""), ""]
+    if len(diff):
+        flip_down = int(((diff["outcome_sm90"] == "built") & diff["outcome_new"].isin(REFUSED)).sum())
+        flip_up = int((diff["outcome_sm90"].isin(REFUSED) & (diff["outcome_new"] == "built")).sum())
+        same_verdict = int((diff["outcome_sm90"].isin(REFUSED) & diff["outcome_new"].isin(REFUSED)).sum())
+        lines += [f"Verdict changes: {flip_down} cells built on cuda-sm90 are refused on {platform}, {flip_up} refused "
+                  f"there are built here; {same_verdict} are refused on both with another first error; "
+                  f"{len(diff) - flip_down - flip_up - same_verdict} involve harness_error / not_run.", ""]
     if len(diff):
         for kind, g in diff.groupby("kind", sort=True):
             lines.append(f"- {kind}: {len(g)} cells, {g['model_id'].nunique()} models")
