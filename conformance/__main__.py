@@ -7,6 +7,9 @@ Commands (see data/conformance/README.md for the venv set-up):
     python -m conformance run --framework sglang --venv /work/venvs/sglang-0.5.23 --workers 1 [--no-assemble]
     python -m conformance run --framework megatron-core --venv /work/venvs/megatron-core-0.16.1 --workers 1
     python -m conformance assemble --framework vllm --version 0.33.0
+    python -m conformance run --framework vllm --venv /work/venvs/vllm-0.33.0 --platform cuda-sm80 --workers 1
+    python -m conformance assemble --version 0.33.0 --platform cuda-sm80   # data/conformance/cuda-sm80/vllm-0.33.0.parquet
+    python -m conformance report --version 0.33.0 --platform cuda-sm80     # its differences from cuda-sm90
     python -m conformance verify --framework vllm --venv /work/venvs/vllm-0.33.0 --sample 40 --seed 0
     python -m conformance report --version 0.33.0      # results + remaining mismatches in the README
     python -m conformance report --framework sglang --version 0.5.23
@@ -30,6 +33,14 @@ from conformance import cluster, driver, libcuda_stub
 DEFAULT_CONFIGS = driver.REPO.parent / "shared" / "hub-configs"
 
 
+def _add_platform(p: argparse.ArgumentParser) -> None:
+    from dashboard.gpus import PLATFORMS
+
+    p.add_argument("--platform", default=driver.DEFAULT_PLATFORM, choices=list(PLATFORMS),
+                   help=f"the GPU platform the stand-in answers as (default: {driver.DEFAULT_PLATFORM}, the tables "
+                   "in data/conformance/; any other: data/conformance/<platform>/)")
+
+
 def _venv_version(python: str, framework: str) -> str:
     out = subprocess.run([python, "-c", f"import importlib.metadata as m; print(m.version({framework!r}))"],
                          capture_output=True, text=True, check=True)
@@ -46,10 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--configs", type=Path, default=DEFAULT_CONFIGS,
                    help="folder of <org>--<name>.json configs (default: ../shared/hub-configs)")
     r.add_argument("--models", nargs="*", help="only these model ids")
-    r.add_argument("--depth", choices=("full", "tp"), default="full",
+    r.add_argument("--depth", choices=driver.DEPTHS, default=None,
                    help="full: vLLM: TP sizes x EP off/on, DP 2/3 for MoE, vision DP; SGLang: TP sizes x EP "
                    "off/on x attention-DP 1/2/4; Megatron-Core: TP x PP 1-4, EP 2/4/8 at PP 1/2 for MoE; "
-                   "tp: TP sizes only (default: full)")
+                   "platform: vLLM: TP sizes, EP off/on for MoE, vision DP (no DP); "
+                   "tp: TP sizes only (default: full on cuda-sm90, platform elsewhere)")
+    _add_platform(r)
     r.add_argument("--workers", type=int, help="worker processes at once: a local Ray's CPUs (default: the "
                    "machine's); on a cluster, Ray tasks in flight (default: as many as its CPUs take); 1 without "
                    "--ray: one batch after the other in this process, no Ray")
@@ -63,15 +76,18 @@ def main(argv: list[str] | None = None) -> int:
     a = sub.add_parser("assemble", help="per-model checkpoints -> data/conformance/<fw>-<version>.parquet")
     a.add_argument("--framework", default="vllm")
     a.add_argument("--version", required=True)
+    _add_platform(a)
     v = sub.add_parser("verify", help="re-run a fixed sample of the committed table and diff")
     v.add_argument("--framework", default="vllm", choices=sorted(driver.WORKER))
     v.add_argument("--venv", required=True)
     v.add_argument("--configs", type=Path, default=DEFAULT_CONFIGS)
     v.add_argument("--sample", type=int, default=40)
     v.add_argument("--seed", type=int, default=0)
+    _add_platform(v)
     rp = sub.add_parser("report", help="regenerate data/conformance/README.md's results for a release")
     rp.add_argument("--version", required=True)
     rp.add_argument("--framework", default="vllm", choices=sorted(driver.WORKER), help="(default: vllm)")
+    _add_platform(rp)
     st = sub.add_parser("sites", help="an executed release's evidence: the rules' raise sites there and the "
                         "rules its table never reaches first (data/conformance/<framework>-<release>-evidence.json)")
     st.add_argument("--version", required=True)
@@ -96,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="a file copied beside config.json (e.g. hf_quant_config.json); repeatable")
     pa.add_argument("--depth", type=int, default=99, help="dotted name parts kept per group (default: all)")
     pa.add_argument("--json", action="store_true", help="print the raw per-parameter list as JSON")
+    _add_platform(pa)
     tf = sub.add_parser("transformers", help="transformers native TP / CB cache with the transformers installed "
                         "here: plans (per catalog model), runs (tiny models under torchrun), assemble, report")
     tf.add_argument("action", choices=("plans", "runs", "assemble", "report", "verify"))
@@ -135,6 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         print(libcuda_stub.build(Path(args.venv)))
         return 0
     if args.cmd == "report":
+        if args.platform != driver.DEFAULT_PLATFORM:
+            from conformance import platforms
+
+            print(platforms.update(args.version, args.platform, args.framework))
+            return 0
         from conformance import report
 
         print(report.update(args.version, args.framework))
@@ -146,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         print(sites.write(doc) if args.write else sites.render(doc), end="" if not args.write else "\n")
         return 0
     if args.cmd == "assemble":
-        print(driver.assemble(args.framework, args.version))
+        print(driver.assemble(args.framework, args.version, args.platform))
         return 0
     if args.cmd == "run" and (args.ray or args.workers != 1):
         try:  # fail fast, before the venv's ~15 s registry dump
@@ -159,16 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     libcuda_stub.build(Path(args.venv))
     version = _venv_version(python, args.framework)
     if args.cmd == "run":
-        print(driver.dump_registry(python, args.framework, version))
+        print(driver.dump_registry(python, args.framework, version, args.platform))
         try:
-            driver.run(python, args.framework, version, args.configs, models=args.models, depth=args.depth,
+            driver.run(python, args.framework, version, args.configs, models=args.models,
+                       depth=args.depth or driver.default_depth(args.platform), platform=args.platform,
                        workers=args.workers, batch=args.batch, limit=args.limit, ray=args.ray)
         except cluster.RayUnavailable as e:
             print(f"error: {e}", file=sys.stderr)
             sys.stderr.flush()
             os._exit(2)  # a ray.init left waiting in its thread would hold up the interpreter's exit
         if not args.no_assemble:
-            print(driver.assemble(args.framework, version))
+            print(driver.assemble(args.framework, version, args.platform))
         return 0
     if args.cmd == "params":
         path = Path(args.model)
@@ -177,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         if not path.is_file():
             ap.error(f"no config for {args.model!r}: not a file and not {path}")
         cell = driver.Cell(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, vision_dp=args.vision_dp)
-        rec = driver.inspect_params(python, args.framework, path, cell, sidecars=args.sidecar)
+        rec = driver.inspect_params(python, args.framework, path, cell, sidecars=args.sidecar, platform=args.platform)
         if args.json:
             print(json.dumps(rec, indent=1, default=str))
             return 0
@@ -191,13 +214,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"total {rec['param_bytes']:,} B; by dtype {rec['param_bytes_by_dtype']}")
         return 0
     if args.cmd == "verify":
-        df = driver.verify(python, args.framework, version, args.configs, sample=args.sample, seed=args.seed)
+        df = driver.verify(python, args.framework, version, args.configs, sample=args.sample, seed=args.seed,
+                           platform=args.platform)
         import pandas as pd
 
         with pd.option_context("display.width", 200, "display.max_colwidth", 120, "display.max_rows", 500):
             print(df.to_string(index=False))
         same = int(df["same"].sum())
-        print(f"{args.framework} {version}: {same} of {len(df)} sampled cells reproduced exactly "
+        where = "" if args.platform == driver.DEFAULT_PLATFORM else f" on {args.platform}"
+        print(f"{args.framework} {version}{where}: {same} of {len(df)} sampled cells reproduced exactly "
               f"(outcome, exception type, message, raise site, parameter bytes)")
         return 0 if same == len(df) else 1
     return 2

@@ -30,7 +30,7 @@ from conformance.worker_common import (  # noqa: F401 - the workers' protocol
     MODEL_DONE,
     MODEL_START,
 )
-from dashboard import frameworks
+from dashboard import frameworks, gpus
 from dashboard.atomic import atomic_write, atomic_write_text
 from dashboard.catalog import model_id_from_filename
 
@@ -51,6 +51,12 @@ SGLANG_ATTN_DP_SIZES = (1, 2, 4)
 MEGATRON_PP_SIZES = (1, 2, 3, 4)
 MEGATRON_EP_SIZES = (2, 4, 8)
 MEGATRON_EP_PP_SIZES = (1, 2)
+#: The platform of the first tables (``data/conformance/<fw>-<version>.parquet``, full depth); every other
+#: platform's table is ``data/conformance/<platform>/<fw>-<version>.parquet`` (depth "platform" by default).
+DEFAULT_PLATFORM = gpus.DEFAULT_PLATFORM
+#: Depths of a run: ``full`` (the cuda-sm90 tables), ``platform`` (the other platforms: TP sizes; EP off/on
+#: for MoE models; vision DP; no MoE DP), ``tp`` (TP sizes only).
+DEPTHS = ("full", "platform", "tp")
 OUTCOMES = ("built", "refused_engine", "refused_build", "harness_error", "not_run")
 
 #: Columns of a conformance table, in order.
@@ -99,7 +105,8 @@ class Cell:
 
 
 def config_files(configs_dir: Path) -> list[Path]:
-    return sorted(p for p in Path(configs_dir).glob("*.json") if p.is_file())
+    # absolute: the worker runs in /tmp
+    return sorted(p for p in Path(configs_dir).resolve().glob("*.json") if p.is_file())
 
 
 def _raw(path: Path) -> dict:
@@ -126,7 +133,8 @@ def _has_vision(raw: dict) -> bool:
 
 def plan_cells(raw: dict, depth: str = "full", framework: str = "vllm") -> list[Cell]:
     """The cells run for one model. vLLM: every TP size with EP off and on; DP 2 and 3 without EP for
-    MoE models; vision-DP (``mm_encoder_tp_mode="data"``) for models with a vision tower. SGLang:
+    MoE models; vision-DP (``mm_encoder_tp_mode="data"``) for models with a vision tower. ``depth="platform"``
+    (every platform but cuda-sm90): TP sizes; EP on too for MoE models; vision-DP; no DP. SGLang:
     every TP size x EP off/on (``--ep-size`` = TP) x attention-DP 1/2/4 (``--attn-dp-size``, in the
     ``dp`` field), for every model (see :func:`plan_cells_sglang`)."""
     plan = frameworks.get(framework).conformance().cell_plan
@@ -134,8 +142,16 @@ def plan_cells(raw: dict, depth: str = "full", framework: str = "vllm") -> list[
         return plan_cells_sglang(depth)
     if plan == "pipeline_ep":
         return plan_cells_megatron(raw, depth)
+    if depth not in DEPTHS:
+        raise ValueError(f"unknown depth {depth!r}; one of {', '.join(DEPTHS)}")
     cells = [Cell(tp) for tp in TP_SIZES]
     if depth == "tp":
+        return cells
+    if depth == "platform":  # issue 23: TP x EP off/on for MoE, vision DP; no MoE DP, no EP on dense models
+        if _is_moe(raw):
+            cells += [Cell(tp, ep=True) for tp in TP_SIZES]
+        if _has_vision(raw):
+            cells += [Cell(tp, vision_dp=True) for tp in TP_SIZES if tp > 1]
         return cells
     cells += [Cell(tp, ep=True) for tp in TP_SIZES]
     if _is_moe(raw):
@@ -167,8 +183,39 @@ def plan_cells_megatron(raw: dict, depth: str = "full") -> list[Cell]:
     return cells
 
 
-def work_dir(framework: str, version: str) -> Path:
-    return DATA / ".work" / f"{framework}-{version}"
+def default_depth(platform: str) -> str:
+    """The depth a run takes by default on ``platform``: ``full`` on cuda-sm90, ``platform`` elsewhere."""
+    return "full" if platform == DEFAULT_PLATFORM else "platform"
+
+
+def _platform_dir(root: Path, platform: str) -> Path:
+    if platform == DEFAULT_PLATFORM:
+        return root
+    gpus.platform(platform)  # ValueError naming the known ids
+    return root / platform
+
+
+def work_dir(framework: str, version: str, platform: str = DEFAULT_PLATFORM) -> Path:
+    """The per-model checkpoint folder of a run: ``data/conformance/.work/<fw>-<version>/`` on cuda-sm90,
+    ``data/conformance/.work/<platform>/<fw>-<version>/`` on any other platform."""
+    return _platform_dir(DATA / ".work", platform) / f"{framework}-{version}"
+
+
+def device_descriptor(platform: str) -> dict | None:
+    """What the worker's platform stand-in answers for ``platform`` (a :data:`dashboard.gpus.PLATFORMS` id):
+    ``platform``, ``vendor`` (nvidia / amd), ``gpu`` (the representative card's data/gpus.csv id),
+    ``name`` (as the driver names it), ``capability`` ([major, minor]: CUDA compute capability; ROCm's
+    torch reports gfx942 as 9.4, gfx950 as 9.5), ``total_memory`` (bytes, data/gpus.csv ``memory_bytes``) and
+    ``arch`` (ROCm ``gcnArchName``, e.g. ``gfx942``; "" on CUDA), ``compute_units`` (SMs / CUs of that card,
+    ``multi_processor_count``; :class:`dashboard.gpus.Platform`). ``None`` for ``"cpu"`` (vLLM's CPU
+    platform, no device). Raises ``ValueError`` for an unknown platform."""
+    if platform == "cpu":
+        return None
+    p = gpus.platform(platform)
+    row = gpus.gpu_row(p.stand_in)
+    return {"platform": p.id, "vendor": p.vendor, "gpu": str(row["gpu"]), "name": str(row["name"]),
+            "capability": [int(p.capability[0]), int(p.capability[1])], "total_memory": int(row["memory_bytes"]),
+            "arch": p.arch, "compute_units": int(p.compute_units)}
 
 
 def _stem(model_id: str) -> str:
@@ -186,7 +233,7 @@ def _missing(cells: list[Cell], recs: list[dict], reason: str) -> list[dict]:
 
 def job_for(framework: str, jobs: list[tuple[Path, list[Cell]]], *, platform: str, extra: dict | None = None) -> dict:
     """The worker job of a batch of models (the first line a worker reads: ``conformance/worker_common.py``)."""
-    return {"platform": platform,
+    return {"platform": platform, "device": device_descriptor(platform),
             "models": [{"config_path": str(f), "model_id": model_id_from_filename(f),
                         "cells": [c.as_dict() for c in cells],
                         "sidecars": sidecars_for(model_id_from_filename(f))} for f, cells in jobs],
@@ -212,7 +259,7 @@ def run(python: str, framework: str, version: str, configs_dir: Path, *, models:
     other in this process instead (no Ray start-up, 20-45 s on this shared 2-core machine). Each model's records are written here, atomically,
     to ``<work>/<model>.json`` as they arrive; returns the work folder. Raises SystemExit when Ray tasks failed as a
     whole (their models stay un-checkpointed for the next run)."""
-    wd = work_dir(framework, version)
+    wd = work_dir(framework, version, platform)
     wd.mkdir(parents=True, exist_ok=True)
     files = config_files(configs_dir)
     wanted = set(models) if models else None
@@ -226,7 +273,7 @@ def run(python: str, framework: str, version: str, configs_dir: Path, *, models:
         todo.append(f)
     if limit is not None:
         todo = todo[:limit]
-    log(f"{framework} {version}: {len(todo)} models to run ({len(files)} configs); work folder {wd}")
+    log(f"{framework} {version} on {platform} (depth {depth}): {len(todo)} models to run ({len(files)} configs); work folder {wd}")
     done = [0]
     t_start = time.monotonic()
 
@@ -237,6 +284,9 @@ def run(python: str, framework: str, version: str, configs_dir: Path, *, models:
             if r.get("version") not in (None, version):
                 raise SystemExit(f"the venv runs {framework} {r['version']}, not {version}")
             r["version"] = version
+            if r.get("platform") not in (None, platform):
+                raise SystemExit(f"the worker ran {r['platform']}, not {platform}")
+            r["platform"] = platform
         recs.sort(key=lambda r: (int(r["ep"]), r["dp"], int(r.get("vision_dp", 0)), r["pp"], r["tp"]))
         atomic_write_text(wd / f"{_stem(mid)}.json", json.dumps({"model_id": mid, "records": recs}, default=str))
         counts = pd.Series([r["outcome"] for r in recs]).value_counts().to_dict()
@@ -268,7 +318,7 @@ def run_model(python: str, framework: str, config_path: Path, cells: list[Cell],
 
 
 def inspect_params(python: str, framework: str, config_path: Path, cell: Cell, *,
-                   sidecars: Iterable[Path] = (), timeout: float = 900) -> dict:
+                   sidecars: Iterable[Path] = (), timeout: float = 900, platform: str = DEFAULT_PLATFORM) -> dict:
     """Build one cell and return its record with ``params``: rank 0's parameters as ``[name, shape,
     dtype, bytes]`` (the diagnostic behind ``python -m conformance params``; not written to a table).
     ``sidecars`` are files copied beside ``config.json`` (e.g. a checkpoint's ``hf_quant_config.json``)."""
@@ -276,7 +326,7 @@ def inspect_params(python: str, framework: str, config_path: Path, cell: Cell, *
              "cells": [dict(cell.as_dict(), params_detail=True)],
              "sidecars": {**sidecars_for(model_id_from_filename(config_path)),
                           **{Path(s).name: str(Path(s).resolve()) for s in sidecars}}}
-    job = {"platform": "cuda-sm90", "models": [model]}
+    job = {"platform": platform, "device": device_descriptor(platform), "models": [model]}
     proc = subprocess.run([python, str(WORKER[framework])], input=json.dumps(job) + "\n", text=True,
                           capture_output=True, env=_env(python), cwd="/tmp", timeout=timeout)
     for line in proc.stdout.splitlines():
@@ -298,15 +348,20 @@ def group_params(params: list[list], depth: int = 99) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-def dump_registry(python: str, framework: str, version: str) -> Path:
-    """Write ``data/conformance/<framework>-<version>-architectures.json``: the architectures the
+def dump_registry(python: str, framework: str, version: str, platform: str = DEFAULT_PLATFORM) -> Path:
+    """Write ``data/conformance/[<platform>/]<framework>-<version>-architectures.json``: the architectures the
     release's model registry knows (in its own order), the ones it dropped and the ones moved out of
-    tree -- the data of the "architecture registry" rules."""
-    out = DATA / f"{framework}-{version}-architectures.json"
+    tree -- the data of the "architecture registry" rules (read under ``platform``'s stand-in)."""
+    out = table_path(framework, version, platform).with_name(f"{framework}-{version}-architectures.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp.json")
-    job = {"platform": "cuda-sm90", "models": [], "registry_out": str(tmp)}
+    job = {"platform": platform, "device": device_descriptor(platform), "models": [], "registry_out": str(tmp)}
     subprocess.run([python, str(WORKER[framework])], input=json.dumps(job) + "\n", text=True, capture_output=True,
                    env=_env(python), cwd="/tmp", check=True, timeout=600)
+    if not tmp.exists():  # the stand-in could not be installed: every cell will say why (harness_error)
+        print(f"warning: {framework} {version} on {platform}: the worker wrote no registry (platform stand-in "
+              f"failed); {out.name} not written")
+        return out
     data = json.loads(tmp.read_text())
     tmp.unlink()
     if data.get("version") != version:
@@ -315,8 +370,8 @@ def dump_registry(python: str, framework: str, version: str) -> Path:
     return out
 
 
-def load_work(framework: str, version: str) -> pd.DataFrame:
-    wd = work_dir(framework, version)
+def load_work(framework: str, version: str, platform: str = DEFAULT_PLATFORM) -> pd.DataFrame:
+    wd = work_dir(framework, version, platform)
     rows = []
     for p in sorted(wd.glob("*.json")):
         rows.extend(json.loads(p.read_text())["records"])
@@ -357,26 +412,34 @@ def records_frame(rows: list[dict], framework: str, version: str) -> pd.DataFram
     return df.sort_values(["model_id", "ep", "dp", "vision_dp", "tp"]).reset_index(drop=True)
 
 
-def table_path(framework: str, version: str) -> Path:
-    return DATA / f"{framework}-{version}.parquet"
+def table_path(framework: str, version: str, platform: str = DEFAULT_PLATFORM) -> Path:
+    """``data/conformance/<fw>-<version>.parquet`` on cuda-sm90, ``data/conformance/<platform>/<fw>-<version>.parquet``
+    on any other platform."""
+    return _platform_dir(DATA, platform) / f"{framework}-{version}.parquet"
 
 
-def assemble(framework: str, version: str) -> Path:
-    df = load_work(framework, version)
-    path = table_path(framework, version)
+def assemble(framework: str, version: str, platform: str = DEFAULT_PLATFORM) -> Path:
+    df = load_work(framework, version, platform)
+    if df.empty:
+        raise SystemExit(f"no checkpoints in {work_dir(framework, version, platform)}: run first")
+    wrong = sorted(set(df["platform"]) - {platform})
+    if wrong:
+        raise SystemExit(f"{work_dir(framework, version, platform)} holds rows of {', '.join(wrong)}, not {platform}")
+    path = table_path(framework, version, platform)
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, lambda fh: df.to_parquet(fh, index=False))
     return path
 
 
-def load_table(framework: str, version: str) -> pd.DataFrame:
-    return pd.read_parquet(table_path(framework, version))
+def load_table(framework: str, version: str, platform: str = DEFAULT_PLATFORM) -> pd.DataFrame:
+    return pd.read_parquet(table_path(framework, version, platform))
 
 
 def verify(python: str, framework: str, version: str, configs_dir: Path, *, sample: int = 40, seed: int = 0,
            platform: str = "cuda-sm90", log=print) -> pd.DataFrame:
     """Re-run a fixed random sample of the committed table's cells and diff outcome, exception type,
     message and raise site. Returns one row per sampled cell with ``same`` True/False."""
-    table = load_table(framework, version)
+    table = load_table(framework, version, platform)
     ran = table[table["outcome"] != "not_run"]
     pick = ran.sample(n=min(sample, len(ran)), random_state=seed)
     files = {model_id_from_filename(f): f for f in config_files(configs_dir)}

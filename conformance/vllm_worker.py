@@ -49,31 +49,69 @@ def set_worker_env() -> None:
 
 H100_MEMORY = 85_520_809_984  # nvidia-smi memory.total 81559 MiB x 2^20 (data/gpus.csv H100-80GB)
 
+#: The device the ``cuda-sm90`` stand-in answers as when a job carries no ``device`` descriptor (the tables
+#: before issue 23; the driver now always sends one, built from data/gpus.csv by ``driver.device_descriptor``).
+H100_DEVICE = {"platform": "cuda-sm90", "vendor": "nvidia", "gpu": "H100-80GB", "name": "NVIDIA H100 80GB HBM3",
+               "capability": [9, 0], "total_memory": H100_MEMORY, "arch": "", "compute_units": 132}
+
+#: Keys a device descriptor must carry (see :func:`check_device`).
+DEVICE_KEYS = ("platform", "vendor", "name", "capability", "total_memory")
+
 
 # ----------------------------------------------------------------------------------------------------
 # stand-ins
 # ----------------------------------------------------------------------------------------------------
 
 
-def install_platform(kind: str):
-    """Make ``vllm.platforms.current_platform`` the stand-in before any other vLLM module imports it."""
-    import vllm.platforms as platforms
+def check_device(kind: str, device: dict | None) -> dict:
+    """The device descriptor the stand-in answers as: ``device`` (validated: the keys of :data:`DEVICE_KEYS`,
+    ``capability`` two non-negative ints, ``total_memory`` a positive int of bytes, ROCm an ``arch`` such as
+    ``gfx942``, ``platform`` equal to ``kind``), or :data:`H100_DEVICE` for ``cuda-sm90`` without one.
+    Raises ``ValueError`` naming what is wrong."""
+    if device is None:
+        if kind == "cuda-sm90":
+            return dict(H100_DEVICE)
+        raise ValueError(f"platform {kind!r}: the job carries no device descriptor (the driver sends one per "
+                         "platform, conformance.driver.device_descriptor)")
+    missing = [k for k in DEVICE_KEYS if k not in device]
+    if missing:
+        raise ValueError(f"platform {kind!r}: device descriptor lacks {', '.join(missing)}")
+    if device["platform"] != kind:
+        raise ValueError(f"device descriptor is for {device['platform']!r}, the job runs {kind!r}")
+    cap = device["capability"]
+    if (not isinstance(cap, (list, tuple)) or len(cap) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in cap)):
+        raise ValueError(f"platform {kind!r}: capability must be [major, minor] integers, got {cap!r}")
+    mem = device["total_memory"]
+    if not isinstance(mem, int) or isinstance(mem, bool) or mem <= 0:
+        raise ValueError(f"platform {kind!r}: total_memory must be a positive number of bytes, got {mem!r}")
+    if device["vendor"] == "amd" and not str(device.get("arch") or "").startswith("gfx"):
+        raise ValueError(f"platform {kind!r}: an AMD device needs its gcnArchName (arch 'gfx...'), "
+                         f"got {device.get('arch')!r}")
+    if device["vendor"] not in ("nvidia", "amd"):
+        raise ValueError(f"platform {kind!r}: vendor must be nvidia or amd, got {device['vendor']!r}")
+    return dict(device)
 
-    if kind == "cpu":
-        from vllm.platforms.cpu import CpuPlatform
 
-        platforms._current_platform = CpuPlatform()
-        return platforms._current_platform
-
-    from vllm.platforms.cuda import CudaPlatformBase
+def _device_answers(base, device: dict):
+    """The class methods that answer device queries as ``device`` would, on top of vLLM's platform class
+    ``base`` (``CudaPlatformBase`` / ``RocmPlatform``): capability, name, uuid, total memory, full
+    connectivity, device count, current device (meta) and a no-op ``set_device``. Everything else (FP8/FP4
+    support, dtypes, kernel and attention-backend selection) is vLLM's own code reading these answers."""
     from vllm.platforms.interface import DeviceCapability
 
-    class H100StandIn(CudaPlatformBase):
-        """vLLM's CUDA platform, answering device queries as one H100 80 GB (SM 9.0) would."""
+    major, minor = (int(x) for x in device["capability"])
+    name = str(device["name"])
+    memory = int(device["total_memory"])
+
+    class StandIn(base):
+        __doc__ = (f"vLLM's {base.__name__}, answering device queries as one {name} "
+                   f"(capability {major}.{minor}{', ' + device['arch'] if device.get('arch') else ''}, "
+                   f"{memory} B) would.")
 
         @classmethod
         def get_device_capability(cls, device_id: int = 0):
-            return DeviceCapability(major=9, minor=0)
+            return DeviceCapability(major=major, minor=minor)
 
         @classmethod
         def has_device_capability(cls, capability, device_id: int = 0) -> bool:
@@ -84,7 +122,7 @@ def install_platform(kind: str):
 
         @classmethod
         def get_device_name(cls, device_id: int = 0) -> str:
-            return "NVIDIA H100 80GB HBM3"
+            return name
 
         @classmethod
         def get_device_uuid(cls, device_id: int = 0) -> str:
@@ -92,7 +130,7 @@ def install_platform(kind: str):
 
         @classmethod
         def get_device_total_memory(cls, device_id: int = 0) -> int:
-            return H100_MEMORY
+            return memory
 
         @classmethod
         def is_fully_connected(cls, physical_device_ids) -> bool:
@@ -119,7 +157,130 @@ def install_platform(kind: str):
         def set_device(cls, device) -> None:
             return None
 
-    platforms._current_platform = H100StandIn()
+    StandIn.__name__ = StandIn.__qualname__ = f"{base.__name__}StandIn"
+    return StandIn
+
+
+def install_platform(kind: str, device: dict | None = None):
+    """Make ``vllm.platforms.current_platform`` the stand-in for platform ``kind`` before any other vLLM
+    module imports it: ``"cpu"`` (vLLM's ``CpuPlatform``), a CUDA platform (``cuda-sm75`` ... ``cuda-sm120``:
+    a subclass of vLLM's ``CudaPlatformBase``) or a ROCm one (``rocm-gfx942``, ``rocm-gfx950``: see
+    :func:`install_rocm`), answering device queries as ``device`` (:func:`check_device`) would."""
+    if kind == "cpu":
+        import vllm.platforms as platforms
+        from vllm.platforms.cpu import CpuPlatform
+
+        platforms._current_platform = CpuPlatform()
+        return platforms._current_platform
+    device = check_device(kind, device)
+    if device["vendor"] == "amd":
+        return install_rocm(device)
+    import vllm.platforms as platforms
+    from vllm.platforms.cuda import CudaPlatformBase
+
+    platforms._current_platform = _device_answers(CudaPlatformBase, device)()
+    install_torch_device_queries(device)
+    return platforms._current_platform
+
+
+class DeviceProperties:
+    """``torch.cuda.get_device_properties()`` as the stand-in GPU answers it: ``name``, ``major``, ``minor``,
+    ``total_memory`` (bytes), ``multi_processor_count`` (SMs / CUs), ``gcnArchName`` (ROCm; "" on CUDA),
+    ``is_integrated`` (False: every platform card is a discrete GPU). Any other property raises a
+    ``harness:`` error (the cell becomes a ``harness_error``), never a made-up value."""
+
+    def __init__(self, device: dict) -> None:
+        self.name = str(device["name"])
+        self.major, self.minor = (int(x) for x in device["capability"])
+        self.total_memory = int(device["total_memory"])
+        self.gcnArchName = str(device.get("arch") or "")
+        self.is_integrated = False
+        cu = int(device.get("compute_units") or 0)
+        if cu:
+            self.multi_processor_count = cu
+
+    def __getattr__(self, name: str):
+        raise RuntimeError(f"harness: the stand-in device has no property {name!r}")
+
+
+def install_torch_device_queries(device: dict) -> None:
+    """``torch.cuda.get_device_capability`` / ``get_device_name`` / ``get_device_properties`` answer as
+    ``device`` (code that asks torch rather than ``current_platform``: FlashInfer's SM count, Marlin's
+    capability). Nothing else of ``torch.cuda`` changes: a CUDA call still fails as with no GPU."""
+    import torch
+
+    props = DeviceProperties(device)
+    torch.cuda.get_device_capability = lambda device=None: (props.major, props.minor)
+    torch.cuda.get_device_name = lambda device=None: props.name
+    torch.cuda.get_device_properties = lambda device=None: props
+
+
+def fake_amdsmi(device: dict):
+    """An ``amdsmi`` module answering the queries vLLM's ROCm platform makes (``vllm/platforms/rocm.py``) as
+    ``device`` would: processor handles (4096, as ``device_count``), ASIC info (``target_graphics_version`` =
+    the gcnArchName, ``market_name`` = the name), VRAM total (bytes), a 1-hop XGMI link between any two GPUs,
+    NUMA node 0 and a zero UUID. ``amdsmi_init``/``amdsmi_shut_down`` do nothing."""
+    import types
+
+    mod = types.ModuleType("amdsmi")
+    mod.__doc__ = "harness stand-in for AMD SMI (conformance/vllm_worker.py fake_amdsmi)"
+
+    class AmdSmiException(Exception):
+        pass
+
+    class AmdSmiMemoryType:
+        VRAM = 0
+        VIS_VRAM = 1
+        GTT = 2
+
+    mod.AmdSmiException = AmdSmiException
+    mod.AmdSmiMemoryType = AmdSmiMemoryType
+    mod.amdsmi_init = lambda *a, **k: None
+    mod.amdsmi_shut_down = lambda *a, **k: None
+    mod.amdsmi_get_processor_handles = lambda: list(range(4096))
+    mod.amdsmi_get_gpu_asic_info = lambda h: {"target_graphics_version": str(device["arch"]),
+                                              "market_name": str(device["name"]), "device_id": "",
+                                              "vendor_name": "Advanced Micro Devices Inc. [AMD/ATI]"}
+    mod.amdsmi_get_gpu_memory_total = lambda h, kind=0: int(device["total_memory"])
+    mod.amdsmi_get_gpu_device_uuid = lambda h: "00000000-0000-0000-0000-000000000000"
+    mod.amdsmi_topo_get_link_type = lambda a, b: {"hops": 1, "type": 2}
+    mod.amdsmi_topo_get_numa_node_number = lambda h: 0
+    return mod
+
+
+#: Why the ROCm platforms are not run (every rocm-* cell is a ``harness_error`` with this reason). Found by the
+#: probe below on vLLM 0.33.0 (data/conformance/README.md, "Platforms").
+ROCM_UNFAITHFUL = (
+    "ROCm stand-in not faithful: the venv holds vLLM's CUDA build (no vllm._rocm_C kernels, no AITER "
+    "package, and Triton finds no HIP driver, so vLLM swaps in its Triton placeholder); under vLLM's own "
+    "RocmPlatform (amdsmi answered as the GPU) every dense model then fails at "
+    "v1/attention/ops/turboquant_soa/triton_turboquant_decode_v2.py:38 and MLA models find no MLA prefill "
+    "backend (AITER FA not installed), which a real ROCm install does not do; needs a ROCm build of vLLM")
+
+
+def install_rocm(device: dict):
+    """ROCm: vLLM's own ``RocmPlatform`` (``vllm/platforms/rocm.py``), its device queries answered as
+    ``device``: the arch it reads once at import through ``amdsmi`` (:func:`fake_amdsmi`; ``on_gfx9``,
+    ``on_mi3xx``, ``is_fp8_fnuz``, ``supports_mx`` follow from it), ``torch.version.hip`` (a ROCm 7.0 build),
+    and capability, name, memory and device count as on CUDA (:func:`_device_answers`). AITER stays at
+    vLLM's default (``VLLM_ROCM_USE_AITER`` unset: off).
+
+    Not faithful with a CUDA build of vLLM (:data:`ROCM_UNFAITHFUL`): raises a ``harness:`` error, so every
+    cell is a ``harness_error`` with that reason, unless the descriptor asks ``"probe_unfaithful": true``
+    (a hand-made job, to see what the stand-in does; its records must not go into a table)."""
+    if not device.get("probe_unfaithful"):
+        raise RuntimeError(f"harness: {ROCM_UNFAITHFUL}")
+    import sys as _sys
+
+    import torch
+
+    _sys.modules["amdsmi"] = fake_amdsmi(device)
+    torch.version.hip = "7.0.51831"
+    import vllm.platforms as platforms
+    from vllm.platforms.rocm import RocmPlatform
+
+    platforms._current_platform = _device_answers(RocmPlatform, device)()
+    install_torch_device_queries(device)
     return platforms._current_platform
 
 
@@ -439,10 +600,10 @@ def registry(version: str) -> dict:
             "model_types": wc.config_model_types("vllm.transformers_utils")}
 
 
-def setup(platform_kind: str) -> str:
-    """Install the platform stand-in, import vLLM, then the in-process inspection and stream stand-ins;
-    returns vLLM's version."""
-    install_platform(platform_kind)
+def setup(platform_kind: str, device: dict | None = None) -> str:
+    """Install the platform stand-in (answering as ``device``, the job's descriptor), import vLLM, then the
+    in-process inspection and stream stand-ins; returns vLLM's version."""
+    install_platform(platform_kind, device)
     import vllm
 
     inspect_in_process()
@@ -452,7 +613,8 @@ def setup(platform_kind: str) -> str:
 
 def main() -> int:
     set_worker_env()
-    return wc.serve(setup, exc_record, "vLLM import or platform stand-in failed", registry, run_model)
+    return wc.serve(setup, exc_record, "vLLM import or platform stand-in failed", registry, run_model,
+                    device_aware=True)
 
 
 if __name__ == "__main__":

@@ -291,19 +291,26 @@ def fail_every_cell(models: list[dict], fields: dict, reason: str) -> None:
         sys.stdout.write(MODEL_DONE + json.dumps(m["model_id"]) + "\n")
 
 
-def serve(setup, exc_record, failure_reason: str, registry, run_model, platform: str | None = None) -> int:
+def serve(setup, exc_record, failure_reason: str, registry, run_model, platform: str | None = None,
+          device_aware: bool = False) -> int:
     """A worker's main loop. The job is the first line on stdin; its platform is ``platform`` when given, else
     the job's (default ``cuda-sm90``). ``setup(platform_kind)`` imports the framework and installs the
     stand-ins, returning its version; when it raises, every cell is a ``harness_error`` with
-    ``failure_reason``. Else ``registry(version)`` goes to the job's ``registry_out`` (when it names one), then
-    each model: ``@@MODEL_START "<id>"`` and ``run_model(model, platform_kind, version, job)``."""
+    ``failure_reason`` (and the exception's message). With ``device_aware`` it is called
+    ``setup(platform_kind, device)``, ``device`` the job's device descriptor (``None`` when the job has none;
+    see ``conformance.driver.device_descriptor``). Else ``registry(version)`` goes to the job's
+    ``registry_out`` (when it names one), then each model: ``@@MODEL_START "<id>"`` and ``run_model(model, platform_kind, version, job)``."""
     job = json.loads(sys.stdin.readline())
     platform_kind = platform or job.get("platform", "cuda-sm90")
     models = job["models"] if "models" in job else [job]
+    if not device_aware and platform_kind not in ("cuda-sm90", "cpu"):
+        fail_every_cell(models, {}, f"this worker answers device queries as cuda-sm90 only, not {platform_kind} "
+                        "(no per-platform stand-in yet)")
+        return 0
     try:
-        version = setup(platform_kind)
+        version = setup(platform_kind, job.get("device")) if device_aware else setup(platform_kind)
     except Exception as e:  # noqa: BLE001
-        fail_every_cell(models, exc_record(e), failure_reason)
+        fail_every_cell(models, exc_record(e), f"{failure_reason}: {type(e).__name__}: {e}"[:600])
         return 0
     if job.get("registry_out"):
         with open(job["registry_out"], "w") as fh:

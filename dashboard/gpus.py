@@ -182,7 +182,12 @@ class Platform:
     the compute capability or the AMD LLVM target, nothing finer). ``stand_in`` is the card of
     ``data/gpus.csv`` whose device answers (name, capability, memory) the conformance harness gives for
     the whole family; ``capability`` is what ``get_device_capability()`` returns there (an AMD target's
-    too: ROCm's torch reports gfx942 as 9.4 and gfx950 as 9.5), ``arch`` the AMD ``gcnArchName``."""
+    too: ROCm's torch reports gfx942 as 9.4 and gfx950 as 9.5), ``arch`` the AMD ``gcnArchName``,
+    ``compute_units`` the stand-in card's streaming multiprocessors (NVIDIA) or compute units (AMD), what
+    ``torch.cuda.get_device_properties().multi_processor_count`` reports there (FlashInfer sizes buffers by
+    it at construction). Sources: NVIDIA's architecture whitepapers and datasheets (T4 40 SMs, A100 108,
+    L40S 142, H100 SXM5 132, B200 148, RTX 5090 170); AMD's Instinct data sheets (MI300X 304 CUs, MI355X 256,
+    MI250X 220 for two GCDs, 110 per GCD)."""
 
     id: str
     label: str
@@ -190,6 +195,7 @@ class Platform:
     capability: tuple[int, int]
     stand_in: str
     arch: str = ""
+    compute_units: int = 0
 
     @property
     def is_rocm(self) -> bool:
@@ -201,15 +207,19 @@ class Platform:
 #: from source). Capabilities: NVIDIA's CUDA GPUs table (https://developer.nvidia.com/cuda-gpus); AMD
 #: ``torch.cuda.get_device_capability()`` on ROCm (gfx90a 9.0, gfx942 9.4, gfx950 9.5).
 PLATFORMS: dict[str, Platform] = {p.id: p for p in (
-    Platform("cuda-sm75", "Turing (SM 7.5: T4)", "nvidia", (7, 5), "T4-16GB"),
-    Platform("cuda-sm80", "Ampere (SM 8.0/8.6: A100, A10, A6000, RTX 3090)", "nvidia", (8, 0), "A100-80GB"),
-    Platform("cuda-sm89", "Ada (SM 8.9: L4, L40S, RTX 4090)", "nvidia", (8, 9), "L40S-48GB"),
-    Platform("cuda-sm90", "Hopper (SM 9.0: H100, H200, H20, GH200)", "nvidia", (9, 0), "H100-80GB"),
-    Platform("cuda-sm100", "Blackwell (SM 10.0/10.3: B200, GB200, B300)", "nvidia", (10, 0), "B200-180GB"),
-    Platform("cuda-sm120", "Blackwell RTX (SM 12.0: RTX 5090, RTX PRO 6000)", "nvidia", (12, 0), "RTX-5090-32GB"),
-    Platform("rocm-gfx942", "CDNA 3 (gfx942: MI300X, MI325X)", "amd", (9, 4), "MI300X-192GB", "gfx942"),
-    Platform("rocm-gfx950", "CDNA 4 (gfx950: MI355X)", "amd", (9, 5), "MI355X-288GB", "gfx950"),
-    Platform("rocm-gfx90a", "CDNA 2 (gfx90a: MI250X)", "amd", (9, 0), "MI250X-64GB", "gfx90a"),
+    Platform("cuda-sm75", "Turing (SM 7.5: T4)", "nvidia", (7, 5), "T4-16GB", compute_units=40),
+    Platform("cuda-sm80", "Ampere (SM 8.0/8.6: A100, A10, A6000, RTX 3090)", "nvidia", (8, 0), "A100-80GB",
+             compute_units=108),
+    Platform("cuda-sm89", "Ada (SM 8.9: L4, L40S, RTX 4090)", "nvidia", (8, 9), "L40S-48GB", compute_units=142),
+    Platform("cuda-sm90", "Hopper (SM 9.0: H100, H200, H20, GH200)", "nvidia", (9, 0), "H100-80GB",
+             compute_units=132),
+    Platform("cuda-sm100", "Blackwell (SM 10.0/10.3: B200, GB200, B300)", "nvidia", (10, 0), "B200-180GB",
+             compute_units=148),
+    Platform("cuda-sm120", "Blackwell RTX (SM 12.0: RTX 5090, RTX PRO 6000)", "nvidia", (12, 0), "RTX-5090-32GB",
+             compute_units=170),
+    Platform("rocm-gfx942", "CDNA 3 (gfx942: MI300X, MI325X)", "amd", (9, 4), "MI300X-192GB", "gfx942", 304),
+    Platform("rocm-gfx950", "CDNA 4 (gfx950: MI355X)", "amd", (9, 5), "MI355X-288GB", "gfx950", 256),
+    Platform("rocm-gfx90a", "CDNA 2 (gfx90a: MI250X)", "amd", (9, 0), "MI250X-64GB", "gfx90a", 110),
 )}
 
 #: The platform the first conformance tables were built on, and the heatmap's default GPU's.
