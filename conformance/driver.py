@@ -139,7 +139,7 @@ def plan_cells(raw: dict, depth: str = "full", framework: str = "vllm") -> list[
     ``dp`` field), for every model (see :func:`plan_cells_sglang`)."""
     plan = frameworks.get(framework).conformance().cell_plan
     if plan == "attention_dp":
-        return plan_cells_sglang(depth)
+        return plan_cells_sglang(depth, raw)
     if plan == "pipeline_ep":
         return plan_cells_megatron(raw, depth)
     if depth not in DEPTHS:
@@ -161,12 +161,26 @@ def plan_cells(raw: dict, depth: str = "full", framework: str = "vllm") -> list[
     return cells
 
 
-def plan_cells_sglang(depth: str = "full") -> list[Cell]:
+def plan_cells_sglang(depth: str = "full", raw: dict | None = None) -> list[Cell]:
     """SGLang's cells: TP x EP off/on x attention-DP 1/2/4, in table order (EP, DP, TP). ``dp`` is the
     attention-DP size (``--attn-dp-size``; data-parallel replicas, ``--dp-size``, are not run), ``ep``
-    means ``--ep-size`` equal to the TP size. ``depth="tp"``: the TP sizes alone."""
+    means ``--ep-size`` equal to the TP size. ``depth="tp"``: the TP sizes alone. ``depth="platform"``
+    (issue 23, every platform but cuda-sm90; needs the model's ``raw`` config): TP sizes; EP on too for MoE
+    models; vision DP (``--mm-enable-dp-encoder``, TP > 1) for models with a vision tower; attention-DP 1
+    only."""
+    if depth not in DEPTHS:
+        raise ValueError(f"unknown depth {depth!r}; one of {', '.join(DEPTHS)}")
     if depth == "tp":
         return [Cell(tp) for tp in TP_SIZES]
+    if depth == "platform":
+        if raw is None:
+            raise ValueError("depth 'platform' plans from the model's config: pass raw")
+        cells = [Cell(tp) for tp in TP_SIZES]
+        if _is_moe(raw):
+            cells += [Cell(tp, ep=True) for tp in TP_SIZES]
+        if _has_vision(raw):
+            cells += [Cell(tp, vision_dp=True) for tp in TP_SIZES if tp > 1]
+        return cells
     return [Cell(tp, dp=dp, ep=ep) for ep in (False, True) for dp in SGLANG_ATTN_DP_SIZES for tp in TP_SIZES]
 
 

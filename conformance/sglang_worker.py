@@ -4,10 +4,11 @@ Run by the framework venv's interpreter (``/path/to/venv/bin/python conformance/
 imported by the project: it depends only on SGLang, torch and the standard library.
 
 Protocol (the same as ``vllm_worker.py``): the first line on stdin is a JSON job ``{"platform":
-"cuda-sm90", "models": [{"config_path", "model_id", "cells": [{"tp", "pp", "dp", "ep", "vision_dp"},
-...]}, ...]}``. Per model, ``@@MODEL_START "<id>"``, then one line per cell prefixed ``@@CELL `` with a
-JSON record (see :func:`run_cell`), then ``@@MODEL_DONE "<id>"``. Anything else on stdout or stderr is
-SGLang's logging.
+"cuda-sm80", "device": {...}, "models": [{"config_path", "model_id", "cells": [{"tp", "pp", "dp", "ep",
+"vision_dp"}, ...]}, ...]}``, ``device`` the platform's descriptor (``conformance.driver.device_descriptor``,
+from data/gpus.csv: capability, name, memory, SM count). Per model, ``@@MODEL_START "<id>"``, then one line
+per cell prefixed ``@@CELL `` with a JSON record (see :func:`run_cell`), then ``@@MODEL_DONE "<id>"``.
+Anything else on stdout or stderr is SGLang's logging.
 
 A cell is the command line
 
@@ -34,13 +35,21 @@ It is run in two stages, as the launcher runs them:
 
 Stand-ins (what is simulated, and nothing else):
 
-* **GPU.** ``torch.cuda`` answers device queries as one H100 80 GB (SM 9.0, 81,559 MiB) would:
-  ``is_available``, ``device_count``, ``get_device_capability``, ``get_device_name``,
-  ``get_device_properties``, ``mem_get_info``; ``set_device``/``synchronize``/``empty_cache`` do nothing;
-  ``torch.cuda.Stream``/``Event`` are inert placeholders. A stub ``nvidia-smi`` on ``PATH`` answers the
-  three queries SGLang makes (memory.total, compute_cap, driver_version). SGLang's own platform
-  (``CudaSRTPlatform``) and its probes read these, so kernel and quantization-method selection take the
-  Hopper branches. ``libcuda.so.1`` is the harness's stub driver (no kernel runs).
+* **GPU** (issue 23: the job's platform). ``torch.cuda`` answers device queries as the descriptor's GPU
+  would -- an H100 80 GB (SM 9.0, 81,559 MiB, 132 SMs) on ``cuda-sm90``, an A100 80 GB (SM 8.0, 108 SMs)
+  on ``cuda-sm80``, a T4, L40S, B200 or RTX 5090 on sm75/sm89/sm100/sm120: ``is_available``,
+  ``device_count``, ``get_device_capability``, ``get_device_name``, ``get_device_properties`` (the
+  descriptor's name, capability, memory and SM count; threads, registers and shared memory per SM from the
+  capability, :data:`CUDA_ARCH`; any other property is a ``harness:`` error), ``mem_get_info``;
+  ``set_device``/``synchronize``/``empty_cache`` do nothing; ``torch.cuda.Stream``/``Event`` are inert
+  placeholders. A stub ``nvidia-smi`` on ``PATH`` answers the queries SGLang makes (memory.total,
+  compute_cap, name, driver_version) for the same GPU; NVML is not consulted (SGLang's ``get_device_sm``
+  then asks ``torch.cuda``). SGLang's own platform (``CudaSRTPlatform``), its probes
+  (``is_sm90_supported``, ``is_sm100_supported``, ``is_blackwell``, ``is_sm120``...), sgl_kernel's choice of
+  its sm90/sm100 build and Triton's target read these, so kernel, quantization-method, MoE-runner and
+  attention-backend selection take that GPU's branches. Nothing else changes. ``libcuda.so.1`` is the
+  harness's stub driver (no kernel runs). ROCm platforms are not stood in for (:data:`ROCM_UNFAITHFUL`:
+  every cell a ``harness_error`` with that reason).
 * **Process groups.** ``GroupCoordinator`` objects of the requested sizes with this process as rank 0
   (no ``torch.distributed`` group behind them), stored where ``initialize_model_parallel`` stores them:
   ``parallel_state._TP``/``_ATTN_TP``/... and ``get_parallel().override_permanently(tp_group=...)``. The
@@ -48,7 +57,7 @@ Stand-ins (what is simulated, and nothing else):
   the same width, etc.).
 * **Tensors.** The model is constructed with every tensor on the meta device (a ``TorchFunctionMode``
   that also redirects explicit ``device="cuda"`` factories and ``.to("cuda")``). DeepGEMM's SM count is
-  an H100's; Triton's CUDA driver helper links the stub ``libcuda.so.1`` (own ``TRITON_CACHE_DIR``).
+  the descriptor's; Triton's CUDA driver helper links the stub ``libcuda.so.1`` (own ``TRITON_CACHE_DIR``).
 * **Hub.** ``HF_HUB_OFFLINE=1``; the config is a local folder holding only the verbatim config.json.
   ``trust_remote_code`` is off: where SGLang asks for remote code, the cell is ``not_run``.
 """
@@ -81,9 +90,69 @@ def set_worker_env() -> None:
 
 
 H100_MEMORY = 85_520_809_984  # nvidia-smi memory.total 81559 MiB x 2^20 (data/gpus.csv H100-80GB)
-H100_MIB = 81559
-H100_NAME = "NVIDIA H100 80GB HBM3"
 DEVICE_COUNT = 4096  # as many GPUs as the layout asks for: the harness judges the model, not the node
+
+#: The device the stand-in answers as when a job carries no ``device`` descriptor (the cuda-sm90 table was
+#: built so, before issue 23); the driver now always sends one (``conformance.driver.device_descriptor``,
+#: from data/gpus.csv), and for cuda-sm90 it is this one.
+H100_DEVICE = {"platform": "cuda-sm90", "vendor": "nvidia", "gpu": "H100-80GB", "name": "NVIDIA H100 80GB HBM3",
+               "capability": [9, 0], "total_memory": H100_MEMORY, "arch": "", "compute_units": 132}
+
+#: Keys a device descriptor must carry (see :func:`check_device`).
+DEVICE_KEYS = ("platform", "vendor", "name", "capability", "total_memory", "compute_units")
+
+#: Per compute capability, the properties fixed by the architecture rather than the card (NVIDIA CUDA C++
+#: Programming Guide, "Technical Specifications per Compute Capability"): resident threads per SM, 32-bit
+#: registers per SM, shared memory per SM and per block (opt-in), in bytes. Shared memory per block without
+#: opt-in is 48 KiB and the warp 32 threads on every one. A capability not listed here has no stand-in.
+CUDA_ARCH = {
+    (7, 5): dict(max_threads_per_multi_processor=1024, regs_per_multiprocessor=65536,
+                 shared_memory_per_multiprocessor=64 * 1024, shared_memory_per_block_optin=64 * 1024),
+    (8, 0): dict(max_threads_per_multi_processor=2048, regs_per_multiprocessor=65536,
+                 shared_memory_per_multiprocessor=164 * 1024, shared_memory_per_block_optin=163 * 1024),
+    (8, 9): dict(max_threads_per_multi_processor=1536, regs_per_multiprocessor=65536,
+                 shared_memory_per_multiprocessor=100 * 1024, shared_memory_per_block_optin=99 * 1024),
+    (9, 0): dict(max_threads_per_multi_processor=2048, regs_per_multiprocessor=65536,
+                 shared_memory_per_multiprocessor=228 * 1024, shared_memory_per_block_optin=227 * 1024),
+    (10, 0): dict(max_threads_per_multi_processor=2048, regs_per_multiprocessor=65536,
+                  shared_memory_per_multiprocessor=228 * 1024, shared_memory_per_block_optin=227 * 1024),
+    (12, 0): dict(max_threads_per_multi_processor=1536, regs_per_multiprocessor=65536,
+                  shared_memory_per_multiprocessor=100 * 1024, shared_memory_per_block_optin=99 * 1024),
+}
+SHARED_MEMORY_PER_BLOCK = 48 * 1024
+WARP_SIZE = 32
+
+
+def check_device(kind: str, device: dict | None) -> dict:
+    """The device descriptor the stand-in answers as: ``device`` (validated: the keys of :data:`DEVICE_KEYS`,
+    ``platform`` equal to ``kind``, ``capability`` two non-negative ints, ``total_memory`` a positive int of
+    bytes, ``compute_units`` a positive int of SMs, ``vendor`` nvidia or amd, an AMD device its ``arch``
+    ``gfx...``), or :data:`H100_DEVICE` for ``cuda-sm90`` without one. Raises ``ValueError`` naming what is
+    wrong."""
+    if device is None:
+        if kind == "cuda-sm90":
+            return dict(H100_DEVICE)
+        raise ValueError(f"platform {kind!r}: the job carries no device descriptor (the driver sends one per "
+                         "platform, conformance.driver.device_descriptor)")
+    missing = [k for k in DEVICE_KEYS if k not in device]
+    if missing:
+        raise ValueError(f"platform {kind!r}: device descriptor lacks {', '.join(missing)}")
+    if device["platform"] != kind:
+        raise ValueError(f"device descriptor is for {device['platform']!r}, the job runs {kind!r}")
+    cap = device["capability"]
+    if (not isinstance(cap, (list, tuple)) or len(cap) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in cap)):
+        raise ValueError(f"platform {kind!r}: capability must be [major, minor] integers, got {cap!r}")
+    for k in ("total_memory", "compute_units"):
+        v = device[k]
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise ValueError(f"platform {kind!r}: {k} must be a positive integer, got {v!r}")
+    if device["vendor"] not in ("nvidia", "amd"):
+        raise ValueError(f"platform {kind!r}: vendor must be nvidia or amd, got {device['vendor']!r}")
+    if device["vendor"] == "amd" and not str(device.get("arch") or "").startswith("gfx"):
+        raise ValueError(f"platform {kind!r}: an AMD device needs its gcnArchName (arch 'gfx...'), "
+                         f"got {device.get('arch')!r}")
+    return dict(device)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -117,72 +186,102 @@ class _StubStream:
         return "<harness stream>"
 
 
-class _Props:
-    """``torch.cuda.get_device_properties`` of one H100 SXM 80 GB."""
+class DeviceProperties:
+    """``torch.cuda.get_device_properties()`` as the stand-in GPU answers it: from the job's descriptor
+    ``name``, ``major``/``minor``, ``total_memory`` (bytes), ``multi_processor_count`` (SMs); from
+    :data:`CUDA_ARCH` for that capability the resident threads, registers and shared memory per SM and per
+    block; ``warp_size`` 32, ``shared_memory_per_block`` 48 KiB, ``gcnArchName`` the device name (as CUDA
+    builds of torch report it), ``is_integrated``/``is_multi_gpu_board`` 0 (every platform card is a
+    discrete single-GPU board), a zero ``uuid``. Any other property (``L2_cache_size``, clocks, PCI ids: per
+    card, not in the descriptor) raises a ``harness:`` error, so the cell becomes a ``harness_error``
+    rather than taking a made-up value."""
 
-    name = H100_NAME
-    major = 9
-    minor = 0
-    total_memory = H100_MEMORY
-    multi_processor_count = 132  # H100 SXM
-    L2_cache_size = 50 * 1024 * 1024
-    max_threads_per_multi_processor = 2048
-    regs_per_multiprocessor = 65536
-    warp_size = 32
-    is_integrated = 0
-    is_multi_gpu_board = 0
-    gcnArchName = "NVIDIA H100 80GB HBM3"
-    uuid = "GPU-00000000-0000-0000-0000-000000000000"
-    shared_memory_per_block = 49152
-    shared_memory_per_block_optin = 232448
-    shared_memory_per_multiprocessor = 233472
-    max_shared_memory_per_block_optin = 232448
+    def __init__(self, device: dict) -> None:
+        major, minor = (int(x) for x in device["capability"])
+        arch = CUDA_ARCH.get((major, minor))
+        if arch is None:
+            raise ValueError(f"harness: no CUDA stand-in for capability {major}.{minor} (known: "
+                             + ", ".join(f"{a}.{b}" for a, b in sorted(CUDA_ARCH)) + ")")
+        self.name = str(device["name"])
+        self.major, self.minor = major, minor
+        self.total_memory = int(device["total_memory"])
+        self.multi_processor_count = int(device["compute_units"])
+        self.gcnArchName = self.name
+        self.warp_size = WARP_SIZE
+        self.shared_memory_per_block = SHARED_MEMORY_PER_BLOCK
+        self.is_integrated = 0
+        self.is_multi_gpu_board = 0
+        self.uuid = "GPU-00000000-0000-0000-0000-000000000000"
+        for k, v in arch.items():
+            setattr(self, k, v)
+
+    def __getattr__(self, name: str):  # only for attributes __init__ did not set
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise RuntimeError(f"harness: the stand-in device has no property {name!r}")
 
     def __repr__(self) -> str:
-        return f"_CudaDeviceProperties(name='{self.name}', major=9, minor=0, total_memory={H100_MIB}MB)"
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+                f"total_memory={self.total_memory // 2**20}MB, multi_processor_count={self.multi_processor_count})")
 
 
 NVIDIA_SMI = """#!/bin/sh
-# conformance harness: nvidia-smi of one H100 80 GB (no GPU on this machine)
+# conformance harness: nvidia-smi of one %(name)s (no GPU on this machine)
 for a in "$@"; do
   case "$a" in
     --query-gpu=memory.total*) echo "%(mib)d"; exit 0;;
-    --query-gpu=compute_cap*) echo "9.0"; exit 0;;
+    --query-gpu=compute_cap*) echo "%(cap)s"; exit 0;;
     --query-gpu=driver_version*) echo "580.95.05"; exit 0;;
     --query-gpu=name*) echo "%(name)s"; exit 0;;
   esac
 done
 echo "harness nvidia-smi: unsupported query $*" >&2
 exit 9
-""" % {"mib": H100_MIB, "name": H100_NAME}
+"""
 
 
-def install_nvidia_smi() -> str:
+def nvidia_smi_script(device: dict) -> str:
+    """The stub ``nvidia-smi`` of ``device``: memory.total in MiB (``total_memory // 2**20``), compute_cap
+    ``major.minor``, the name and a driver version (580.95.05, a CUDA 13.0 driver); any other query exits 9
+    with a ``harness nvidia-smi`` message."""
+    major, minor = (int(x) for x in device["capability"])
+    name = str(device["name"]).replace('"', "").replace("`", "").replace("$", "")
+    return NVIDIA_SMI % {"mib": int(device["total_memory"]) // 2**20, "cap": f"{major}.{minor}", "name": name}
+
+
+def install_nvidia_smi(device: dict) -> str:
     d = tempfile.mkdtemp(prefix="conf-smi-")
     p = os.path.join(d, "nvidia-smi")
     with open(p, "w") as fh:
-        fh.write(NVIDIA_SMI)
+        fh.write(nvidia_smi_script(device))
     os.chmod(p, os.stat(p).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     os.environ["PATH"] = d + os.pathsep + os.environ.get("PATH", "")
     return d
 
 
-def install_cuda() -> None:
-    """``torch.cuda`` as one H100 answers it; no CUDA call is made."""
-    import torch
+def install_cuda(device: dict, cuda=None) -> DeviceProperties:
+    """``torch.cuda`` (or the namespace ``cuda``, for tests) answering device queries as ``device`` would:
+    capability, name, properties (:class:`DeviceProperties`), ``mem_get_info`` (all of ``total_memory``
+    free), :data:`DEVICE_COUNT` devices; memory counters 0; ``set_device``/``synchronize``/``empty_cache``
+    do nothing; streams and events are inert. No CUDA call is made. Returns the properties."""
+    real = cuda is None
+    if real:
+        import torch
 
-    cuda = torch.cuda
-    props = _Props()
+        cuda = torch.cuda
+    props = DeviceProperties(device)
+    cap = (props.major, props.minor)
+    memory = props.total_memory
     cuda.is_available = lambda: True
     cuda.device_count = lambda: DEVICE_COUNT
-    cuda.get_device_capability = lambda device=None: (9, 0)
-    cuda.get_device_name = lambda device=None: H100_NAME
+    cuda.get_device_capability = lambda device=None: cap
+    cuda.get_device_name = lambda device=None: props.name
     cuda.get_device_properties = lambda device=None: props
     cuda.current_device = lambda: 0
     cuda.set_device = lambda device: None
     cuda.synchronize = lambda device=None: None
     cuda.empty_cache = lambda: None
-    cuda.mem_get_info = lambda device=None: (H100_MEMORY, H100_MEMORY)
+    cuda.mem_get_info = lambda device=None: (memory, memory)
     cuda.memory_allocated = lambda device=None: 0
     cuda.max_memory_allocated = lambda device=None: 0
     cuda.memory_reserved = lambda device=None: 0
@@ -192,25 +291,26 @@ def install_cuda() -> None:
     cuda.current_stream = lambda device=None: _StubStream()
     cuda.default_stream = lambda device=None: _StubStream()
     cuda.stream = lambda s=None: _StubStream()
-    try:
-        import torch.fx.experimental._config as fx_config
+    if real:  # data-dependent shapes on the meta device (torch.nonzero): assume every element nonzero
+        try:
+            import torch.fx.experimental._config as fx_config
 
-        fx_config.meta_nonzero_assume_all_nonzero = True
-    except Exception:  # noqa: BLE001
-        pass
+            fx_config.meta_nonzero_assume_all_nonzero = True
+        except Exception:  # noqa: BLE001
+            pass
+    return props
 
 
-H100_SMS = 132
-
-
-def install_deep_gemm() -> None:
+def install_deep_gemm(device: dict, deep_gemm=None) -> None:
     """DeepGEMM's device query (``get_num_sms``, read by the DSA indexer at construction) answered as
-    an H100 SXM would; DeepGEMM's kernels never run."""
-    try:
-        import deep_gemm
-    except Exception:  # noqa: BLE001 - not installed: SGLang takes its torch fallback
-        return
-    deep_gemm.get_num_sms = lambda: H100_SMS
+    ``device`` would (its ``compute_units``); DeepGEMM's kernels never run."""
+    if deep_gemm is None:
+        try:
+            import deep_gemm
+        except Exception:  # noqa: BLE001 - not installed: SGLang takes its torch fallback
+            return
+    sms = int(device["compute_units"])
+    deep_gemm.get_num_sms = lambda: sms
 
 
 def meta_device_mode():
@@ -407,7 +507,8 @@ def has_attn_dp_size() -> bool:
 def command_line(model_dir: str, cell: dict, attn_dp_flag: bool = True) -> list[str]:
     """The launcher arguments of one cell (``python -m sglang.launch_server <these>``): attention-DP as
     ``--attn-dp-size D``, or ``--enable-dp-attention --dp-size D`` when ``attn_dp_flag`` is false (the
-    releases without that flag)."""
+    releases without that flag); EP as ``--ep-size`` = TP; vision DP as ``--mm-enable-dp-encoder`` (the
+    vision encoder replicated per rank, cells of depth "platform")."""
     argv = ["--model-path", model_dir, "--tp", str(cell["tp"])]
     if int(cell.get("pp", 1)) > 1:
         argv += ["--pp-size", str(cell["pp"])]
@@ -416,6 +517,8 @@ def command_line(model_dir: str, cell: dict, attn_dp_flag: bool = True) -> list[
                  else ["--enable-dp-attention", "--dp-size", str(cell["dp"])])
     if cell.get("ep"):
         argv += ["--ep-size", str(cell["tp"])]
+    if cell.get("vision_dp"):
+        argv += ["--mm-enable-dp-encoder"]
     if cell.get("quantization"):
         argv += ["--quantization", str(cell["quantization"])]
     argv += ["--load-format", "dummy", "--skip-tokenizer-init", "--log-level", "error"]
@@ -570,16 +673,54 @@ def registry(version: str) -> dict:
             "model_types": wc.config_model_types("sglang.srt.utils.hf_transformers")}
 
 
-def setup(platform_kind: str) -> str:
-    """Install the GPU stand-ins (nvidia-smi, torch.cuda), import SGLang's launcher modules once, then
-    DeepGEMM's; returns SGLang's version."""
-    install_nvidia_smi()
-    install_cuda()
+#: Why the ROCm platforms are not run (every rocm-* cell is a ``harness_error`` with this reason). Found on
+#: SGLang 0.5.23 by answering as an MI300X (``torch.version.hip`` set, ``torch.version.cuda`` None, the
+#: descriptor's capability/name/memory/CUs, ``gcnArchName`` gfx942): data/conformance/README.md, "Platforms".
+ROCM_UNFAITHFUL = (
+    "ROCm stand-in not faithful: the venv holds SGLang's CUDA build (sgl_kernel without its ROCm ops, no AITER "
+    "package); with torch.version.hip set, SGLang's is_hip() paths import AITER unconditionally at import "
+    "(sglang/srt/layers/quantization/quark/schemes/quark_w4a4_mxfp4.py:163 `from aiter import gemm_a4w4`: "
+    "ModuleNotFoundError), before any model code; a stand-in AITER would invent the checks the issue asks to "
+    "observe; needs a ROCm build of SGLang with AITER")
+
+
+def install_rocm(device: dict) -> None:
+    """ROCm (``rocm-gfx942``, ``rocm-gfx950``): not faithful with a CUDA build of SGLang
+    (:data:`ROCM_UNFAITHFUL`): raises a ``harness:`` error before anything is imported, so every cell is a
+    ``harness_error`` with that reason and no record claims an AMD GPU answered."""
+    raise RuntimeError(f"harness: {ROCM_UNFAITHFUL} (platform {device['platform']}, {device.get('arch')})")
+
+
+def install_nvml_fallback(cuda=None) -> None:
+    """SGLang's ``get_device_sm`` asks NVML first (``torch.cuda._get_nvml_device_index`` then ``pynvml``) and
+    falls back to ``torch.cuda.get_device_capability`` when that raises: make it raise, so the answer is the
+    stand-in's even where an NVML library is present."""
+    if cuda is None:
+        import torch
+
+        cuda = torch.cuda
+
+    def _no_nvml(device=None):
+        raise RuntimeError("harness: NVML is not consulted (the stand-in answers device queries)")
+
+    cuda._get_nvml_device_index = _no_nvml
+
+
+def setup(platform_kind: str, device: dict | None = None) -> str:
+    """Install the GPU stand-ins answering as ``device`` (the job's descriptor, :func:`check_device`):
+    nvidia-smi, torch.cuda, the NVML fallback; import SGLang's launcher modules once, then DeepGEMM's SM
+    count; returns SGLang's version. ROCm platforms raise (:func:`install_rocm`)."""
+    device = check_device(platform_kind, device)
+    if device["vendor"] == "amd":
+        install_rocm(device)
+    install_nvidia_smi(device)
+    install_cuda(device)
+    install_nvml_fallback()
     import sglang
     from sglang.srt import server_args  # noqa: F401 - the launcher's imports, once
     from sglang.srt.model_loader import loader  # noqa: F401
 
-    install_deep_gemm()
+    install_deep_gemm(device)
     version = getattr(sglang, "__version__", None)
     if not version:
         import importlib.metadata as md
@@ -590,7 +731,8 @@ def setup(platform_kind: str) -> str:
 
 def main() -> int:
     set_worker_env()
-    return wc.serve(setup, exc_record, "SGLang import or GPU stand-in failed", registry, run_model)
+    return wc.serve(setup, exc_record, "SGLang import or GPU stand-in failed", registry, run_model,
+                    device_aware=True)
 
 
 if __name__ == "__main__":
