@@ -57,3 +57,43 @@ def test_a_hub_that_answers_at_once_is_unaffected(tmp_path):
         out = am.fetch_hub_model("acme/fine", endpoint=hub.url, cache_dir=str(tmp_path / "hf"))
     assert out.ok, out
     assert out.record["model_id"] == "acme/fine"
+
+
+def test_thousands_of_unknown_keys_give_four_notices_and_the_known_ones_apply():
+    """Today's code: more than 200 fields make the whole query unreadable ("showing defaults")."""
+    from dashboard.state import MAX_UNKNOWN_NOTICES, PlannerState
+
+    s = PlannerState()
+    notices = s.apply_query("?tp=4&" + "&".join(f"junk{i}=v" for i in range(3000)))
+    assert s.tp == 4
+    assert len(notices) == MAX_UNKNOWN_NOTICES + 1
+    assert notices[0] == "Ignored 'junk0' in the link: this page has no setting by that name."
+    assert "2,997 more settings" in notices[-1] and "3,000 in all" in notices[-1]
+
+
+def test_the_session_token_carries_no_oversized_argument_or_header():
+    """Today's code: the token carried the whole query (a 60 KB add= made the websocket request's header
+    exceed the web server's 64 KiB limit); ``process_request`` bounds it."""
+    from dashboard import app_hooks
+
+    class Req:
+        arguments = {"add": [b"x" * 60_000], "tp": [b"4"], **{f"k{i}": [b"v"] for i in range(500)}}
+        headers = {"Host": "127.0.0.1", "Referer": "http://x/?" + "y" * 9000}
+
+    out = app_hooks.process_request(Req())
+    assert "add" not in out["arguments"] and out["arguments"]["tp"] == [b"4"]
+    assert len(out["arguments"]) <= app_hooks.TOKEN_MAX_ARGUMENTS
+    assert "Referer" not in out["headers"] and out["headers"]["Host"] == "127.0.0.1"
+
+
+def test_the_web_server_parses_links_of_many_fields():
+    """Today's code: Tornado answers HTTP 400 to a query string of more than 1,000 fields."""
+    from tornado import httputil
+
+    from dashboard import app_hooks
+    from dashboard.state import MAX_QUERY_FIELDS
+
+    app_hooks.allow_long_links()
+    req = httputil.HTTPServerRequest(method="GET", uri="/dashboard?" + "&".join(f"k{i}=v" for i in range(5000)))
+    assert len(req.arguments) == 5000
+    assert httputil._DEFAULT_PARSE_BODY_CONFIG.urlencoded.max_arguments >= MAX_QUERY_FIELDS
