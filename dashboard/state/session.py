@@ -265,7 +265,7 @@ class PlannerState(param.Parameterized):
             named = ", ".join(repr(short(k, 40)) for k in rest[:MAX_UNKNOWN_NOTICES])
             more = "1 more setting" if len(rest) == 1 else f"{len(rest):,} more settings"
             notices.append(f"Ignored {more} the page does not have ({len(unknown):,} in all): {named}"
-                           f"{', …' if len(rest) > MAX_UNKNOWN_NOTICES else ''}.")
+                           f"{', …' if len(rest) > MAX_UNKNOWN_NOTICES else '.'}")
         if updates.get("kv_measured_gib") is not None:
             why = calibration_problem(updates["kv_measured_gib"], updates.get("gpu", self.gpu))
             if why:
