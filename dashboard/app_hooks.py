@@ -41,8 +41,9 @@ def allow_long_links() -> None:
 
         from dashboard.state import MAX_QUERY_FIELDS
 
-        cfg = httputil._DEFAULT_PARSE_BODY_CONFIG
-        cfg.urlencoded.max_arguments = max(cfg.urlencoded.max_arguments, MAX_QUERY_FIELDS)
+        cfg = httputil.ParseBodyConfig()  # (Tornado's defaults, but for the number of arguments)
+        cfg.urlencoded.max_arguments = MAX_QUERY_FIELDS
+        httputil.set_parse_body_config(cfg)
     except (ImportError, AttributeError):  # an older Tornado has no such limit
         pass
 
