@@ -21,10 +21,13 @@ grid is computed; the process-wide catalog and its grids are shared, never modif
 
 from __future__ import annotations
 
+import base64
 import collections
 import json
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -38,6 +41,13 @@ from dashboard.catalog import normalize_config
 MAX_CONFIG_BYTES = 1 << 20
 #: Seconds one Hub request of "Add a model" may take (each file: one ``HEAD``, then the download).
 HUB_TIMEOUT_S = 4.0
+#: Seconds one "Add a model" fetch may take in all (``config.json`` and its sidecars, every request, a Hub
+#: that answers one byte at a time included): the fetch runs in a child process that is killed then, so
+#: its connections close at the deadline and the server never waits for it (:func:`fetch_hub_model`).
+HUB_DEADLINE_S = 12.0
+#: Most "Add a model" fetches (child processes) the server runs at once; a fetch waits for a free slot,
+#: and the wait counts against its :data:`HUB_DEADLINE_S`.
+MAX_CONCURRENT_FETCHES = 4
 #: Hub fetches one session may start per :data:`RATE_LIMIT_WINDOW_S` seconds (links included).
 RATE_LIMIT_FETCHES = 6
 RATE_LIMIT_WINDOW_S = 60.0
@@ -81,7 +91,7 @@ class AddOutcome:
     kind : str
         ``added``; or why not: ``bad_id``, ``too_large``, ``invalid_json``, ``not_config`` (the normalizer
         cannot read it as a transformer config), ``not_found``, ``gated``, ``unreachable`` (no answer from
-        the Hub), ``error`` (another Hub error), ``rate_limited``, ``too_many``.
+        the Hub, or no complete one within the deadline, :data:`HUB_DEADLINE_S`), ``error`` (another Hub error), ``rate_limited``, ``too_many``.
     message : str
         One plain-text sentence for the page (untrusted fragments included: escape before rendering).
     record : dict or None
@@ -172,13 +182,19 @@ def upload_model_id(filename: str | None, raw: bytes | str, taken: Iterable[str]
     return out
 
 
+def upload_too_large(filename: str | None, size: int) -> AddOutcome:
+    """The outcome of an upload of ``size`` bytes over :data:`MAX_CONFIG_BYTES`: refused by the server
+    (:func:`uploaded_record`) or, before any byte was sent, by the page (the size the browser reported)."""
+    shown = _short(filename or "config.json", 80)
+    return AddOutcome(False, f"{UPLOAD_ORG}/model", "too_large",
+                      f"The uploaded file {shown} is {size:,} bytes; the limit is {MAX_CONFIG_BYTES:,} bytes (1 MiB).")
+
+
 def uploaded_record(filename: str | None, raw: bytes, taken: Iterable[str] = ()) -> AddOutcome:
     """:func:`record_from_config` of an uploaded file, under :func:`upload_model_id` (``source="upload"``)."""
     shown = _short(filename or "config.json", 80)
     if len(raw) > MAX_CONFIG_BYTES:
-        return AddOutcome(False, f"{UPLOAD_ORG}/model", "too_large",
-                          f"The uploaded file {shown} is {len(raw):,} bytes; the limit is {MAX_CONFIG_BYTES:,} "
-                          "bytes (1 MiB).")
+        return upload_too_large(filename, len(raw))
     mid = upload_model_id(filename, raw, taken)
     return record_from_config(raw, mid, source="upload", what=f"The uploaded file {shown}")
 
@@ -189,18 +205,26 @@ _HUB_MESSAGES = {
     "not_found": "{rid} was not found on the Hub (no such repo, or it has no config.json)",
     "gated": "{rid} is gated: its config can only be read with an approved token",
     "unreachable": "The Hub did not answer, so {rid} could not be fetched: the server may be offline",
+    "deadline": ("The Hub did not send {rid}'s config.json in full within {deadline:g} s, so the fetch was stopped "
+                 "(the Hub may be slow or overloaded); try again later"),
     "invalid_json": "{rid}'s config.json could not be used",
     "error": "The Hub refused {rid}'s config.json or failed",
 }
 
 
 def fetch_hub_model(repo_id: str, *, endpoint: str | None = None, cache_dir: str | None = None,
-                    timeout: float = HUB_TIMEOUT_S, environ: Mapping[str, str] | None = None) -> AddOutcome:
+                    timeout: float = HUB_TIMEOUT_S, environ: Mapping[str, str] | None = None,
+                    deadline: float | None = HUB_DEADLINE_S) -> AddOutcome:
     """Fetch a Hub repo's ``config.json`` (and quantization sidecars) for "Add a model" and normalize it.
 
     Anonymous unless :func:`hub_token_opt_in`; one attempt per file, ``timeout`` seconds each
     (``fetch_config(interactive=True)``). ``endpoint`` / ``cache_dir`` override ``HF_ENDPOINT`` /
-    ``HF_HOME`` (tests). Never raises.
+    ``HF_HOME`` (tests).
+
+    ``deadline`` (seconds, default :data:`HUB_DEADLINE_S`): the whole fetch runs in a child process
+    (:func:`fetch_config_within`), killed when the deadline passes: the answer is then ``unreachable``
+    ("did not finish within ... s"), whatever the Hub was doing (a reply dripping one byte at a time never
+    trips ``timeout``, which bounds each read). ``None``: in this process, no overall deadline. Never raises.
     """
     rid = str(repo_id or "").strip()
     if not is_hub_id(rid):
@@ -211,15 +235,17 @@ def fetch_hub_model(repo_id: str, *, endpoint: str | None = None, cache_dir: str
 
     opt_in = hub_token_opt_in(environ)
     try:
-        got = hub.fetch_config(rid, endpoint=endpoint, cache_dir=cache_dir, token=None if opt_in else False,
-                               timeout=timeout, max_bytes=MAX_CONFIG_BYTES, interactive=True)
+        kw = dict(endpoint=endpoint, cache_dir=None if cache_dir is None else os.fspath(cache_dir), token=None if opt_in else False, timeout=timeout,
+                  max_bytes=MAX_CONFIG_BYTES, interactive=True)
+        got = hub.fetch_config(rid, **kw) if deadline is None else fetch_config_within(rid, deadline, **kw)
     except hub.FetchError as exc:
-        head = _HUB_MESSAGES.get(exc.status, _HUB_MESSAGES["error"]).format(rid=rid)
+        head = _HUB_MESSAGES.get(exc.status, _HUB_MESSAGES["error"]).format(rid=rid, deadline=deadline or 0)
         if exc.status == "gated":
             head += (", and this server fetches anonymously (its operator can allow its own token with "
                      f"{TOKEN_ENV}=1); upload the config.json instead" if not opt_in else
                      ", and the server's token has no access to it")
-        kind = "too_large" if exc.status == "invalid_json" else (exc.status if exc.status in _HUB_MESSAGES else "error")
+        kind = ("too_large" if exc.status == "invalid_json" else "unreachable" if exc.status == "deadline" else
+                exc.status if exc.status in _HUB_MESSAGES else "error")
         # the Hub's own words only where they say more than the sentence (its 404 / 401 texts repeat it)
         detail = f" ({_short(exc.reason, 200)})" if exc.status in ("unreachable", "error") else ""
         return AddOutcome(False, rid, kind, f"{head}.{detail}")
@@ -227,6 +253,155 @@ def fetch_hub_model(repo_id: str, *, endpoint: str | None = None, cache_dir: str
         return AddOutcome(False, rid, "error", f"Could not fetch {rid} ({type(exc).__name__}).")
     return record_from_config(got.config, rid, source="hub", sha=got.sha, sidecars=got.sidecars,
                               what=f"{rid}'s config.json")
+
+
+_FETCH_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_FETCHES)
+_CHILD = "from dashboard.addmodel import _fetch_child; _fetch_child()"
+
+
+def fetch_config_within(repo_id: str, deadline: float, **kw: Any):
+    """:func:`dashboard.hub.fetch_config` (``repo_id``, keyword arguments ``kw``: JSON-able values only)
+    in a child process that must answer within ``deadline`` seconds (the wait for one of
+    :data:`MAX_CONCURRENT_FETCHES` slots included), else is killed.
+
+    Why a process: the fetch is huggingface_hub's, whose reads are bounded one by one, not in all; a
+    thread cannot be stopped, and a worker thread stuck in a dripping read kept a stopped server alive
+    until the read ended (an hour, issue 24). Killing the child closes its connections at the deadline.
+    On Linux the child is a ``fork`` of this process (a few ms: everything is imported already;
+    huggingface_hub drops its HTTP session in a forked child); elsewhere a new interpreter (about 1 s of
+    imports). The child also ends itself (``SIGALRM``) shortly after the deadline, should this process die
+    first. With ``HF_HUB_OFFLINE`` set no request is made, so the fetch runs here, at once.
+
+    Returns :class:`dashboard.hub.FetchedConfig`; raises :class:`dashboard.hub.FetchError` (status
+    ``deadline`` when the deadline passed, ``unreachable`` when the server is too busy or the child could
+    not run).
+    """
+    import math
+
+    from dashboard import hub
+    from dashboard.hub import fetch as _fetch
+
+    if not (isinstance(deadline, int | float) and math.isfinite(deadline) and 0 < deadline < 3600):
+        raise ValueError(f"deadline must be a number of seconds in (0, 3600), not {deadline!r}")
+    if _fetch.hf_constants.is_offline_mode():  # (no request at all: answered at once, in this process)
+        return hub.fetch_config(repo_id, **kw)
+    start = time.monotonic()
+    late = hub.FetchError("deadline", f"{repo_id}: no complete answer within {deadline:g} s")
+    if not _FETCH_SLOTS.acquire(timeout=deadline):
+        raise hub.FetchError("unreachable", f"{repo_id}: the server is busy with other fetches; try again")
+    try:
+        left = deadline - (time.monotonic() - start)
+        if left <= 0:
+            raise late
+        request = {"repo_id": repo_id, "kw": kw, "alarm": int(left) + 2}
+        run = _run_forked if sys.platform.startswith("linux") else _run_spawned
+        out = run(request, left)
+    finally:
+        _FETCH_SLOTS.release()
+    if out is None:
+        raise late
+    try:
+        got = json.loads(out)
+    except ValueError:
+        raise hub.FetchError("error", f"{repo_id}: the fetch ended without an answer") from None
+    if not got.get("ok"):
+        raise hub.FetchError(str(got.get("status") or "error"), str(got.get("reason") or "fetch failed"))
+    return hub.FetchedConfig(repo_id, base64.b64decode(got["config"]),
+                             {k: base64.b64decode(v) for k, v in got["sidecars"].items()}, got["sha"], bool(got["offline"]))
+
+
+def _child_answer(request: dict) -> bytes:
+    """What the child of :func:`fetch_config_within` sends back: one JSON document."""
+    from dashboard import hub
+
+    try:
+        got = hub.fetch_config(request["repo_id"], **request["kw"])
+        out = {"ok": True, "config": base64.b64encode(got.config).decode(), "sha": got.sha, "offline": got.offline,
+               "sidecars": {k: base64.b64encode(v).decode() for k, v in got.sidecars.items()}}
+    except hub.FetchError as exc:
+        out = {"ok": False, "status": exc.status, "reason": exc.reason}
+    except Exception as exc:  # noqa: BLE001 -- fetch_config raises FetchError only; report anything else
+        out = {"ok": False, "status": "error", "reason": f"{type(exc).__name__}"}
+    return json.dumps(out).encode()
+
+
+def _run_forked(request: dict, left: float) -> bytes | None:
+    """Run :func:`_child_answer` in a forked child; its answer, or None when ``left`` seconds passed (the
+    child is then killed)."""
+    import select
+    import signal
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the server's code
+        code = 1
+        try:
+            os.close(r)
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                signal.signal(sig, signal.SIG_DFL)
+            signal.alarm(max(1, int(request["alarm"])))  # (default action: the process ends)
+            data = memoryview(_child_answer(request))
+            while data:
+                data = data[os.write(w, data):]
+            code = 0
+        except BaseException:  # noqa: BLE001 -- whatever happens, the child ends here
+            pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks: list[bytes] = []
+    end = time.monotonic() + left
+    try:
+        while True:
+            wait = end - time.monotonic()
+            if wait <= 0:
+                return None
+            ready, _, _ = select.select([r], [], [], wait)
+            if not ready:
+                return None
+            chunk = os.read(r, 1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(r)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+
+
+def _run_spawned(request: dict, left: float) -> bytes | None:
+    """Run :func:`_child_answer` in a new interpreter (``python -c``); its answer, or None when ``left``
+    seconds passed (the child is then killed)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    except OSError as exc:
+        from dashboard import hub
+
+        raise hub.FetchError("unreachable", f"{request['repo_id']}: could not start the fetch ({exc})") from None
+    try:
+        out, _ = proc.communicate(json.dumps(request).encode(), timeout=left)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None
+    return out
+
+
+def _fetch_child() -> None:
+    """The spawned child of :func:`fetch_config_within`: a JSON request on stdin, one JSON answer on stdout."""
+    import signal
+
+    req = json.loads(sys.stdin.buffer.read())
+    signal.alarm(max(1, int(req["alarm"])))  # (default action: the process ends)
+    sys.stdout.buffer.write(_child_answer(req))
+    sys.stdout.flush()
 
 
 class RateLimiter:

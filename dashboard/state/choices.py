@@ -63,5 +63,11 @@ MAX_GPU_GIB = 4096.0
 
 #: Longest query value accepted (characters); longer values are rejected with a notice.
 MAX_QUERY_VALUE = 4000
+#: Most ``key=value`` fields of a link's query string that are read (the web server refuses a request line
+#: over 64 KiB, Tornado's ``max_header_size``, so a query holds at most ~32,000 fields); a link with more
+#: is shown with its defaults and a notice. Unknown keys are summed up in one notice.
+MAX_QUERY_FIELDS = 40_000
+#: Unknown keys of a link named one by one in its notice (more are summed up in one).
+MAX_UNKNOWN_NOTICES = 3
 #: Most models one URL may select.
 MAX_MODELS = 200

@@ -11,7 +11,7 @@ import pandas as pd
 
 from dashboard import schema
 from dashboard.rules import versions as _versions
-from dashboard.state.choices import DEFAULT_VERSIONS, MAX_LINK_ADDS, UPLOAD_PREFIX, VERSION_PARAMS
+from dashboard.state.choices import DEFAULT_VERSIONS, MAX_LINK_ADDS, MAX_QUERY_FIELDS, UPLOAD_PREFIX, VERSION_PARAMS
 
 
 def added_ids(raw: str, notices: list[str] | None = None) -> list[str]:
@@ -199,10 +199,11 @@ def short(s: str, n: int = 80) -> str:
 
 def query_lists(query: str | Mapping[str, Any]) -> dict[str, list[str]]:
     """Every value of each key, as text, in link order. Accepts a raw search string or Panel/Tornado-style
-    mappings (key -> str / bytes / list of them). A key without any value gets ``[""]``."""
+    mappings (key -> str / bytes / list of them). A key without any value gets ``[""]``. Raises ValueError
+    for a query string of more than :data:`MAX_QUERY_FIELDS` fields."""
     if isinstance(query, str):
         q = query[1:] if query.startswith("?") else query
-        parsed = urllib.parse.parse_qs(q, keep_blank_values=True, strict_parsing=False, max_num_fields=200)
+        parsed = urllib.parse.parse_qs(q, keep_blank_values=True, strict_parsing=False, max_num_fields=MAX_QUERY_FIELDS)
         return {k: list(v) or [""] for k, v in parsed.items()}
     out: dict[str, list[str]] = {}
     for k, v in query.items():

@@ -12,7 +12,7 @@ import param
 from dashboard import frameworks, schema
 from dashboard.state.choices import (
     DEFAULT_FRAMEWORKS, DEFAULT_SGLANG_VERSION, DEFAULT_VLLM_VERSION, KV_DTYPES, MAX_GPU_GIB,
-    MAX_MIN_SEQUENCES, MAX_MODELS, MAX_QUERY_VALUE, PLAN_FRAMEWORKS, SORT_CHOICES, TABS, TP_CHOICES,
+    MAX_MIN_SEQUENCES, MAX_MODELS, MAX_QUERY_VALUE, MAX_UNKNOWN_NOTICES, PLAN_FRAMEWORKS, SORT_CHOICES, TABS, TP_CHOICES,
     TRISTATE, UPLOAD_PREFIX, WEIGHT_DTYPES)
 from dashboard.state.links import (
     SKIP, VERSION_KEYS, added_ids, canonical_choice, equal, framework_release, query_lists, short)
@@ -220,13 +220,16 @@ class PlannerState(param.Parameterized):
             # models the link adds (fetched once the page is up) may be selected by the same link
             known_models = frozenset(known_models) | frozenset(added_ids(pairs["add"]))
         updates: dict[str, Any] = {}
+        unknown: list[str] = []
         for key, raw in pairs.items():
             if key not in self.param or key == "name" or key.startswith("_"):
                 if not key.strip():
                     notices.append(f"Ignored {short('=' + raw)!r} in the link: a value with no setting name before "
                                    "the '='.")
                 else:
-                    notices.append(f"Ignored {short(key)!r} in the link: this page has no setting by that name.")
+                    unknown.append(key)
+                    if len(unknown) <= MAX_UNKNOWN_NOTICES:
+                        notices.append(f"Ignored {short(key)!r} in the link: this page has no setting by that name.")
                 continue
             if len(lists[key]) > 1:
                 shown = ", ".join(repr(short(v, 40)) for v in lists[key][:5]) + (", ..." if len(lists[key]) > 5 else "")
@@ -257,6 +260,12 @@ class PlannerState(param.Parameterized):
                 notices.append(f"Ignored link parameter {key}={short(raw)!r}: {short(why, 160)}")
                 continue
             updates[key] = value
+        if len(unknown) > MAX_UNKNOWN_NOTICES:  # the rest in one notice (a hostile link may carry thousands)
+            rest = unknown[MAX_UNKNOWN_NOTICES:]
+            named = ", ".join(repr(short(k, 40)) for k in rest[:MAX_UNKNOWN_NOTICES])
+            more = "1 more setting" if len(rest) == 1 else f"{len(rest):,} more settings"
+            notices.append(f"Ignored {more} the page does not have ({len(unknown):,} in all): {named}"
+                           f"{', …' if len(rest) > MAX_UNKNOWN_NOTICES else '.'}")
         if updates.get("kv_measured_gib") is not None:
             why = calibration_problem(updates["kv_measured_gib"], updates.get("gpu", self.gpu))
             if why:

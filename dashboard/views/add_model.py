@@ -16,7 +16,7 @@ import panel as pn
 import param
 
 from dashboard.addmodel import (
-    HUB_TIMEOUT_S,
+    HUB_DEADLINE_S,
     MAX_ADDED_MODELS,
     MAX_CONFIG_BYTES,
     RATE_LIMIT_FETCHES,
@@ -27,6 +27,7 @@ from dashboard.addmodel import (
     hub_token_opt_in,
     is_hub_id,
     rate_limited,
+    upload_too_large,
     uploaded_record,
 )
 from dashboard.state import AppData, PlannerState
@@ -34,6 +35,42 @@ from dashboard.views.common import is_served, esc, notice_html
 
 #: Most notices the box keeps (newest first).
 MAX_NOTICES = 3
+
+#: Page script (``document_ready``; ``sink``: a hidden Div of this document): refuse an upload larger than
+#: ``__LIMIT__`` bytes in the browser, before it is read or sent. Bokeh's ``FileInput`` reads the whole file
+#: and sends it base64-encoded in one websocket message; over the server's message limit (Bokeh's
+#: ``websocket_max_message_size``, 20 MiB by default: a file of about 15 MB) the server closes the
+#: websocket and the page's session is dead. The file input's ``load_files`` (BokehJS 3.9
+#: ``FileInputView``) is wrapped for inputs with the ``tp-add-upload`` class: an oversized file is not
+#: read, the input is cleared, and the file's name and size (as the browser reports them) go to the server
+#: through ``sink`` (JSON ``{name, size, n}``), which shows the notice.
+_UPLOAD_CAP_JS = """
+const limit = __LIMIT__;
+let n = 0;
+for (const m of sink.document.all_models) {
+  const css = m.css_classes;
+  if (!Array.isArray(css) || !css.includes("tp-add-upload")) continue;
+  const View = m.default_view;
+  if (!View || !View.prototype || typeof View.prototype.load_files !== "function") continue;
+  if (View.prototype.__tp_capped) continue;
+  const load = View.prototype.load_files;
+  View.prototype.load_files = async function (files) {
+    const own = Array.isArray(this.model.css_classes) && this.model.css_classes.includes("tp-add-upload");
+    if (own) {
+      for (const f of Array.from(files || [])) {
+        if (f.size > limit) {
+          if (this.input_el) this.input_el.value = "";
+          n += 1;
+          sink.text = JSON.stringify({name: String(f.name).slice(0, 200), size: f.size, n: n});
+          return;
+        }
+      }
+    }
+    return load.call(this, files);
+  };
+  View.prototype.__tp_capped = true;
+}
+"""
 
 
 class AddModelPanel(pn.viewable.Viewer):
@@ -67,6 +104,38 @@ class AddModelPanel(pn.viewable.Viewer):
         #: Every outcome of this session, oldest first (tests and the report read it).
         self.outcomes: list[AddOutcome] = []
         self.state.param.watch(self._add_changed, "add")
+        #: Hidden sink of the page's upload size check (served sessions only; :data:`_UPLOAD_CAP_JS`).
+        self._refused_sink = None
+        if is_served():
+            self._cap_uploads_in_browser(pn.state.curdoc)
+
+    def _cap_uploads_in_browser(self, doc) -> None:
+        """Install :data:`_UPLOAD_CAP_JS` on ``doc``: uploads over :data:`MAX_CONFIG_BYTES` are refused by
+        the page before they are sent; the page reports them through a hidden ``Div``."""
+        from bokeh.models import CustomJS, Div
+
+        sink = Div(name="tp-upload-refused", visible=False)
+        self._refused_sink = pn.pane.Bokeh(sink, visible=False, margin=0)
+        sink.on_change("text", lambda attr, old, new: self._upload_refused(new))
+        doc.js_on_event("document_ready", CustomJS(
+            args={"sink": sink}, code=_UPLOAD_CAP_JS.replace("__LIMIT__", str(int(MAX_CONFIG_BYTES)))))
+
+    def _upload_refused(self, text) -> None:
+        """The page refused an upload over the cap (``text``: JSON ``{name, size, n}`` from the browser, not
+        trusted: anything else is ignored)."""
+        import json
+
+        raw = str(text or "")
+        if not raw or len(raw) > 1000:
+            return
+        try:
+            got = json.loads(raw)
+            name, size = str(got["name"])[:200], int(got["size"])
+        except (ValueError, TypeError, KeyError, OverflowError):
+            return
+        if size <= MAX_CONFIG_BYTES:
+            return
+        self._apply(upload_too_large(name, size), upload=True)
 
     # ---- the link's (or Back / Forward's) Hub ids ----------------------------------------------------
     def pending(self) -> list[str]:
@@ -130,8 +199,8 @@ class AddModelPanel(pn.viewable.Viewer):
         self.add_button.disabled = True
         try:
             for rid in ids:
-                self._show(notice_html(f"Fetching {rid}'s config.json from the Hub (at most about "
-                                       f"{int(HUB_TIMEOUT_S * 2)} s)…", "info"), keep=False)
+                self._show(notice_html(f"Fetching {rid}'s config.json from the Hub (at most "
+                                       f"{HUB_DEADLINE_S:g} s)…", "info"), keep=False)
                 if len(self.data.added_ids) >= MAX_ADDED_MODELS:
                     out = _too_many(rid)
                 elif not is_hub_id(rid):  # malformed: its notice, without spending a fetch
@@ -230,6 +299,7 @@ class AddModelPanel(pn.viewable.Viewer):
             pn.pane.HTML(f'<div style="font-size:14px;margin:2px 0 -4px 0">…or upload a config.json '
                          f"(at most {esc(_size(MAX_CONFIG_BYTES))}):</div>", sizing_mode="stretch_width"),
             self.upload, self.hint, self.notice,
+            *([self._refused_sink] if self._refused_sink is not None else []),
             sizing_mode="stretch_width", css_classes=["tp-add-model"],
         )
 
