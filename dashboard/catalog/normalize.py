@@ -53,9 +53,15 @@ def unencodable_path(obj: object, limit: int = 1_000_000) -> str | None:
     values visited."""
     stack: list[tuple[object, str]] = [(obj, "")]
     seen = 0
+    containers: set[int] = set()  # a caller's object may hold itself (not JSON): visit each container once
     while stack and seen < limit:
         v, path = stack.pop()
         seen += 1
+        path = path[:80]  # (only 80 characters are reported: a deep config must not grow the paths)
+        if isinstance(v, (Mapping, list)):
+            if id(v) in containers:
+                continue
+            containers.add(id(v))
         if isinstance(v, str):
             if not v.isascii():
                 try:

@@ -78,11 +78,13 @@ def _notice(page) -> str:
     return "\n".join(page.locator(".tp-add-notice .tp-notice").all_inner_texts())
 
 
-def _wait_notice(page, text: str, timeout: float = 30.0) -> str:
+def _wait_notice(page, text: str | tuple[str, ...], timeout: float = 30.0) -> str:
+    """The add-model notice once it holds ``text`` (or any of a tuple of texts)."""
     end = time.monotonic() + timeout
+    texts = (text,) if isinstance(text, str) else text
     while True:
         got = _notice(page)
-        if text in got:
+        if any(t in got for t in texts):
             return got
         if time.monotonic() > end:
             raise AssertionError(f"no notice with {text!r} within {timeout} s; notices: {got!r}")
@@ -125,8 +127,11 @@ def test_add_against_a_dripping_hub_ends_at_the_deadline(web, rpage, artifacts_d
     page.locator(".tp-add-button button").click()
     _wait_notice(page, "Fetching acme-labs/drip-model", timeout=20)
     t0 = time.monotonic()
-    text = _wait_notice(page, "in full within", timeout=DEADLINE_S + 25)
-    assert "acme-labs/drip-model" in text and "the fetch was stopped" in text
+    # whichever deadline ends the drip first says so: the capped download's own (dashboard/hub/fetch.py,
+    # "took longer than N s") or the dashboard's overall one for the fetch (addmodel.HUB_DEADLINE_S)
+    text = _wait_notice(page, ("in full within", "took longer than"), timeout=DEADLINE_S + 25)
+    assert "acme-labs/drip-model" in text
+    assert "the fetch was stopped" in text or "the Hub is too slow" in text
     assert time.monotonic() - t0 <= DEADLINE_S + 25
     assert page.locator(".tp-add-button button").is_enabled()
     _shot(page, artifacts_dir, "add-model-deadline", ".tp-add-model")
