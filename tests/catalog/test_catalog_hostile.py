@@ -158,7 +158,6 @@ def test_fuzzed_fields_never_raise(overrides: dict, start_from_base: bool) -> No
 def test_the_surrogate_scan_visits_a_self_holding_dict_once() -> None:
     """``unencodable_path`` walked a dict that holds itself a million times, each path longer than the last
     (the CI run was killed at 23 GB): each container is visited once and paths stay short."""
-    import time
     import tracemalloc
 
     from dashboard.catalog.normalize import unencodable_path
@@ -166,11 +165,9 @@ def test_the_surrogate_scan_visits_a_self_holding_dict_once() -> None:
     d = dict(BASE)
     d["text_config"] = d
     tracemalloc.start()
-    t0 = time.process_time()
     assert unencodable_path(d) is None
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 5_000_000, peak  # bytes
-    assert time.process_time() - t0 < 5.0
     d["text_config"] = {"self": d, "name": ["ok", "\ud800"]}
     assert unencodable_path(d) == "text_config.name[1]"
