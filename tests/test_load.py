@@ -324,7 +324,11 @@ def test_websocket_load_30_sessions(artifacts_dir: Path):
     sys.path.insert(0, str(ROOT))
     from scripts import load_test
 
-    figs = load_test.run(os.environ.get("TP_LOAD_ALLOCATOR", "default"), WS_SESSIONS, rounds=1, changes=WS_CHANGES)
+    # Its own thread (and so its own event loop): the sync Playwright of the browser tests in this pytest process
+    # leaves a loop running in the main thread, where load_test's asyncio.run() refuses to start (CI, 2026-12-08).
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        figs = pool.submit(load_test.run, os.environ.get("TP_LOAD_ALLOCATOR", "default"), WS_SESSIONS,
+                           rounds=1, changes=WS_CHANGES).result()
     (artifacts_dir / "load_test_ws.json").write_text(json.dumps([asdict(f) for f in figs], indent=1))
     f = figs[0]
     print("\n" + load_test.HEADER + "\n" + load_test.format_row(f))

@@ -224,10 +224,12 @@ def test_a_platform_table_counts_once_the_framework_lists_it(tmp_path, monkeypat
 
     conf = tmp_path / "conformance"
     shutil.copytree(E.CONFORMANCE, conf, ignore=shutil.ignore_patterns(".work"))
-    (conf / "cuda-sm80").mkdir()
-    df = pd.read_parquet(conf / "vllm-0.33.0.parquet").assign(platform="cuda-sm80")
-    df.to_parquet(conf / "cuda-sm80" / "vllm-0.33.0.parquet")
-    shutil.copy(conf / "vllm-0.33.0-configs.json", conf / "cuda-sm80" / "vllm-0.33.0-configs.json")
+    if not (conf / "cuda-sm80" / "vllm-0.33.0.parquet").exists():  # the shipped table where there is one
+        (conf / "cuda-sm80").mkdir(exist_ok=True)
+        df = pd.read_parquet(conf / "vllm-0.33.0.parquet").assign(platform="cuda-sm80")
+        df.to_parquet(conf / "cuda-sm80" / "vllm-0.33.0.parquet")
+    if not (conf / "cuda-sm80" / "vllm-0.33.0-configs.json").exists():
+        shutil.copy(conf / "vllm-0.33.0-configs.json", conf / "cuda-sm80" / "vllm-0.33.0-configs.json")
     monkeypatch.setattr(E, "CONFORMANCE", conf)
     E.table.cache_clear()
     try:
