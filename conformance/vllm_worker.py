@@ -544,6 +544,15 @@ def run_cell(model_dir: str, cell: dict) -> dict:
         rec["reason"] = "import of vLLM's model loader failed"
         return rec
     install_groups(cell["tp"], cell["pp"], cell["dp"], ep_world)
+    # one server selects attention backends for one model: vLLM caches each selection per process
+    # (vllm/v1/attention/selector.py @cache _cached_get_attn_backend), and some backends' checks read the
+    # model config (qk_nope_head_dim, index_topk), so a cached answer from another model must not be reused
+    try:
+        from vllm.v1.attention import selector as _selector
+
+        _selector._cached_get_attn_backend.cache_clear()
+    except Exception:  # noqa: BLE001 - releases without the cache
+        pass
     # the model runner initializes the workspace manager before loading the model (GPUModelRunner)
     try:
         from vllm.v1.worker import workspace

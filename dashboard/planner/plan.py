@@ -15,7 +15,7 @@ from dashboard.frameworks.sglang import attn_dp_with_replicas as sglang_attn_dp_
 from dashboard.planner.common import COLUMNS, PLAN_FRAMEWORKS
 from dashboard.planner.enumeration import (
     CONTEXT_COLUMNS, CROSS_NODE_HINTS, cross_node, cross_node_message, layout_label, layouts_cached, unique_rows)
-from dashboard.planner.hardware import dtype_check_note, dtype_refusal, gpu_info, vllm_auto_dtype
+from dashboard.planner.hardware import dtype_check_note, dtype_refusal, gpu_info, rules_platform, vllm_auto_dtype
 from dashboard.planner.inputs import prepared, resolve_record, weight_kind_cols
 from dashboard.rules.evidence import config_hash, evidence_for
 from dashboard.planner.ranking import rank_order
@@ -152,7 +152,8 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     # rules: one evaluation over the distinct rule parameters, every framework at once
     keys = ["tp", "pp", "r_dp", "r_ep", "r_dp_attention", "r_expert_parallel"]
     uniq, u = unique_rows(lays, keys)
-    rg = rules.layout_grid(df, uniq, fws, versions=vers, detail=True, model_memo=model_memo)
+    rg = rules.layout_grid(df, uniq, fws, versions=vers, detail=True, model_memo=model_memo,
+                           **rules_platform(gpu_type))
     fw_pos = {fw: i for i, fw in enumerate(fws)}
     idx = np.array([fw_pos[f] for f in fw_arr], dtype=np.int64) * len(uniq["tp"]) + u
     valid = rg["valid"].to_numpy(dtype=bool)[idx]

@@ -169,19 +169,26 @@ def test_no_other_module_words_the_evidence_itself():
 
 
 def test_a_gpu_whose_platform_was_never_run_reads_from_source(cat):
-    """A table run as an H100 says nothing executed about a T4 or an MI300X: the verdict for those GPUs is
-    ``source``, and the wording names the GPU's platform and the one the release ran as."""
+    """Tables run as an H100, a T4, an A100 and an L40S say nothing executed about a B200 or an MI300X: the
+    verdict for those GPUs is ``source``, and the wording names the GPU's platform and those the release ran as;
+    a GPU of a platform that was run (an A10 is an A100's cuda-sm80) gets that platform's table."""
     from dashboard import gpus
 
     row = cat.loc[LLAMA]
-    for gpu in ("T4-16GB", "A100-80GB", "L40S-48GB", "B200-180GB", "MI300X-192GB"):
+    for gpu in ("B200-180GB", "RTX-5090-32GB", "MI300X-192GB"):
         plat = gpus.platform_of(gpu)
         v = rules.check(row, "vllm", 8, platform=plat)
         assert v.evidence == "source", gpu
-        assert v.conformance.ran_elsewhere == ("cuda-sm90",)
+        assert v.conformance.ran_elsewhere == ("cuda-sm90", "cuda-sm75", "cuda-sm80", "cuda-sm89")
         assert v.evidence_text == (f"rules read from vLLM 0.33.0 source for this GPU ({plat}); not executed on it: "
-                                   "vLLM 0.33.0 was run as an H100-80GB (cuda-sm90) only, and kernels and checks "
-                                   "differ by GPU")
+                                   "vLLM 0.33.0 was run as an H100-80GB (cuda-sm90), as a T4-16GB (cuda-sm75), as an "
+                                   "A100-80GB (cuda-sm80) and as an L40S-48GB (cuda-sm89) only, and kernels and "
+                                   "checks differ by GPU")
+    for gpu in ("T4-16GB", "A10-24GB", "L40S-48GB"):
+        plat = gpus.platform_of(gpu)
+        v = rules.check(row, "vllm", 8, platform=plat)
+        assert v.evidence == "executed" and v.conformance.table == f"{plat}/vllm-0.33.0.parquet", gpu
+        assert f"({plat}); conformance table {plat}/vllm-0.33.0.parquet" in v.evidence_text
     for plat in (None, "cuda-sm90"):  # no GPU given, or a Hopper card: the table's own platform
         v = rules.check(row, "vllm", 8, platform=plat)
         assert v.evidence == "executed" and v.evidence_text == RUN_TEXT
@@ -191,7 +198,7 @@ def test_a_gpu_whose_platform_was_never_run_reads_from_source(cat):
 
 
 def test_check_and_plan_take_the_evidence_from_the_gpu(shared_dir):
-    """The issue's example: Qwen3-30B-A3B-FP8 at TP 8 on a T4 was never run (only as an H100)."""
+    """The issue's example, Qwen3-30B-A3B-FP8 at TP 8: run as a T4 now (its platform table), never as a B200."""
     import subprocess
     import sys
 
@@ -202,17 +209,20 @@ def test_check_and_plan_take_the_evidence_from_the_gpu(shared_dir):
                             "--tp", "8", "--gpu", gpu, "--json"], capture_output=True, text=True, timeout=300)
         return json.loads(r.stdout)
 
-    t4, h100 = check("T4-16GB"), check("H100-80GB")
-    assert t4["evidence"] == "source" and t4["executed"] is False
-    assert t4["conformance"]["platform"] == "cuda-sm75" and t4["conformance"]["ran_elsewhere"] == ["cuda-sm90"]
-    assert "not executed on it" in t4["evidence_text"] and "executed" not in [f["evidence"] for f in t4["failures"]]
+    b200, t4, h100 = check("B200-180GB"), check("T4-16GB"), check("H100-80GB")
+    assert b200["evidence"] == "source" and b200["executed"] is False
+    assert b200["conformance"]["platform"] == "cuda-sm100" and "cuda-sm90" in b200["conformance"]["ran_elsewhere"]
+    assert "not executed on it" in b200["evidence_text"]
+    assert "executed" not in [f["evidence"] for f in b200["failures"]]
+    assert t4["conformance"]["table_platform"] == "cuda-sm75" and t4["conformance"]["table"].startswith("cuda-sm75/")
     assert h100["evidence"] == "executed" and h100["conformance"]["table_platform"] == "cuda-sm90"
     from dashboard import planner
 
     rec = load_catalog().set_index("model_id", drop=False).loc[LLAMA]
-    a100 = planner.plan(rec, 8, "A100-80GB", context_len=8192)
-    assert set(a100["evidence"]) == {"source"}
+    b = planner.plan(rec, 8, "B200-180GB", context_len=8192)
+    assert set(b["evidence"]) == {"source"}
     assert "executed" in set(planner.plan(rec, 8, "H100-80GB", context_len=8192)["evidence"])
+    assert "executed" in set(planner.plan(rec, 8, "A100-80GB", context_len=8192)["evidence"])
 
 
 def test_a_platform_table_counts_once_the_framework_lists_it(tmp_path, monkeypatch, cat):
@@ -234,7 +244,8 @@ def test_a_platform_table_counts_once_the_framework_lists_it(tmp_path, monkeypat
     E.table.cache_clear()
     try:
         row = cat.loc[LLAMA]
-        assert rules.check(row, "vllm", 8, platform="cuda-sm80").evidence == "source"  # not listed yet
+        monkeypatch.setattr(type(frameworks.get("vllm")), "executed_platforms", {})
+        assert rules.check(row, "vllm", 8, platform="cuda-sm80").evidence == "source"  # not listed
         E.table.cache_clear()
         monkeypatch.setattr(type(frameworks.get("vllm")), "executed_platforms", {"0.33.0": ("cuda-sm80",)})
         v = rules.check(row, "vllm", 8, platform="cuda-sm80")

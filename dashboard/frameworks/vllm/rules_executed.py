@@ -435,6 +435,28 @@ def _fp8_moe(which: str, refine: bool = True):
     return pred
 
 
+def fp8_moe_no_backend(ctx: Ctx):
+    """``select_fp8_moe_backend`` (``fused_moe/oracle/fp8.py:398-546``) finds no kernel: the checkpoint block
+    was refined to the TP shard (``refine_fp8_moe_block_shape``, ``oracle/fp8.py:293-317``), and "only
+    Triton-based kernels can consume the refined block shape" -- whose FP8 needs SM 8.9 (no native FP8 below:
+    Marlin, the FP8 path there, takes 128x128 blocks only). Raised ``NotImplementedError`` on CUDA."""
+    from dashboard import gpus
+
+    cap = tuple(gpus.platform(ctx.platform).capability)
+    if gpus.platform(ctx.platform).is_rocm or cap >= (8, 9):
+        return np.zeros(ctx.n, dtype=bool), {}
+    bn, bk = ctx.i("weight_block_n"), ctx.i("weight_block_k")
+    mt = moe_tp(ctx)
+    m = ctx.i("moe_intermediate_size")
+    applies = _fp8_mlp(ctx) & ctx.is_moe() & ctx.has("moe_intermediate_size") & ~not_multiple(m, mt)
+    ispp = m // np.maximum(mt, 1)
+    needed = not_multiple(ispp, bn) | ((mt > 1) & not_multiple(ispp, bk))
+    hidden = ctx.i("hidden_size")
+    g = np.gcd(np.gcd(np.gcd(np.maximum(bn, 1), np.maximum(bk, 1)), ispp), np.maximum(hidden, 1))
+    refined = needed & (g >= 32) & ctx.str_in("quant_method", ("fp8",))
+    return applies & refined, {}
+
+
 # ----------------------------------------------------------------------------------------------------
 # the rules, in construction order
 # ----------------------------------------------------------------------------------------------------
@@ -443,10 +465,79 @@ def _fp8_moe(which: str, refine: bool = True):
 
 def _rule(id: str, kind: str, condition: str, message: str, sites: dict[str, str], predicate, *,
           exc_type: str = "AssertionError", archs=(), exclude=(), needs=(), note: str = "",
-          severity: str = "error", ours: bool = False, versions: str = V, src: str = "") -> Rule:
-    return X.executed_rule(FW, EXECUTED, {}, _url, id, kind, condition, message, sites, predicate,
-                           exc_type=exc_type, archs=archs, exclude=exclude, needs=needs, note=note,
-                           severity=severity, ours=ours, versions=versions, src=src)
+          severity: str = "error", ours: bool = False, versions: str = V, src: str = "",
+          platforms: tuple[str, ...] = ()) -> Rule:
+    r = X.executed_rule(FW, EXECUTED, {}, _url, id, kind, condition, message, sites, predicate,
+                        exc_type=exc_type, archs=archs, exclude=exclude, needs=needs, note=note,
+                        severity=severity, ours=ours, versions=versions, src=src)
+    if platforms:
+        import dataclasses
+
+        r = dataclasses.replace(r, platforms=tuple(platforms))
+    return r
+
+
+#: Catalog columns :func:`dashboard.frameworks.vllm.attention.layer_configs` reads.
+_ATTN_COLUMNS = ("architectures", "model_type", "text_model_type", "torch_dtype", "num_full_attention_layers",
+                 "num_sliding_window_layers", "kv_cache_quant", "quant_method", "bidirectional_attention",
+                 "has_vision", "num_attention_heads", "is_mla", "kv_lora_rank", "qk_rope_head_dim",
+                 "qk_nope_head_dim", "v_head_dim", "index_n_heads", "head_dim", "global_head_dim")
+
+
+def _attention_first_errors(ctx: Ctx) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell, the first attention-backend error vLLM raises on ``ctx.platform``: its raise site and message
+    (both "" where every layer gets a backend, or the port cannot tell).
+    :func:`dashboard.frameworks.vllm.attention.first_error`, per model and TP size (the TP size matters only
+    through the MLA heads per rank)."""
+    from dashboard.frameworks.vllm import attention as A
+
+    def compute():
+        sites = np.full(ctx.n, "", dtype=object)
+        msgs = np.full(ctx.n, "", dtype=object)
+        if A.facts(ctx.platform) is None:
+            return sites, msgs
+        cols = {c: ctx.models[c].tolist() if c in ctx.models.columns else [None] * ctx.n_models
+                for c in _ATTN_COLUMNS}
+        for m in range(ctx.n_models):
+            rec = {c: v[m] for c, v in cols.items()}
+            seen: dict = {}
+            for j, tp in enumerate(ctx.tp_sizes):
+                tp = int(tp)
+                cfg_key = tp if rec.get("is_mla") is True else 0
+                if cfg_key not in seen:
+                    seen[cfg_key] = A.first_error(rec, ctx.platform, tp, ctx.device_name)
+                e = seen[cfg_key]
+                if e is not None and e.decided and e.message:
+                    sites[m * ctx.n_tp + j] = e.site
+                    msgs[m * ctx.n_tp + j] = e.message
+        return sites, msgs
+
+    return ctx.memo(("vllm.attention_first_errors", ctx.platform, ctx.device_name), compute)
+
+
+def quant_min_capability(ctx: Ctx):
+    """``vllm/config/vllm.py:927-935`` on ``ctx.platform``: per model (the layout does not matter)."""
+    from dashboard import gpus
+    from dashboard.frameworks.vllm import quantization as Q
+
+    def per_model():
+        cap = tuple(gpus.platform(ctx.platform).capability)
+        if gpus.platform(ctx.platform).is_rocm:
+            return np.full(ctx.n_models, "", dtype=object)
+        cols = {c: ctx.models[c].tolist() if c in ctx.models.columns else [None] * ctx.n_models
+                for c in ("quant_method", "quant_format", "architectures")}
+        return np.array([Q.refusal({c: v[m] for c, v in cols.items()}, cap) for m in range(ctx.n_models)],
+                        dtype=object)
+
+    msgs = np.repeat(ctx.model_level(("vllm.quant_min_capability", ctx.platform), per_model), ctx.n_tp)
+    return msgs != "", {"message": msgs}
+
+
+def _attention(site: str):
+    def pred(ctx: Ctx):
+        sites, msgs = _attention_first_errors(ctx)
+        return sites == site, {"message": msgs}
+    return pred
 
 
 def _url(release: str, path: str, line: str) -> str:
@@ -469,6 +560,10 @@ def _kv_rules() -> list[Rule]:
             BARE, {r: s[1] for r, s in by_rel.items()}, _kv("replicate"), archs=archs,
             needs=("num_key_value_heads",)))
     return out
+
+
+#: Platforms whose attention-backend facts were executed (``data/conformance/attention/``).
+_ATTN_PLATFORMS = ("cuda-sm75", "cuda-sm80", "cuda-sm89", "cuda-sm90", "cuda-sm100", "cuda-sm120")
 
 
 #: The rules as written, before :func:`rules` binds the per-release data.
@@ -511,6 +606,10 @@ RULES_AS_WRITTEN: list[Rule] = [
           "does not keep the sym flag)",
           "Unsupported quantization config: bits={bits}, sym=True",
           {"0.33.0": "vllm/model_executor/layers/quantization/auto_gptq.py:153"}, gptq_bits, exc_type="ValueError"),
+    _rule("vllm.quantization.min_capability", "kernel",
+          "the GPU's compute capability is below the resolved quantization method's get_min_capability() "
+          "(executed per method; the method as vLLM resolves it: dashboard/frameworks/vllm/quantization.py)",
+          "{message}", {"0.33.0": "vllm/config/vllm.py:931"}, quant_min_capability, exc_type="ValueError"),
     _rule("vllm.architecture.chatglm_v1", "architecture",
           "ChatGLM-6B v1 config under vLLM's ChatGLM class, which reads ChatGLM2+ keys",
           "'ChatGLMConfig' object has no attribute 'original_rope'",
@@ -609,6 +708,23 @@ RULES_AS_WRITTEN: list[Rule] = [
           "block FP8: o_proj (RowParallelLinear) input per rank = heads/tp * v_head_dim % block_k, tp > 1",
           FP8_BLOCK_K, {"0.33.0": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1324"}, fp8_o_proj_k,
           exc_type="ValueError"),
+    # -- the attention layers' backends: selection and construction, per GPU platform -----------------------
+    _rule("vllm.attention_backend.none", "attention_backend",
+          "no attention backend of the platform's priority list accepts a layer's selector config (head size, "
+          "dtype, KV-cache dtype, MLA, sparse, sinks, multimodal prefix, sliding window; each backend's own "
+          "answers, executed per platform: dashboard/frameworks/vllm/attention.py)",
+          "{message}", {"0.33.0": "vllm/platforms/cuda.py:472"}, _attention("vllm/platforms/cuda.py:472"),
+          exc_type="ValueError", platforms=_ATTN_PLATFORMS),
+    _rule("vllm.attention_backend.triton_fp8_kv", "attention_backend",
+          "the layer's backend is TRITON_ATTN, the KV cache FP8 and the GPU below SM 8.9",
+          "{message}", {"0.33.0": "vllm/v1/attention/backends/triton_attn.py:520"},
+          _attention("vllm/v1/attention/backends/triton_attn.py:520"), exc_type="ValueError",
+          platforms=_ATTN_PLATFORMS),
+    _rule("vllm.attention_backend.triton_mla_fp8_kv", "attention_backend",
+          "the layer's backend is TRITON_MLA, the KV cache FP8 and the GPU below SM 8.9",
+          "{message}", {"0.33.0": "vllm/v1/attention/backends/mla/triton_mla.py:209"},
+          _attention("vllm/v1/attention/backends/mla/triton_mla.py:209"), exc_type="ValueError",
+          platforms=_ATTN_PLATFORMS),
     _rule("vllm.mlp_intermediate", "mlp_intermediate",
           "dense gated MLP (MergedColumnParallelLinear gate_up): assert all(output_size % tp_size == 0)",
           BARE, {"0.33.0": "vllm/model_executor/layers/linear.py:731"}, P.dense_mlp(), exclude=NON_GATED),
@@ -651,6 +767,13 @@ RULES_AS_WRITTEN: list[Rule] = [
           "boundaries; use a compatible TP size or enable expert parallelism.",
           {"0.33.0": "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe/"
                      "compressed_tensors_moe_wna16.py:245"}, wna16_moe_group, exc_type="ValueError", versions=">=0.33.0"),
+    _rule("vllm.kernel.fp8_moe_backend", "kernel",
+          "block-FP8 experts whose checkpoint block is refined to the TP shard (per-partition intermediate not a "
+          "multiple of the block, gcd >= 32), on a GPU below SM 8.9: only the Triton kernels take a refined "
+          "block, and their FP8 needs SM 8.9",
+          "No FP8 MoE backend supports the deployment configuration.",
+          {"0.33.0": "vllm/model_executor/layers/fused_moe/oracle/fp8.py:546"}, fp8_moe_no_backend,
+          exc_type="NotImplementedError", platforms=("cuda-sm75", "cuda-sm80")),
     _rule("vllm.block_fp8.moe_n", "block_fp8",
           "block FP8 MoE: ispp = moe_intermediate / MoE-TP; no refinement (gcd(block_n, block_k, ispp, hidden) < 32, "
           "or a compressed-tensors checkpoint) and ispp % block_n != 0",
