@@ -86,7 +86,7 @@ def backend_class(backend):
     :func:`cuda_allocations_on_meta`; ImportError/OSError propagate, as vLLM's selection catches them."""
     from vllm.platforms.cuda import _get_attn_backend_class
 
-    with cuda_allocations_on_meta():
+    with cuda_allocations_on_meta():  # the same patch as vllm_worker.preload_attention_backends
         return _get_attn_backend_class(backend)
 
 

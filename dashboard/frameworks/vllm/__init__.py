@@ -22,6 +22,7 @@ class VLLM(Framework):
     #: The platform tables the rules are held to (tests/rules/test_conformance_platform_rules.py): the rules keyed
     #: by platform (attention backends, FP8 MoE kernels, quantization minimums) match every verdict there.
     executed_platforms = {"0.33.0": ("cuda-sm75", "cuda-sm80", "cuda-sm89")}
+    platform_keyed_rules = True
     release_label = "vLLM"
 
     conformance_module = "dashboard.frameworks.vllm.conformance"
