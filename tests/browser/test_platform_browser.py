@@ -12,40 +12,27 @@ import urllib.parse
 
 import pytest
 
-from tests.browser.test_browser import HEATMAP_CANVAS, LOAD_TIMEOUT, _heatmap
+from tests.browser.test_browser import HEATMAP_CANVAS, LOAD_TIMEOUT, _heatmap, _tap_cell
 
 pytestmark = pytest.mark.browser
 
 MODEL = "deepseek-ai/DeepSeek-V3.2"
-#: The hover text of one cell of the heatmap (row of ``model``, column of TP ``tp`` in the only group).
-CELL_INFO_JS = """([model, tp]) => {
-  const roots = Bokeh.index.roots ?? Object.values(Bokeh.index);
-  let view = null;
-  const walk = (v) => { if (!v || view) return; if (v.model && v.model.title && v.model.title.text === 'Valid TP sizes') { view = v; return; } for (const c of (v.child_views || [])) walk(c); };
-  for (const r of roots) walk(r);
-  if (!view) return null;
-  const m = view.model, d = m.renderers[0].data_source.data;
-  const axis = [...m.left, ...m.right].find((a) => a.formatter && a.formatter.args);
-  const args = axis.formatter.args, names = Array.from(args instanceof Map ? args.get('names') : args.names);
-  const tps = [...new Set(m.x_range.factors.map((f) => f[1]))];
-  const row = names.indexOf(model), col = tps.indexOf(tp);
-  for (let i = 0; i < d.row.length; i++) if (d.row[i] === row && d.col[i] === col) return String(d.info[i]);
-  return null;
-}"""
+def _details(page) -> str:
+    """The text of the selected-cell pane (its HTML pane's content, inside Panel's shadow roots)."""
+    m = page.locator(".tp-details-model")
+    if m.count() == 0:
+        return ""
+    return m.first.evaluate("(e) => e.parentElement.innerText")
 
 
-def _info(page, tp: str = "8") -> str | None:
-    return page.evaluate(CELL_INFO_JS, [MODEL, tp])
-
-
-def _wait_info(page, pred, what: str, timeout: float = 60_000) -> str:
+def _wait_details(page, pred, what: str, timeout: float = 60_000) -> str:
     deadline = time.monotonic() + timeout / 1000
     while True:
-        info = _info(page)
-        if info is not None and pred(info):
-            return info
+        text = _details(page)
+        if pred(text):
+            return text
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}; the cell says {info!r}")
+            raise AssertionError(f"timed out waiting for {what}; the details say {text[:600]!r}")
         page.wait_for_timeout(150)
 
 
@@ -60,12 +47,16 @@ def test_the_gpu_picker_changes_the_verdict_and_the_link_keeps_gpu_and_pp(server
               timeout=LOAD_TIMEOUT)
     page.wait_for_selector(HEATMAP_CANVAS, timeout=LOAD_TIMEOUT)
     assert MODEL in _heatmap(page)["names"]
-    h100 = _wait_info(page, lambda t: t.lower().startswith("valid"), "the H100 verdict")
+    _tap_cell(page, "vLLM", MODEL, "8")
+    h100 = _wait_details(page, lambda t: "H100-80GB (cuda-sm90)" in t and "TP = 8" in t, "the H100 verdict")
+    assert "\nvalid\n" in h100
     assert "No valid attention backend" not in h100
 
     page.locator(".tp-gpu select").select_option(label="A100-80GB")
-    a100 = _wait_info(page, lambda t: "No valid attention backend found" in t, "the A100 verdict")
-    assert "use_sparse=True" in a100 and "dtype=torch.bfloat16" in a100
+    a100 = _wait_details(page, lambda t: "No valid attention backend found" in t, "the A100 verdict")
+    assert "use_sparse=True" in a100 and "cuda-sm80" in a100
+    page.mouse.move(5, 700)  # the cell's hover text off the heatmap
+    page.wait_for_timeout(300)
     page.screenshot(path=str(artifacts_dir / "heatmap-gpu-a100-1366.png"))
 
     # the PP size: set in the sidebar, kept in the address with the GPU
@@ -83,7 +74,8 @@ def test_the_gpu_picker_changes_the_verdict_and_the_link_keeps_gpu_and_pp(server
         other.wait_for_selector(HEATMAP_CANVAS, timeout=LOAD_TIMEOUT)
         assert other.locator(".tp-gpu select").input_value() == "A100-80GB"
         assert other.locator(".tp-pp input").first.input_value() == "2"
-        info = _wait_info(other, lambda t: "No valid attention backend found" in t, "the reopened A100 verdict")
-        assert "use_sparse=True" in info
+        _tap_cell(other, "vLLM", MODEL, "8")
+        info = _wait_details(other, lambda t: "No valid attention backend found" in t, "the reopened A100 verdict")
+        assert "cuda-sm80" in info
     finally:
         other.close()
