@@ -178,9 +178,12 @@ def test_a_grid_on_another_gpu_changes_only_the_cells_the_tables_change(catalog)
         base = driver.load_table("vllm", RELEASE)
         from conformance import platforms
 
-        diff_models = set(platforms.differences(new, base)["model_id"])
-        assert changed and changed <= diff_models | set(catalog["model_id"][~catalog["model_id"].isin(new["model_id"])]), \
-            (pid, sorted(changed - diff_models)[:5])
+        diff = platforms.differences(new, base)
+        judged = diff["outcome_new"].isin(compare.JUDGED) & diff["outcome_sm90"].isin(compare.JUDGED)
+        flips = set(diff.loc[judged & ((diff["outcome_new"] == "built") != (diff["outcome_sm90"] == "built")),
+                             "model_id"])
+        assert flips <= changed, (pid, sorted(flips - changed)[:5])  # every model whose verdicts moved moves here
+        assert changed <= set(diff["model_id"]), (pid, sorted(changed - set(diff["model_id"]))[:5])
 
 
 def test_rules_keyed_by_platform_never_fire_elsewhere(catalog) -> None:

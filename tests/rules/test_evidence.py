@@ -175,16 +175,21 @@ def test_a_gpu_whose_platform_was_never_run_reads_from_source(cat):
     from dashboard import gpus
 
     row = cat.loc[LLAMA]
-    for gpu in ("B200-180GB", "RTX-5090-32GB", "MI300X-192GB"):
+    from dashboard import frameworks
+
+    listed = frameworks.get("vllm").executed_platforms["0.33.0"]
+    ran = ("cuda-sm90", *listed)
+    words = [E.platform_words(p) for p in ran]
+    for gpu in ("MI300X-192GB", "MI355X-288GB"):
         plat = gpus.platform_of(gpu)
         v = rules.check(row, "vllm", 8, platform=plat)
         assert v.evidence == "source", gpu
-        assert v.conformance.ran_elsewhere == ("cuda-sm90", "cuda-sm75", "cuda-sm80", "cuda-sm89")
+        assert v.conformance.ran_elsewhere == ran
         assert v.evidence_text == (f"rules read from vLLM 0.33.0 source for this GPU ({plat}); not executed on it: "
-                                   "vLLM 0.33.0 was run as an H100-80GB (cuda-sm90), as a T4-16GB (cuda-sm75), as an "
-                                   "A100-80GB (cuda-sm80) and as an L40S-48GB (cuda-sm89) only, and kernels and "
-                                   "checks differ by GPU")
-    for gpu in ("T4-16GB", "A10-24GB", "L40S-48GB"):
+                                   f"vLLM 0.33.0 was run {', '.join(words[:-1])} and {words[-1]} only, and kernels "
+                                   "and checks differ by GPU")
+    assert "as an H100-80GB (cuda-sm90), as a T4-16GB (cuda-sm75)" in v.evidence_text
+    for gpu in ("T4-16GB", "A10-24GB", "L40S-48GB", "B200-180GB"):
         plat = gpus.platform_of(gpu)
         v = rules.check(row, "vllm", 8, platform=plat)
         assert v.evidence == "executed" and v.conformance.table == f"{plat}/vllm-0.33.0.parquet", gpu
@@ -198,7 +203,7 @@ def test_a_gpu_whose_platform_was_never_run_reads_from_source(cat):
 
 
 def test_check_and_plan_take_the_evidence_from_the_gpu(shared_dir):
-    """The issue's example, Qwen3-30B-A3B-FP8 at TP 8: run as a T4 now (its platform table), never as a B200."""
+    """The issue's example, Qwen3-30B-A3B-FP8 at TP 8: run as a T4 now (its platform table), never as an MI300X."""
     import subprocess
     import sys
 
@@ -209,18 +214,18 @@ def test_check_and_plan_take_the_evidence_from_the_gpu(shared_dir):
                             "--tp", "8", "--gpu", gpu, "--json"], capture_output=True, text=True, timeout=300)
         return json.loads(r.stdout)
 
-    b200, t4, h100 = check("B200-180GB"), check("T4-16GB"), check("H100-80GB")
-    assert b200["evidence"] == "source" and b200["executed"] is False
-    assert b200["conformance"]["platform"] == "cuda-sm100" and "cuda-sm90" in b200["conformance"]["ran_elsewhere"]
-    assert "not executed on it" in b200["evidence_text"]
-    assert "executed" not in [f["evidence"] for f in b200["failures"]]
+    mi, t4, h100 = check("MI300X-192GB"), check("T4-16GB"), check("H100-80GB")
+    assert mi["evidence"] == "source" and mi["executed"] is False
+    assert mi["conformance"]["platform"] == "rocm-gfx942" and "cuda-sm90" in mi["conformance"]["ran_elsewhere"]
+    assert "not executed on it" in mi["evidence_text"]
+    assert "executed" not in [f["evidence"] for f in mi["failures"]]
     assert t4["conformance"]["table_platform"] == "cuda-sm75" and t4["conformance"]["table"].startswith("cuda-sm75/")
     assert h100["evidence"] == "executed" and h100["conformance"]["table_platform"] == "cuda-sm90"
     from dashboard import planner
 
     rec = load_catalog().set_index("model_id", drop=False).loc[LLAMA]
-    b = planner.plan(rec, 8, "B200-180GB", context_len=8192)
-    assert set(b["evidence"]) == {"source"}
+    b = planner.plan(rec, 8, "MI300X-192GB", context_len=8192)
+    assert set(b.loc[b["framework"] == "vllm", "evidence"]) == {"source"}
     assert "executed" in set(planner.plan(rec, 8, "H100-80GB", context_len=8192)["evidence"])
     assert "executed" in set(planner.plan(rec, 8, "A100-80GB", context_len=8192)["evidence"])
 
