@@ -172,6 +172,7 @@ class Rule:
             "executed_in": ", ".join(self.executed_in),
             "exc_type": self.exc_type,
             "ours": self.ours,
+            "platforms": ", ".join(self.platforms),
         }
 
 

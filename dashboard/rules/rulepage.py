@@ -70,6 +70,8 @@ def rules_markdown() -> str:
                 note = (note + f" Verified with: {r.verified_with}").strip()
             if r.exclude_architectures:
                 note = (note + " Not for: " + ", ".join(r.exclude_architectures) + ".").strip()
+            if r.platforms:
+                note = (note + " Judged on the GPU platforms: " + ", ".join(r.platforms) + ".").strip()
             src = ""
             if r.source_url:
                 src = f"[{r.source_url.split('/blob/')[-1][:48]}]({r.source_url})"
