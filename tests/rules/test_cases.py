@@ -10,10 +10,11 @@ same architecture where the row's note names one (:data:`SAME_ARCHITECTURE`, a `
 file with the case's stated numbers and quantization laid over it); else a record built from the case's
 ``shape_json``.
 
-The product's rules take no GPU or platform (``dashboard.rules.check`` has no GPU argument; per-platform
-conformance tables are issue 23's work), so rows whose outcome the report ties to a GPU or platform (Marlin
-kernels, AITER on ROCm, NVFP4 below Blackwell), or to pipeline support per architecture, are strict expected
-failures in :data:`MISSES` with the precise reason, as is every other row the current product gets wrong.
+The product's platform rules (``dashboard.rules.check(..., platform=)``) are those vLLM 0.33.0 executed on each
+CUDA platform stand-in (attention backends, the FP8 MoE kernel, quantization minimums; issue 23). Rows whose
+outcome the report ties to a GPU check outside them (Marlin's tile check, AITER on ROCm, NVFP4 below
+Blackwell), to an older release, or to pipeline support per architecture, are strict expected failures in
+:data:`MISSES` with the precise reason, as is every other row the current product gets wrong.
 No rule is changed to fit a row.
 """
 
@@ -202,14 +203,15 @@ CASE_KINDS = {
     "ep_layout": {"moe_experts"},
 }
 
-_PLATFORM = "platform-specific, not modelled until issue 23's platform tables (dashboard.rules.check takes no GPU)"
+_PLATFORM = ("platform-specific: a GPU check outside the platform rules executed so far (vLLM 0.33.0 on the CUDA "
+             "stand-ins: attention backends, FP8 MoE kernel, quantization minimums)")
 #: Rows the current product gets wrong: case_id -> (kind of miss, why). Strict expected failures.
 _MARLIN = ("platform-specific: vLLM's Marlin min_thread_k check (input_size_per_partition % 128, "
            "marlin_utils.py) runs on sm80+ GPUs where awq / gptq / w8a16 checkpoints are upgraded to the Marlin "
-           "kernel; the product has no Marlin rule and no GPU argument, not modelled until issue 23's platform "
-           "tables")
-_AITER = ("platform-specific: AITER MLA on ROCm decodes only 16 or 128 heads per rank; the product has no ROCm "
-          "attention-backend rule and no GPU argument, not modelled until issue 23's platform tables")
+           "kernel; no platform table reaches it (the catalog's AWQ/GPTQ checkpoints pass it on the A100 and T4 "
+           "tables) and the product has no Marlin rule")
+_AITER = ("platform-specific: AITER MLA on ROCm decodes only 16 or 128 heads per rank; the ROCm stand-in is not "
+          "faithful with vLLM's CUDA wheel (data/conformance/README.md), so no ROCm attention rule exists")
 MISSES: dict[str, tuple[str, str]] = {
     "Y05": ("platform", f"{_MARLIN}; 10944 % 128 = 64 fails even at TP 1 (awq auto-upgraded to awq_marlin); the "
                         "product finds no failure"),
