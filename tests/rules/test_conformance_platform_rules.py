@@ -207,3 +207,25 @@ def test_a_rocm_platform_gets_no_cuda_attention_answer(catalog) -> None:
 def test_readme_documents_the_attention_facts() -> None:
     text = (ROOT / "data" / "conformance" / "README.md").read_text()
     assert "python -m conformance attention" in text
+
+
+def test_check_offers_only_layouts_that_start_on_the_users_gpu(shared_dir) -> None:
+    """The issue's example on a T4: Qwen3-30B-A3B-FP8 at TP 8 is refused by the FP8 MoE kernel rule, and every
+    layout check offers instead starts on a T4 (TP 4 EP off refuses there too: the table's own cells)."""
+    import subprocess
+    import sys
+
+    cfg = shared_dir / "hub-configs" / "Qwen--Qwen3-30B-A3B-FP8.json"
+    r = subprocess.run([sys.executable, "-m", "dashboard.cli", "check", str(cfg), "--framework", "vllm", "--tp", "8",
+                        "--gpu", "T4-16GB", "--json"], capture_output=True, text=True, timeout=300)
+    doc = json.loads(r.stdout)
+    assert doc["first_error"]["rule_id"] == "vllm.kernel.fp8_moe_backend"
+    assert doc["evidence"] == "executed" and doc["conformance"]["table_platform"] == "cuda-sm75"
+    table = driver.load_table("vllm", RELEASE, "cuda-sm75")
+    cells = table[table["model_id"] == "Qwen/Qwen3-30B-A3B-FP8"]
+    for alt in doc["alternatives"]:
+        if alt["pp"] == 1 and alt["dp"] == 1:  # a cell the T4 table holds
+            hit = cells[(cells["tp"] == alt["tp"]) & (cells["ep"] == bool(alt["expert_parallel"]))
+                        & (cells["dp"] == 1)]
+            assert (hit["outcome"] == "built").all(), alt
+    assert not any(a["tp"] == 4 and not a["expert_parallel"] and a["pp"] == 1 for a in doc["alternatives"])
