@@ -4,6 +4,7 @@ spells it, the labels, and the node-spanning rules."""
 from __future__ import annotations
 
 import math
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -47,13 +48,14 @@ def enumerate_layouts(n_gpus: int, framework: str, *, moe: bool, release: str | 
     return df
 
 
-def unique_rows(lays: pd.DataFrame, keys: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The distinct rule / memory parameter rows of ``lays`` as columns named as the rules name them
+def unique_rows(lays: pd.DataFrame | Mapping[str, np.ndarray], keys: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The distinct rule / memory parameter rows of ``lays`` (a frame, or a mapping of equal-length arrays)
+    as columns named as the rules name them
     (``tp, pp, dp, ep, dp_attention, expert_parallel``; a mapping of arrays, which
     :func:`dashboard.rules.layout_grid` takes without building a frame) and, per row of ``lays``, the
     index of its distinct row."""
     seen: dict[tuple, int] = {}
-    codes = np.empty(len(lays), dtype=np.int64)
+    codes = np.empty(len(lays[keys[0]]), dtype=np.int64)
     for i, t in enumerate(zip(*(lays[k].tolist() for k in keys))):
         codes[i] = seen.setdefault(t, len(seen))
     names = ["tp", "pp", "dp", "ep", "dp_attention", "expert_parallel"]
