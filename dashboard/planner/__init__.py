@@ -63,7 +63,7 @@ from dashboard.planner.inputs import (  # noqa: F401
     CACHE_LOCK, prepared, resolve_record, weight_kind, weight_kind_cols)
 from dashboard.planner.enumeration import (  # noqa: F401
     CONTEXT_COLUMNS, CROSS_NODE_HINTS, EVEN_SPREAD_FRAMEWORKS, cross_node, cross_node_message, enumerate_layouts,
-    layout_label, layouts_cached, sglang_default_max_running_requests, unique_rows,
+    layout_label, layout_labels, layouts_cached, sglang_default_max_running_requests, unique_rows,
     vllm_default_max_num_seqs)
 from dashboard.planner.plan import (  # noqa: F401
     check_args, check_frameworks, check_versions, launch_commands, plan)

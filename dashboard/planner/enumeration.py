@@ -54,13 +54,19 @@ def unique_rows(lays: pd.DataFrame | Mapping[str, np.ndarray], keys: list[str]) 
     (``tp, pp, dp, ep, dp_attention, expert_parallel``; a mapping of arrays, which
     :func:`dashboard.rules.layout_grid` takes without building a frame) and, per row of ``lays``, the
     index of its distinct row."""
-    seen: dict[tuple, int] = {}
-    codes = np.empty(len(lays[keys[0]]), dtype=np.int64)
-    for i, t in enumerate(zip(*(lays[k].tolist() for k in keys))):
-        codes[i] = seen.setdefault(t, len(seen))
+    n = len(lays[keys[0]])
     names = ["tp", "pp", "dp", "ep", "dp_attention", "expert_parallel"]
-    rows = list(seen)
-    uniq = {n: np.array([r[j] for r in rows], dtype=bool if j >= 4 else np.int64) for j, n in enumerate(names)}
+    if n == 0:
+        return {nm: np.zeros(0, dtype=bool if j >= 4 else np.int64) for j, nm in enumerate(names)}, np.zeros(0, np.int64)
+    stacked = np.stack([np.asarray(lays[k], dtype=np.int64) for k in keys], axis=1)
+    _, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+    # number the distinct rows in order of first appearance
+    by_first = np.argsort(first, kind="stable")
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[by_first] = np.arange(len(first))
+    codes = rank[inverse.reshape(-1)]
+    rows = stacked[first[by_first]]
+    uniq = {nm: rows[:, j].astype(bool if j >= 4 else np.int64) for j, nm in enumerate(names)}
     return uniq, codes
 
 
@@ -92,6 +98,23 @@ def layout_label(tp, pp, dp, attn_dp, ep, framework) -> str:
     if ep > 1:
         text += f" EP {ep}"
     return text
+
+
+def layout_labels(tp, pp, dp, attn_dp, ep) -> list[str]:
+    """:func:`layout_label` of every row of the equal-length integer arrays, vectorized (numpy string ufuncs)."""
+    tp, pp, dp, attn_dp, ep = (np.asarray(x, dtype=np.int64) for x in (tp, pp, dp, attn_dp, ep))
+    if not len(tp):
+        return []
+    add = np.strings.add
+
+    def part(word: str, v: np.ndarray, on: np.ndarray) -> np.ndarray:
+        return np.where(on, add(word, v.astype(str)), "")
+
+    text = add("TP ", tp.astype(str))
+    for word, v, on in ((" × PP ", pp, pp > 1), (" × DP ", dp, dp > 1), (" attn-DP ", attn_dp, attn_dp > 1),
+                        (" EP ", ep, ep > 1)):
+        text = add(text, part(word, v, on))
+    return text.astype(object).tolist()
 
 
 #: vLLM's ``--max-num-seqs`` default (:func:`dashboard.frameworks.vllm.serving.default_max_num_seqs`).

@@ -14,7 +14,7 @@ from dashboard.launch import command_model
 from dashboard.frameworks.sglang import attn_dp_with_replicas as sglang_attn_dp_with_replicas
 from dashboard.planner.common import COLUMNS, PLAN_FRAMEWORKS
 from dashboard.planner.enumeration import (
-    CONTEXT_COLUMNS, CROSS_NODE_HINTS, cross_node, cross_node_message, layout_label, layouts_cached, unique_rows)
+    CONTEXT_COLUMNS, CROSS_NODE_HINTS, cross_node, cross_node_message, layout_labels, layouts_cached, unique_rows)
 from dashboard.planner.hardware import dtype_check_note, dtype_refusal, gpu_info, vllm_auto_dtype
 from dashboard.planner.inputs import prepared, resolve_record, weight_kind_cols
 from dashboard.rules.evidence import config_hash, evidence_for
@@ -303,8 +303,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     fits = starts & (total >= need)
     why = [("" if f else (r if not st else f"holds {t} sequences of {ctx} tokens, fewer than the {need} asked"))
            for f, st, r, t in zip(fits, starts, refusal, total.tolist())]
-    labels = [layout_label(*v) for v in zip(tp.tolist(), pp.tolist(), dp.tolist(), groups.tolist(),
-                                              L["ep"].tolist(), fw_arr)]
+    labels = layout_labels(tp, pp, dp, groups, L["ep"])
     tok_na = ~np.isfinite(tokens)
     data = {
         "framework": fw_arr, "release": np.array([releases[f] for f in fw_arr], dtype=object), "layout": labels,

@@ -129,3 +129,24 @@ def test_refusals_equal_the_plain_grouping(rec, big):
     pd.testing.assert_frame_equal(got, ref)
     small = planner.plan(rec, 16, "H100-80GB", context_len=32768, frameworks=("sglang",))
     pd.testing.assert_frame_equal(planner.refusals(small), _refusals_reference(small))
+
+
+def test_vectorized_labels_and_distinct_rows_equal_the_row_by_row_helpers(big):
+    cols = [big[c].to_numpy() for c in ("tp", "pp", "dp", "attn_dp", "ep")]
+    assert planner.layout_labels(*cols) == [planner.layout_label(*v, None) for v in zip(*(c.tolist() for c in cols))]
+    assert planner.layout_labels([], [], [], [], []) == []
+    keys = ["tp", "pp", "dp", "attn_dp", "ep", "fits"]
+    uniq, codes = planner.unique_rows(big, keys)
+    seen: dict[tuple, int] = {}
+    want = [seen.setdefault(t, len(seen)) for t in zip(*(big[k].tolist() for k in keys))]
+    assert codes.tolist() == want
+    firsts = list(seen)
+    names = ["tp", "pp", "dp", "ep", "dp_attention", "expert_parallel"]
+    for j, nm in enumerate(names):
+        want_col = [bool(r[j]) if j >= 4 else int(r[j]) for r in firsts]
+        assert uniq[nm].tolist() == want_col, nm
+    small = {"a": np.array([3, 1, 3, 2, 1]), "b": np.array([0, 1, 0, 1, 1])}
+    u, c = planner.unique_rows({**small, "c": small["a"], "d": small["a"], "e": small["b"], "f": small["b"]},
+                               list("abcdef"))
+    assert c.tolist() == [0, 1, 0, 2, 1] and u["tp"].tolist() == [3, 1, 2]
+    assert u["expert_parallel"].dtype == bool
