@@ -70,7 +70,7 @@ from dashboard.planner.plan import (  # noqa: F401
 from dashboard.planner.formatting import (  # noqa: F401
     RANKING_NOTE, best, format_table, fraction_notes, plan_to_dict, refusals, without_attrs)
 from dashboard.planner.ranking import (  # noqa: F401
-    NEAR_TIE, best_per_row, near_ties, rank_order)
+    NEAR_TIE, best_per_group, best_per_row, near_ties, rank_order)
 from dashboard.planner.plan_catalog import (  # noqa: F401
     IDENTITY_COLUMNS, catalog_shapes, plan_catalog)
 from dashboard.planner.cli import (  # noqa: F401

@@ -10,7 +10,7 @@ import pandas as pd
 
 from dashboard import memory
 from dashboard.planner.common import COLUMNS, FW_LABEL, PLAN_FRAMEWORKS, SCHEMA_VERSION
-from dashboard.planner.ranking import RANKING_NOTE, rank_order
+from dashboard.planner.ranking import RANKING_NOTE, best_per_group, rank_order
 
 __all__ = ["RANKING_NOTE", "best", "format_table", "fraction_notes", "plan_to_dict", "refusals", "without_attrs"]
 
@@ -74,17 +74,11 @@ def best(plan_df: pd.DataFrame) -> pd.DataFrame:
     (:mod:`dashboard.planner.ranking`) applied to that framework's rows alone: its near-ties (within 10 % of
     its most sequences) prefer fewer pipeline stages, then more replicas. One row each, frameworks in the
     plan's order (the framework of the overall rank 1 first); frameworks with no fitting layout are absent."""
-    ok = without_attrs(plan_df)
-    ok = ok.loc[ok["fits"].to_numpy(dtype=bool)]
-    if ok.empty:
-        return ok.reset_index(drop=True)
-    picks = []
-    for fw in dict.fromkeys(ok["framework"].tolist()):
-        sub = ok.loc[ok["framework"] == fw]
-        order = rank_order(sub["sequences_total"].to_numpy(), sub["pp"].to_numpy(), sub["dp"].to_numpy(),
-                           sub["gpus_per_replica"].to_numpy(), np.ones(len(sub), dtype=bool))
-        picks.append(sub.index[order[0]])
-    return ok.loc[picks].reset_index(drop=True)
+    df = without_attrs(plan_df)
+    picks = best_per_group(df["framework"].to_numpy(dtype=object), df["fits"].to_numpy(dtype=bool),
+                           df["sequences_total"].to_numpy(), df["pp"].to_numpy(), df["dp"].to_numpy(),
+                           df["gpus_per_replica"].to_numpy())
+    return df.iloc[picks].reset_index(drop=True)
 
 
 def _at_share(r: dict, share: float, M: float) -> int:

@@ -19,7 +19,7 @@ from dashboard.planner.hardware import dtype_check_note, dtype_refusal, gpu_info
 from dashboard.planner.inputs import prepared, resolve_record, weight_kind_cols
 from dashboard.rules.evidence import config_hash, evidence_for
 from dashboard.rules.evidence import table as evidence_table
-from dashboard.planner.ranking import rank_order
+from dashboard.planner.ranking import best_per_group, rank_order
 
 
 def launch_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_len: int, kv_dtype: str,
@@ -122,7 +122,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
          frameworks: Sequence[str] = PLAN_FRAMEWORKS, versions: Mapping[str, str | None] | None = None,
          context_len: int, kv_dtype: str = "bf16", weight_dtype: str | None = None,
          min_sequences: int | None = None, cross_node_tp: bool = False,
-         commands: bool = True, cross_node_hint: str = CROSS_NODE_HINTS["api"]) -> pd.DataFrame:
+         commands: bool | str = True, cross_node_hint: str = CROSS_NODE_HINTS["api"]) -> pd.DataFrame:
     """Every way to serve one model on ``gpus`` x ``gpu_type``, per framework, ranked.
 
     Parameters
@@ -144,7 +144,9 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     min_sequences : concurrent sequences a layout must hold to ``fit`` (default 1).
     cross_node_tp : allow a TP group to span nodes (default: TP stays within a node; such layouts are
         refused with ``refusal_kind == "cross_node_tp"``).
-    commands : build the launch commands (``commands`` column; empty tuples when False).
+    commands : build the launch commands (``commands`` column): True for every layout that starts, False for
+        none (empty tuples), ``"best"`` for each framework's best layout only (:func:`dashboard.planner.best`,
+        what :func:`dashboard.planner.format_table` prints; the text of ``tp-planner plan``).
     cross_node_hint : how the cross-node refusal says to allow it, for where it is read
         (:data:`dashboard.planner.enumeration.CROSS_NODE_HINTS`: the API's argument by default, the CLI flag,
         the dashboard's wording).
@@ -332,17 +334,20 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
                    else [v[j] for j in order]) for c, v in data.items()}
     ordered["rank"] = rank
     cmd_model, model_note = command_model(model_id)
+    if commands not in (True, False, "best"):
+        raise ValueError(f"commands must be True, False or 'best', not {commands!r}")
+    ordered["commands"] = [()] * n_rows
     if commands:
         epf = L["expert_parallel"][order]
-        ordered["commands"] = [
-            launch_commands({"framework": ordered["framework"][j], "tp": ordered["tp"][j], "pp": ordered["pp"][j],
-                             "dp": ordered["dp"][j], "attn_dp": ordered["attn_dp"][j], "ep": ordered["ep"][j],
-                             "expert_parallel": bool(epf[j]), "mem_fraction": ordered["mem_fraction"][j]},
-                            cmd_model, gpus_per_node=gpn, context_len=ctx, kv_dtype=kv_dtype,
-                            release=ordered["release"][j]) if ordered["starts"][j] else ()
-            for j in range(n_rows)]
-    else:
-        ordered["commands"] = [()] * n_rows
+        rows = (np.flatnonzero(ordered["starts"]).tolist() if commands is True else
+                best_per_group(ordered["framework"], ordered["fits"], ordered["sequences_total"], ordered["pp"],
+                               ordered["dp"], ordered["gpus_per_replica"]))
+        for j in rows:
+            ordered["commands"][j] = launch_commands(
+                {"framework": ordered["framework"][j], "tp": ordered["tp"][j], "pp": ordered["pp"][j],
+                 "dp": ordered["dp"][j], "attn_dp": ordered["attn_dp"][j], "ep": ordered["ep"][j],
+                 "expert_parallel": bool(epf[j]), "mem_fraction": ordered["mem_fraction"][j]},
+                cmd_model, gpus_per_node=gpn, context_len=ctx, kv_dtype=kv_dtype, release=ordered["release"][j])
     out = pd.DataFrame({c: ordered[c] for c, _ in COLUMNS})
     out.attrs.update(node_note=node_note(n, gpn), command_model=cmd_model, model_note=model_note)
     out.attrs.update(model_id=model_id, gpus=n, gpu=gpu.gpu, gpus_per_node=gpn, context_len=ctx,

@@ -150,3 +150,18 @@ def test_vectorized_labels_and_distinct_rows_equal_the_row_by_row_helpers(big):
                                list("abcdef"))
     assert c.tolist() == [0, 1, 0, 2, 1] and u["tp"].tolist() == [3, 1, 2]
     assert u["expert_parallel"].dtype == bool
+
+
+def test_commands_for_the_best_layouts_only_print_the_same_table(rec, big):
+    """``commands="best"`` (what ``tp-planner plan`` prints as text) builds the commands of each framework's
+    best layout only: the same commands, the same printed table, every other row empty."""
+    for p_all in (big, planner.plan(rec, 16, "H100-80GB", context_len=32768)):
+        p_best = planner.plan(rec, p_all.attrs["gpus"], "H100-80GB", context_len=32768, commands="best")
+        b_all, b_best = planner.best(p_all), planner.best(p_best)
+        assert len(b_all) >= 2 and b_best["commands"].tolist() == b_all["commands"].tolist()
+        assert all(len(c) for c in b_best["commands"])
+        assert sum(1 for c in p_best["commands"] if c) == len(b_best)
+        pd.testing.assert_frame_equal(p_best.drop(columns="commands"), p_all.drop(columns="commands"))
+        assert planner.format_table(p_best, limit=5) == planner.format_table(p_all, limit=5)
+    with pytest.raises(ValueError, match="commands must be"):
+        planner.plan(rec, 8, "H100-80GB", context_len=32768, commands="some")
