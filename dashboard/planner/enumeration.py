@@ -101,20 +101,22 @@ def layout_label(tp, pp, dp, attn_dp, ep, framework) -> str:
 
 
 def layout_labels(tp, pp, dp, attn_dp, ep) -> list[str]:
-    """:func:`layout_label` of every row of the equal-length integer arrays, vectorized (numpy string ufuncs)."""
-    tp, pp, dp, attn_dp, ep = (np.asarray(x, dtype=np.int64) for x in (tp, pp, dp, attn_dp, ep))
-    if not len(tp):
-        return []
-    add = np.strings.add
-
-    def part(word: str, v: np.ndarray, on: np.ndarray) -> np.ndarray:
-        return np.where(on, add(word, v.astype(str)), "")
-
-    text = add("TP ", tp.astype(str))
-    for word, v, on in ((" × PP ", pp, pp > 1), (" × DP ", dp, dp > 1), (" attn-DP ", attn_dp, attn_dp > 1),
-                        (" EP ", ep, ep > 1)):
-        text = add(text, part(word, v, on))
-    return text.astype(object).tolist()
+    """:func:`layout_label` of every row of the equal-length integer arrays (one loop over plain ints: numpy's
+    string ufuncs measured twice as slow on 68,000 rows)."""
+    out: list[str] = []
+    put = out.append
+    for t, p, d, a, e in zip(*(np.asarray(x, dtype=np.int64).tolist() for x in (tp, pp, dp, attn_dp, ep))):
+        text = f"TP {t}"
+        if p > 1:
+            text += f" × PP {p}"
+        if d > 1:
+            text += f" × DP {d}"
+        if a > 1:
+            text += f" attn-DP {a}"
+        if e > 1:
+            text += f" EP {e}"
+        put(text)
+    return out
 
 
 #: vLLM's ``--max-num-seqs`` default (:func:`dashboard.frameworks.vllm.serving.default_max_num_seqs`).
