@@ -154,7 +154,7 @@ def main() -> int:
         sb, sa = summary(runs["before"]), summary(runs["after"])
     print(f"server CPU per control change (model / TP of the selected cell / GPU), {args.changes} changes x "
           f"{args.repeat} processes per tree, in process:")
-    print(line(f"before", sb) + f"  [{args.ref}]")
+    print(line("before", sb) + f"  [{args.ref}]")
     print(line("after", sa) + "  [this checkout]")
     print(f"ratio before/after: median {sb['median_ms'] / max(sa['median_ms'], 1e-9):.2f}x, "
           f"mean {sb['mean_ms'] / max(sa['mean_ms'], 1e-9):.2f}x, p95 {sb['p95_ms'] / max(sa['p95_ms'], 1e-9):.2f}x")

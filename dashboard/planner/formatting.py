@@ -10,7 +10,7 @@ import pandas as pd
 
 from dashboard import memory
 from dashboard.planner.common import COLUMNS, FW_LABEL, PLAN_FRAMEWORKS, SCHEMA_VERSION
-from dashboard.planner.ranking import RANKING_NOTE, best_per_group, rank_order
+from dashboard.planner.ranking import RANKING_NOTE, best_per_group
 
 __all__ = ["RANKING_NOTE", "best", "format_table", "fraction_notes", "plan_to_dict", "refusals", "without_attrs"]
 

@@ -280,8 +280,8 @@ def layout_preview_figure():
                                     nan_color="white")
     cells = fig.rect(x="slot", y="rank", width=1, height=1, source=source, line_color="white", line_width=1.5,
                      fill_color={"field": "kind", "transform": mapper})
-    labels = fig.text(x="slot", y="rank", text="text", source=source, text_color="black", text_font_size="10pt",
-                      text_align="center", text_baseline="middle")
+    fig.text(x="slot", y="rank", text="text", source=source, text_color="black", text_font_size="10pt",
+             text_align="center", text_baseline="middle")
     fig.tools.insert(0, HoverTool(renderers=[cells], tooltips=_PREVIEW_TOOLTIP))
     fig.add_layout(Label(x=PREVIEW_PX // 2 - 60, y=40, x_units="screen", y_units="screen", text="no heads to show",
                          visible=False, name="tp-layout-preview-empty", text_font=FONT))
