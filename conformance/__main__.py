@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from conformance import cluster, driver, libcuda_stub
+from dashboard.gpus import PLATFORMS
 
 DEFAULT_CONFIGS = driver.REPO.parent / "shared" / "hub-configs"
 
@@ -128,6 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     fl.add_argument("--write", action="store_true", help="write the spec (atomically) instead of printing it")
     fl.add_argument("--diff", nargs=3, metavar=("FRAMEWORK", "OLD", "NEW"),
                     help="spellings added and removed between two written specs")
+    at = sub.add_parser("attention", help="vLLM's attention-backend selection per platform stand-in "
+                        "(data/conformance/attention/vllm-<release>-<platform>.json)")
+    at.add_argument("--venv", required=True, help="the vLLM release's virtualenv (outside the repo)")
+    at.add_argument("--platform", nargs="+", default=[p for p, d in PLATFORMS.items() if not d.is_rocm],
+                    help="platform ids (default: every CUDA platform)")
+    at.add_argument("--configs", type=Path, default=DEFAULT_CONFIGS)
+    at.add_argument("--no-models", action="store_true", help="skip the per-model selector calls")
     s = sub.add_parser("stub", help="build the libcuda.so.1 stand-in inside the venv")
     s.add_argument("--venv", required=True)
     args = ap.parse_args(argv)
@@ -136,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
         from conformance import transformers_table
 
         return transformers_table.cli(args)
+    if args.cmd == "attention":
+        from conformance import attention
+
+        libcuda_stub.build(Path(args.venv))
+        attention.run(args.venv, args.platform, configs=None if args.no_models else args.configs)
+        return 0
     if args.cmd == "flags":
         from conformance import flags
 

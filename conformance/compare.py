@@ -29,9 +29,23 @@ def shown_message(exc_type: str, message: str, file: str, line: int) -> str:
     return f"{exc_type} (no message) at {file}:{line}"
 
 
-def predictions(table: pd.DataFrame, catalog: pd.DataFrame, framework: str, version: str) -> pd.DataFrame:
+def table_platform(table: pd.DataFrame) -> str | None:
+    """The one GPU platform a table ran as (its ``platform`` column, a :data:`dashboard.gpus.PLATFORMS` id), None
+    when it has none, several, or ran on the CPU (``cpu``, Megatron-Core's ``cpu-meta``)."""
+    from dashboard import gpus
+
+    if "platform" not in table.columns:
+        return None
+    p = table["platform"].dropna().astype(str).unique()
+    return str(p[0]) if len(p) == 1 and p[0] in gpus.PLATFORMS else None
+
+
+def predictions(table: pd.DataFrame, catalog: pd.DataFrame, framework: str, version: str,
+                platform: str | None = None) -> pd.DataFrame:
     """The rules engine's verdict for every judged cell of ``table`` (same index): ``valid``,
-    ``rule_id``, ``message`` (first failing rule) and ``location`` (its raise site)."""
+    ``rule_id``, ``message`` (first failing rule) and ``location`` (its raise site). The cells are judged on
+    ``platform`` (default: the table's own, :func:`table_platform`)."""
+    platform = platform or table_platform(table)
     cells = table[table["outcome"].isin(JUDGED)]
     cat = catalog.set_index("model_id", drop=False)
     out = []
@@ -43,7 +57,8 @@ def predictions(table: pd.DataFrame, catalog: pd.DataFrame, framework: str, vers
             continue
         tps = sorted(grp["tp"].unique())
         # how the table's cell group maps to layouts is the framework's (its conformance adapter)
-        parts = [rules.grid(cat.loc[models], tp_sizes=t, frameworks=[framework], version=version, **kw)
+        parts = [rules.grid(cat.loc[models], tp_sizes=t, frameworks=[framework], version=version,
+                            platform=platform, **kw)
                  for t, kw in adapter.layouts(int(dp), bool(ep), bool(vdp), int(pp), tps)]
         g = parts[0] if len(parts) == 1 else pd.concat(parts)
         g = g.set_index(["model_id", "tp"])
@@ -60,10 +75,11 @@ def predictions(table: pd.DataFrame, catalog: pd.DataFrame, framework: str, vers
         columns=["valid", "rule_id", "message", "location"])
 
 
-def compare(table: pd.DataFrame, catalog: pd.DataFrame, framework: str, version: str) -> pd.DataFrame:
+def compare(table: pd.DataFrame, catalog: pd.DataFrame, framework: str, version: str,
+            platform: str | None = None) -> pd.DataFrame:
     """One row per judged table cell present in the catalog: what the framework did, what the engine
-    says, and whether verdict / message / location agree."""
-    pred = predictions(table, catalog, framework, version)
+    says (on ``platform``, default the table's), and whether verdict / message / location agree."""
+    pred = predictions(table, catalog, framework, version, platform)
     t = table.loc[pred.index].copy()
     t["table_valid"] = t["outcome"] == "built"
     t["table_message"] = [shown_message(a, b, c, d) for a, b, c, d in

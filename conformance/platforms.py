@@ -6,8 +6,9 @@ Pure pandas over two committed tables (``data/conformance/<platform>/<fw>-<versi
 cuda-sm90 ``data/conformance/<fw>-<version>.parquet``): no framework install. A cell *differs* when both
 tables hold it and the outcome, or for two refusals the first error (exception type, message, raise site
 ``file:line``), is not the same. :func:`update` writes the summary into ``data/conformance/README.md``
-between ``<!-- platform <P> <fw> <version> -->`` markers (the rules engine is not consulted: it is not keyed
-by platform yet).
+between ``<!-- platform <P> <fw> <version> -->`` markers, with the rules engine's agreement on the platform's
+table (judged on that platform) and its remaining first-error mismatches (``<!-- mismatches <fw>-<version>-<P>
+-->``, held by ``tests/rules/test_conformance_platform_rules.py``).
 """
 
 from __future__ import annotations
@@ -149,7 +150,14 @@ def update(version: str, platform: str, framework: str = "vllm") -> str:
     new = driver.load_table(framework, version, platform)
     base = driver.load_table(framework, version)
     key = f"{platform} {framework} {version}"
-    block = f"<!-- platform {key} -->\n" + section(framework, version, platform, new, base) + f"<!-- /platform {key} -->"
+    from conformance import report
+    from dashboard import frameworks
+    from dashboard.catalog import load_catalog
+
+    rules_part = report.section(version, new, load_catalog(), framework, key=f"{framework}-{version}-{platform}",
+                                title=f"##### Rules engine vs {frameworks.get(framework).label} {version} on {platform}")
+    block = (f"<!-- platform {key} -->\n" + section(framework, version, platform, new, base) + "\n" + rules_part
+             + f"<!-- /platform {key} -->")
     text = README.read_text(encoding="utf-8") if README.exists() else ""
     pat = re.compile(rf"<!-- platform {re.escape(key)} -->.*?<!-- /platform {re.escape(key)} -->", re.S)
     if pat.search(text):

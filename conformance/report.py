@@ -77,18 +77,22 @@ def _reason(row, reasons: tuple[tuple[str, str], ...] = ()) -> str:
     return f"the engine's first rule is {row.engine_rule} ({row.engine_location or 'no site'})"
 
 
-def section(release: str, table: pd.DataFrame, catalog: pd.DataFrame, framework: str = "vllm") -> str:
+def section(release: str, table: pd.DataFrame, catalog: pd.DataFrame, framework: str = "vllm", *,
+            key: str | None = None, title: str | None = None) -> str:
+    """The README block of one table: outcome counts, the rules engine's agreement (judged on the table's own
+    platform) and the first-error mismatches that remain, between ``<!-- mismatches <key> -->`` markers
+    (``key`` default: the adapter's release key; ``title`` default ``### <label> <release>``)."""
     fw = frameworks.get(framework)
     adapter = fw.conformance()
     label = fw.label
-    key = adapter.readme_key(framework, release)
+    key = key or adapter.readme_key(framework, release)
     why = unjudged(table, framework)
     stale = why != ""
     cmp = compare.compare(table[~stale], catalog, framework, release)
     s = compare.summary(cmp)
     counts = table["outcome"].value_counts().reindex(list(driver.OUTCOMES), fill_value=0)
     esc = lambda t: str(t).replace("|", "\\|").replace("\n", " ")[:120]  # noqa: E731
-    lines = [f"### {label} {release}", "",
+    lines = [title or f"### {label} {release}", "",
              f"{len(table)} cells, {table['model_id'].nunique()} models: " +
              ", ".join(f"{k} {int(v)}" for k, v in counts.items()) +
              f" (harness_error {counts['harness_error'] / len(table):.1%}).", ""]

@@ -544,6 +544,15 @@ def run_cell(model_dir: str, cell: dict) -> dict:
         rec["reason"] = "import of vLLM's model loader failed"
         return rec
     install_groups(cell["tp"], cell["pp"], cell["dp"], ep_world)
+    # one server selects attention backends for one model: vLLM caches each selection per process
+    # (vllm/v1/attention/selector.py @cache _cached_get_attn_backend), and some backends' checks read the
+    # model config (qk_nope_head_dim, index_topk), so a cached answer from another model must not be reused
+    try:
+        from vllm.v1.attention import selector as _selector
+
+        _selector._cached_get_attn_backend.cache_clear()
+    except Exception:  # noqa: BLE001 - releases without the cache
+        pass
     # the model runner initializes the workspace manager before loading the model (GPUModelRunner)
     try:
         from vllm.v1.worker import workspace
@@ -600,14 +609,60 @@ def registry(version: str) -> dict:
             "model_types": wc.config_model_types("vllm.transformers_utils")}
 
 
+def preload_attention_backends() -> None:
+    """Import every attention backend class once with ``torch.empty/zeros/ones/full(device="cuda")`` giving meta
+    tensors: ``mla/cutlass_mla.py:99`` allocates a 128 MB CUDA workspace at import, which the GPU-less stand-in
+    cannot (the harness allocates nothing); vLLM's selection then finds the module loaded. A backend that does
+    not import is left for vLLM's own selection to meet (it records ImportError as a reason)."""
+    import contextlib
+
+    import torch
+
+    @contextlib.contextmanager
+    def on_meta():
+        names = ("empty", "zeros", "ones", "full")
+        saved = {n: getattr(torch, n) for n in names}
+
+        def wrap(fn):
+            def inner(*a, **kw):
+                if kw.get("device") is not None and str(kw["device"]).startswith("cuda"):
+                    kw["device"] = "meta"
+                return fn(*a, **kw)
+            return inner
+
+        for n in names:
+            setattr(torch, n, wrap(saved[n]))
+        try:
+            yield
+        finally:
+            for n, f in saved.items():
+                setattr(torch, n, f)
+
+    try:
+        from vllm.v1.attention.backends.registry import AttentionBackendEnum
+    except Exception:  # noqa: BLE001 - releases without the registry
+        return
+    with on_meta():
+        for b in AttentionBackendEnum:
+            if not b.value:
+                continue
+            try:
+                b.get_class()
+            except Exception:  # noqa: BLE001
+                pass
+
+
 def setup(platform_kind: str, device: dict | None = None) -> str:
     """Install the platform stand-in (answering as ``device``, the job's descriptor), import vLLM, then the
-    in-process inspection and stream stand-ins; returns vLLM's version."""
+    in-process inspection and stream stand-ins, and the attention backends (:func:`preload_attention_backends`);
+    returns vLLM's version."""
     install_platform(platform_kind, device)
     import vllm
 
     inspect_in_process()
     install_streams()
+    if platform_kind != "cpu":
+        preload_attention_backends()
     return vllm.__version__
 
 

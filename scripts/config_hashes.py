@@ -31,6 +31,10 @@ def tables() -> list[Path]:
             p = evidence.table_file(fw, rel)
             if p is not None:
                 out[p] = None
+            for plat in frameworks.get(fw).executed_platforms.get(rel, ()):  # data/conformance/<platform>/
+                p = evidence.table_file(fw, rel, plat)
+                if p is not None:
+                    out[p] = None
     return list(out)
 
 

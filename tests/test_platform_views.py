@@ -29,11 +29,14 @@ def test_the_heatmap_and_details_follow_the_sidebar_gpu(app):
     details = app.validity._details._html.object
     assert "Reproduced by running vLLM 0.33.0&#x27;s own code on this config and layout, as an H100-80GB" in details
     assert "ran as an H100-80GB (cuda-sm90)." in _summary(app)
-    app.state.gpu = "T4-16GB"
+    app.state.gpu = "MI300X-192GB"
     details = app.validity._details._html.object
     assert "Reproduced" not in details
-    assert esc("Rules read from vLLM 0.33.0 source for this GPU (cuda-sm75); not executed on it") in details
-    assert "Your GPU, T4-16GB (cuda-sm75), was never run through the conformance harness" in _summary(app)
+    assert esc("Rules read from vLLM 0.33.0 source for this GPU (rocm-gfx942); not executed on it") in details
+    assert "Your GPU, MI300X-192GB (rocm-gfx942), was never run through the conformance harness" in _summary(app)
+    app.state.gpu = "T4-16GB"  # a platform whose table was run: its own table backs the verdict
+    details = app.validity._details._html.object
+    assert "as a T4-16GB (cuda-sm75); conformance table cuda-sm75/vllm-0.33.0.parquet" in details
     app.state.gpu = "other:24"  # a card given by its memory: family unknown, the tables' own platform is named
     assert "ran as an H100-80GB (cuda-sm90)." in _summary(app)
     app.state.gpu = "H200-141GB"  # another Hopper card: the H100's table is its platform's

@@ -46,7 +46,7 @@ def data_readme(df: pd.DataFrame | None = None) -> str:
         "",
         "```bash",
         "# rebuild from the snapshot folder (exactly one row per file; atomic write; sidecars from data/sidecars)",
-        "python scripts/build_catalog.py ../shared/hub-configs",
+        "python scripts/build_catalog.py ../shared/hub-configs --fetched-at 2026-12-01T22:43:01Z",
         "# same, as a module",
         "python -m dashboard.catalog build ../shared/hub-configs -o data/catalog.parquet",
         "# add or refresh models from the Hub (rows from earlier runs are kept; needs network / HF_TOKEN for gated repos)",
@@ -119,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("folder")
     b.add_argument("-o", "--output", default=str(default_catalog_path()))
     b.add_argument("--merge", action="store_true", help="keep rows of the existing output absent from the folder")
+    b.add_argument("--fetched-at", default=None, metavar="ISO-UTC",
+                   help="when the snapshot's configs were fetched (e.g. 2026-12-01T22:43:01Z), for every row; default "
+                        "each file's modification time (which a copy of the folder resets)")
     b.add_argument("--sidecars", default=str(default_sidecars_dir()),
                    help="folder of <org>--<name>/quantize_config.json sidecars (default: data/sidecars)")
     sub.add_parser("aliases", help="regenerate dashboard/catalog/tf_snapshot.py from the installed transformers")
@@ -146,7 +149,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {safe_text(args.output)}")
         return 0
     try:
-        df = build_catalog(args.folder, sidecars=args.sidecars)
+        if args.fetched_at is not None:
+            import datetime as _dt
+
+            try:
+                _dt.datetime.fromisoformat(args.fetched_at.replace("Z", "+00:00"))
+            except ValueError:
+                print(f"error: --fetched-at must be an ISO 8601 time such as 2026-12-01T22:43:01Z, "
+                      f"got {args.fetched_at[:40]!r}", file=sys.stderr)
+                return 2
+        df = build_catalog(args.folder, sidecars=args.sidecars, fetched_at=args.fetched_at)
     except OSError as exc:
         return fail(str(exc))
     if not len(df):  # a wrong path must not replace a catalog with an empty one

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dashboard.catalog.aliases import MAX_HEADS
-from dashboard.catalog.values import as_int, short_repr
+from dashboard.catalog.values import as_int, clean_str, short_repr
 from dashboard.catalog.fields import per_layer_int, Reader
 from dashboard.catalog.quirks import quirks_of
 
@@ -162,6 +162,12 @@ def fill_layers(rec: dict, r: Reader, notes: list[str]) -> None:
     rec["num_linear_attention_layers"] = linear
     rec["num_cross_attention_layers"] = cross
     rec["sliding_window"] = window if sliding else None
+    bidi, _ = r.raw("use_bidirectional_attention", fallback_top=False, tf=False)
+    if isinstance(bidi, bool):  # some configs (e.g. Laguna) give a flag, not Gemma's "vision" / "all"
+        rec["bidirectional_attention"] = "true" if bidi else "false"
+    else:
+        rec["bidirectional_attention"] = clean_str(bidi, "use_bidirectional_attention", notes, cap=20) \
+            if bidi is not None else None
     if window is not None and not sliding and use_sw is not False:
         notes.append(f"sliding_window={window} given but no sliding-window layers")
 

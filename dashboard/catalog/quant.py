@@ -58,6 +58,31 @@ _NAME_QUANT = (("nvfp4", "modelopt", "nvfp4", 4), ("mxfp4", "mxfp4", "mxfp4", 4)
                ("awq", "awq", "", 4), ("gptq", "gptq", "", 4), ("int4", "", "", 4), ("w4a16", "", "", 4))
 
 
+def kv_cache_quant(q: Mapping, notes: list[str]) -> str | None:
+    """The KV-cache quantization a ``quantization_config`` declares (schema ``kv_cache_quant``): the first of
+    ``quantization.kv_cache_scheme``, ``kv_cache_scheme``, ``quantization.kv_cache_quant_algo``,
+    ``kv_cache_quant_algo`` that is set -- the order vLLM 0.33.0 reads them in
+    (``vllm/utils/torch_utils.py:443-495 get_kv_cache_quant_algo_string``). A scheme object is written
+    ``<type><num_bits>`` (``float8``), ``-dynamic`` appended when its ``dynamic`` is true; a string is
+    lower-cased. None when none is set; noted when unreadable."""
+    inner = q.get("quantization") if isinstance(q.get("quantization"), Mapping) else {}
+    v = inner.get("kv_cache_scheme") or q.get("kv_cache_scheme") or inner.get("kv_cache_quant_algo") \
+        or q.get("kv_cache_quant_algo")
+    if not v:
+        return None
+    if isinstance(v, Mapping):
+        typ, bits = v.get("type"), v.get("num_bits")
+        if not isinstance(typ, str) or isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= 64:
+            notes.append(f"kv_cache_scheme unreadable ({short_repr(dict(list(v.items())[:4]), 60)})")
+            return None
+        typ = clean_str(typ, "kv_cache_scheme.type", notes, cap=20)
+        return f"{typ}{bits}{'-dynamic' if v.get('dynamic') is True else ''}"
+    if isinstance(v, str):
+        return clean_str(v.strip().lower(), "kv_cache_quant_algo", notes, cap=40) or None
+    notes.append(f"KV-cache quantization unreadable ({type(v).__name__}): ignored")
+    return None
+
+
 def fill_quant(rec: dict, cfg: Mapping, text: Mapping, notes: list[str], sidecar: tuple[str, dict] | None = None) -> None:
     """Quantization columns of one config into ``rec``: method, weight bits, block-FP8 block shape, KV-cache
     dtype, and the per-part coverage (:func:`dashboard.catalog.quant_coverage.coverage`). ``sidecar`` is
@@ -81,13 +106,20 @@ def fill_quant(rec: dict, cfg: Mapping, text: Mapping, notes: list[str], sidecar
         for token, method, fmt, bits in _NAME_QUANT:
             if re.search(rf"(^|[-_.]){token}($|[-_.])", name):
                 rec["is_quantized"] = True
+                if token == "fp8" and str(rec.get("org") or "").lower() == "nvidia":
+                    # NVIDIA's FP8 exports are ModelOpt checkpoints (hf_quant_config.json, quant_algo FP8),
+                    # as their NVFP4 ones are: what vLLM reads when config.json has no quantization_config
+                    # (vllm/transformers_utils/config.py:955-962)
+                    method, fmt = "modelopt", "fp8"
                 rec["quant_method"] = method or None
                 rec["quant_format"] = fmt or None
                 rec["quant_bits"] = bits
-                notes.append(f"no quantization_config in config.json; '{token}' in the repo name: quantized checkpoint inferred")
+                notes.append(f"no quantization_config in config.json; '{token}' in the repo name: quantized checkpoint inferred"
+                             + (" (an NVIDIA ModelOpt export)" if method == "modelopt" else ""))
                 break
         return
     rec["is_quantized"] = True
+    rec["kv_cache_quant"] = kv_cache_quant(q, notes)
     method = clean_str(q.get("quant_method"), "quant_method", notes, cap=60)
     qa = q.get("quant_algo")
     qa = qa.strip() if isinstance(qa, str) else None

@@ -52,6 +52,19 @@ def gpu_platform(req: Request) -> str | None:
         return None
 
 
+def gpu_device_name(req: Request) -> str | None:
+    """The name ``req.gpu`` reports to the engine (``data/gpus.csv`` ``name``: "NVIDIA A10"), printed by the
+    messages that name the device; None without a GPU or for a card given by its memory only."""
+    if not req.gpu or gpu_platform(req) is None:
+        return None
+    from dashboard import gpus
+
+    try:
+        return str(gpus.gpu_row(req.gpu)["name"]) or None
+    except ValueError:
+        return None
+
+
 def platform_issue(req: Request) -> Issue | None:
     """The refusal of a framework on a GPU family it does not run on (``Framework.platform_refusal``: TensorRT-LLM
     on AMD, an engine below its minimum compute capability); None when it runs there or the GPU is given by its
@@ -196,7 +209,7 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     try:
         v = rules.check(typed, req.framework, req.tp, version=req.version, pp=req.pp, dp=req.dp, ep=req.ep,
                         dp_attention=req.dp_attention, vision_dp=req.vision_dp, expert_parallel=req.expert_parallel,
-                        platform=gpu_platform(req))
+                        platform=gpu_platform(req), device_name=gpu_device_name(req))
     except ValueError as e:
         raise CheckInputError(printable(e, 300)) from None
     issues = [hit_issue(h) for h in v.failures]

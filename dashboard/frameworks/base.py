@@ -102,6 +102,9 @@ class Framework:
     #: A platform is listed only once the rules are held to its table (tests/rules/test_conformance*.py):
     #: until then a verdict for a GPU of that platform is evidence ``source`` for that GPU.
     executed_platforms: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    #: Whether some of the framework's rules read the GPU platform (``Ctx.platform``: kernel and attention-backend
+    #: selection): its grids are then computed per platform, the others' once for every GPU.
+    platform_keyed_rules: ClassVar[bool] = False
     #: The name a release number follows in notices ("vLLM 0.22.0", "transformers 5.24.0"); the id when "".
     release_label: ClassVar[str] = ""
 

@@ -15,7 +15,7 @@ from dashboard.frameworks.sglang import attn_dp_with_replicas as sglang_attn_dp_
 from dashboard.planner.common import COLUMNS, PLAN_FRAMEWORKS
 from dashboard.planner.enumeration import (
     CONTEXT_COLUMNS, CROSS_NODE_HINTS, cross_node, cross_node_message, layout_labels, layouts_cached, unique_rows)
-from dashboard.planner.hardware import dtype_check_note, dtype_refusal, gpu_info, vllm_auto_dtype
+from dashboard.planner.hardware import dtype_check_note, dtype_refusal, gpu_info, rules_platform, vllm_auto_dtype
 from dashboard.planner.inputs import prepared, resolve_record, weight_kind_cols
 from dashboard.rules.evidence import config_hash, evidence_for
 from dashboard.rules.evidence import table as evidence_table
@@ -192,11 +192,12 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     valid = np.zeros(n_rows, dtype=bool)
     status, failures, first, first_rule = (np.empty(n_rows, dtype=object) for _ in range(4))
     fw_rows = {fw: np.flatnonzero(fw_arr == fw) for fw in fws}
+    on_gpu = rules_platform(gpu_type)  # the rules judge on the GPU's platform
     for fw, rows in fw_rows.items():
         if not len(rows):
             continue
         uniq, u = unique_rows({c: L[c][rows] for c in keys}, keys)
-        rg = rules.layout_grid(df, uniq, [fw], versions=vers, detail=True, model_memo=model_memo)
+        rg = rules.layout_grid(df, uniq, [fw], versions=vers, detail=True, model_memo=model_memo, **on_gpu)
         valid[rows] = rg["valid"].to_numpy(dtype=bool)[u]
         status[rows] = rg["status"].astype(object).to_numpy()[u]
         failures[rows] = rg["failures"].to_numpy()[u]

@@ -11,7 +11,7 @@ from dashboard import memory, rules
 from dashboard import frameworks as fw_registry
 from dashboard.planner.common import PLAN_FRAMEWORKS
 from dashboard.planner.enumeration import cross_node, enumerate_layouts, layout_label, unique_rows
-from dashboard.planner.hardware import VLLM_NO_FP16_MODEL_TYPES, cc_below, dtype_check_note, dtype_refusal
+from dashboard.planner.hardware import VLLM_NO_FP16_MODEL_TYPES, cc_below, dtype_check_note, dtype_refusal, rules_platform
 from dashboard.planner.inputs import weight_kind
 from dashboard.planner.plan import check_args, check_frameworks, check_versions
 from dashboard.planner.ranking import best_per_row
@@ -85,7 +85,7 @@ def plan_catalog(catalog: pd.DataFrame, gpus: int, gpu_type: str, *, min_sequenc
     lays["u"] = u
     nu = len(uniq["tp"])
     ren = {"r_dp": "dp", "r_ep": "ep", "r_dp_attention": "dp_attention", "r_expert_parallel": "expert_parallel"}
-    rg = rules.layout_grid(cat, uniq, fws, versions=vers, messages=False)
+    rg = rules.layout_grid(cat, uniq, fws, versions=vers, messages=False, **rules_platform(gpu_type))
     valid = rg["valid"].to_numpy(dtype=bool).reshape(len(fws), nm, nu)  # framework-major, model, layout
     cols = memory.model_columns(cat)
     moe = memory.is_set(cols["is_moe"]) | (memory.nz(cols["num_experts"]) > 0)

@@ -37,6 +37,8 @@ KINDS: tuple[str, ...] = (
     "cross_attention_heads",
     "mla",
     "architecture",  # the release cannot build this model at all (registry, config class, model-level error)
+    "attention_backend",  # no attention backend of this GPU takes the layer, or the chosen one refuses it
+    "kernel",  # no kernel of this GPU takes the quantization scheme (MoE backend, minimum capability)
 )
 
 #: Effects a firing rule has on the cell besides validity.
@@ -81,6 +83,8 @@ class Rule:
         warnings and for messages that are ours.
     ours : True when the message is written by this project (the framework prints nothing, or only a
         log line); shown as ours.
+    platforms : platform ids (:data:`dashboard.gpus.PLATFORMS`) the rule is evaluated on; empty = every
+        platform. A GPU of another platform never gets it (its checks there are other code).
     """
 
     id: str
@@ -104,6 +108,7 @@ class Rule:
     exc_type: str = ""
     ours: bool = False
     location: str = ""
+    platforms: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -255,6 +260,11 @@ class Ctx:
     model_memo : a dict to keep the per-model derived columns in (:meth:`model_level`), shared by every
         Ctx built over the very same ``models`` frame -- e.g. one model planned at many GPU counts. Only
         values that depend on the models alone go there; None: this Ctx's own memo.
+    platform : the GPU platform the cells are judged for (:data:`dashboard.gpus.PLATFORMS` id; None: the
+        default, :data:`dashboard.gpus.DEFAULT_PLATFORM`, an H100). Rules keyed by platform read it
+        (:attr:`Rule.platforms`, kernel and attention-backend selection).
+    device_name : the name the GPU reports (``torch.cuda.get_device_name()``: "NVIDIA A10"), for messages
+        that print it; None: the platform's stand-in card's.
 
     With scalar sizes the attributes ``pp``, ``dp``, ``ep``, ``dp_attention``, ``expert_parallel`` are
     Python scalars (the common case, unchanged); with per-layout arrays they are per-cell numpy arrays,
@@ -273,7 +283,13 @@ class Ctx:
         vision_dp: bool = False,
         expert_parallel: bool = False,
         model_memo: dict | None = None,
+        platform: str | None = None,
+        device_name: str | None = None,
     ) -> None:
+        from dashboard import gpus
+
+        self.platform = gpus.platform(platform).id if platform is not None else gpus.DEFAULT_PLATFORM
+        self.device_name = str(device_name) if device_name else None
         self.models = models
         self.n_models = len(models)
         # whole numbers in 1 .. MAX_PARALLEL, never truncated (4.5 is an error, not 4)
@@ -295,7 +311,8 @@ class Ctx:
         self._memo: dict[object, object] = {}
         self._model_memo: dict[object, object] = self._memo if model_memo is None else model_memo
         self._layout_args = dict(pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp,
-                                 expert_parallel=expert_parallel)
+                                 expert_parallel=expert_parallel, platform=self.platform,
+                                 device_name=self.device_name)
 
     def subset(self, model_rows: np.ndarray) -> tuple["Ctx", np.ndarray]:
         """A Ctx over the models at positions ``model_rows`` (same layouts), and the indices of its cells

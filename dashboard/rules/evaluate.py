@@ -65,6 +65,10 @@ def evaluate(ctx: Ctx, framework: str, version: str | None) -> _Eval:
     never = np.zeros(ctx.n, dtype=bool)
     subs: dict[tuple, tuple[Ctx, np.ndarray]] = {}
     for r in rules:
+        if r.platforms and ctx.platform not in r.platforms:  # another GPU family's check
+            fire.append(never)
+            fields.append({})
+            continue
         scoped = bool(r.architectures or r.exclude_architectures)
         scope = ctx.arch_in(r.architectures, r.exclude_architectures) if scoped else True
         in_scope = ctx.arch_models(r.architectures, r.exclude_architectures) if scoped else None

@@ -225,8 +225,10 @@ def table(framework: str, release: str | None, platform: str | None = None) -> T
         if h:
             cells.setdefault(h, set()).add(keys[(int(tp), int(pp), int(dp), bool(ep), bool(vdp))])
     name = f"{platform}/{path.name}" if platform and path.parent.name == platform else path.name
+    # the recorded agreement figures are the default table's: a platform table's are in its README block
+    agree = agreement(framework, release) if not (platform and path.parent.name == platform) else None
     return Table(framework, release, name, {h: frozenset(k) for h, k in cells.items()},
-                 int(df["model_id"].nunique()), agreement(framework, release), ran_as)
+                 int(df["model_id"].nunique()), agree, ran_as)
 
 
 _BLOCK = re.compile(r"<!-- release (?P<key>[^>]+?) -->(?P<body>.*?)<!-- /release (?P=key) -->", re.S)
@@ -326,8 +328,12 @@ def evidence_for(record: Any, framework: str, release: str | None, tp: int, *, p
     if t is None:
         other = table(framework, release) if platform is not None else None
         if other is not None:
+            from dashboard import frameworks
+
+            listed = tuple(p for p in frameworks.get(framework).executed_platforms.get(release, ())
+                           if table(framework, release, p) is not None)
             return Evidence(framework, release, False, False, platform=platform,
-                            ran_elsewhere=tuple(other.platform.split(",")))
+                            ran_elsewhere=tuple(dict.fromkeys((*other.platform.split(","), *listed))))
         return Evidence(framework, release, False, False, platform=platform)
     h = record_hash or config_hash(record)
     has = t.has_config(h)
@@ -380,7 +386,8 @@ def evidence_text(ev: Evidence) -> str:
                     f"cells and the same first error on {pct:.1f} % of refusals)")
         return out
     if ev.ran_elsewhere:
-        ran = " and ".join(platform_words(p) for p in ev.ran_elsewhere)
+        words = [platform_words(p) for p in ev.ran_elsewhere]
+        ran = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
         return (f"rules read from {rel} source for this GPU ({ev.platform}); not executed on it: {rel} was run "
                 f"{ran} only, and kernels and checks differ by GPU")
     return f"rules read from {rel} source; not run"

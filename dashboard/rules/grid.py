@@ -169,6 +169,8 @@ def grid(
     vision_dp: bool = False,
     version: str | None = None,
     expert_parallel: bool = False,
+    platform: str | None = None,
+    device_name: str | None = None,
 ) -> pd.DataFrame:
     """Validity of every catalog model at every TP size under every framework.
 
@@ -182,6 +184,8 @@ def grid(
         the newest release run through the conformance harness (vLLM) / the current rules (others).
     expert_parallel : vLLM ``--enable-expert-parallel``: the EP size is ``tp x dp`` for each cell
         (use this rather than ``ep`` for vLLM, whose EP size is derived, not chosen).
+    platform, device_name : the GPU platform the cells are judged for and the name the GPU reports
+        (:class:`~dashboard.rules.common.Ctx`; None: an H100, ``cuda-sm90``).
 
     Returns
     -------
@@ -204,7 +208,7 @@ def grid(
         else np.array([f"row{i}" for i in range(len(models))], dtype=object)
     )
     ctx = Ctx(models, tps, pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp,
-              expert_parallel=expert_parallel)
+              expert_parallel=expert_parallel, platform=platform, device_name=device_name)
     fws = list(frameworks)
     if not fws:
         raise ValueError("no frameworks given")
@@ -255,6 +259,8 @@ def layout_grid(
     detail: bool = False,
     model_memo: dict | None = None,
     messages: bool = True,
+    platform: str | None = None,
+    device_name: str | None = None,
 ) -> pd.DataFrame:
     """Validity of every catalog model under many parallel layouts at once (one evaluation per framework).
 
@@ -281,6 +287,7 @@ def layout_grid(
         ``catalog_df`` frame (see :class:`~dashboard.rules.common.Ctx`); None: recomputed per call.
     messages : build the message columns; False leaves ``message`` and ``messages`` empty (verdicts,
         statuses and first failing rules only: a whole catalog's plan needs no text).
+    platform, device_name : as in :func:`grid` (None: an H100, ``cuda-sm90``).
 
     Returns
     -------
@@ -314,7 +321,8 @@ def layout_grid(
            else np.array([f"row{i}" for i in range(len(models))], dtype=object))
     empty = n_lay == 0 or len(models) == 0
     ctx = None if empty else Ctx(models, tp, pp=pp, dp=dp, ep=ep, dp_attention=dpa, vision_dp=vision_dp,
-                                 expert_parallel=epf, model_memo=model_memo)
+                                 expert_parallel=epf, model_memo=model_memo, platform=platform,
+                                 device_name=device_name)
     interned, rule_ids = _Strings(), _Strings()
     n_cells = len(models) * n_lay
     parts = [] if empty else [_grid_arrays(ctx, fw, versions.get(fw), interned, rule_ids, detail,

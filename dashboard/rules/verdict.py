@@ -129,24 +129,27 @@ def ok_sizes(record, framework: str, version, sizes: np.ndarray, **kw) -> np.nda
 
 
 def suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision_dp, failures,
-                 expert_parallel: bool = False) -> list[str]:
+                 expert_parallel: bool = False, platform: str | None = None,
+                 device_name: str | None = None) -> list[str]:
     """What the user could change for ``record`` to run under ``framework`` (sentences; [] when nothing
     fails): nearby valid TP sizes, then the framework's attention-DP and expert-parallel switches
     (:class:`dashboard.frameworks.base.Framework` ``dp_attention_groups`` / ``dp_attention_suggestion`` /
     ``expert_parallel_suggestion`` / ``ep_off_hint``), pipeline parallelism over the same GPUs, a
-    data-parallel vision encoder. Each is checked by re-running the rules at that layout."""
+    data-parallel vision encoder. Each is checked by re-running the rules at that layout, on ``platform``
+    (None: an H100)."""
     out: list[str] = []
     fw = _frameworks.get(framework)
     upper = min(max(64, 2 * tp), sharding.MAX_PARALLEL)
     sizes = np.arange(1, upper + 1, dtype=np.int64)
     base = dict(pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp,
-                expert_parallel=expert_parallel)
+                expert_parallel=expert_parallel, platform=platform, device_name=device_name)
     ok = ok_sizes(record, framework, version, sizes, **base)
     if not failures:
         return out
     if any(f.rule_id.endswith("ep_without_moe") for f in failures):
         out.append("This model has no experts: launch it without expert parallelism " + fw.ep_off_hint)
-        if valid_with_ep_off(record, framework, version, tp, pp, dp, dp_attention, vision_dp):
+        if valid_with_ep_off(record, framework, version, tp, pp, dp, dp_attention, vision_dp,
+                             platform=platform, device_name=device_name):
             out.append(f"Valid at tp={tp} without expert parallelism.")
             return out
     below = ok[ok < tp]
@@ -184,10 +187,12 @@ def suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision
     return out
 
 
-def valid_with_ep_off(record, framework, version, tp, pp, dp, dp_attention, vision_dp) -> bool:
-    """Whether ``framework`` accepts ``record`` at this layout with expert parallelism off."""
+def valid_with_ep_off(record, framework, version, tp, pp, dp, dp_attention, vision_dp, *,
+                      platform: str | None = None, device_name: str | None = None) -> bool:
+    """Whether ``framework`` accepts ``record`` at this layout with expert parallelism off (on ``platform``)."""
     return bool(ok_sizes(record, framework, version, np.array([tp], dtype=np.int64), pp=pp, dp=dp, ep=1,
-                          dp_attention=dp_attention, vision_dp=vision_dp, expert_parallel=False).size)
+                          dp_attention=dp_attention, vision_dp=vision_dp, expert_parallel=False,
+                          platform=platform, device_name=device_name).size)
 
 
 def is_moe_record(record) -> bool:
@@ -216,6 +221,7 @@ def check(
     vision_dp: bool = False,
     expert_parallel: bool = False,
     platform: str | None = None,
+    device_name: str | None = None,
 ) -> Verdict:
     """Would ``framework`` accept this model at this parallel layout, and if not, what would it say?
 
@@ -234,7 +240,10 @@ def check(
     vision_dp : the vision encoder runs data-parallel (vLLM ``mm_encoder_tp_mode="data"``).
     platform : the platform of the user's GPU (``dashboard.gpus.platform_of(gpu)``, e.g. ``"cuda-sm75"``), or
         None when no GPU is given. It decides the evidence (``executed`` only for a table run as that
-        platform; a release run as other platforms only is ``source`` for this one).
+        platform; a release run as other platforms only is ``source`` for this one) and the rules keyed by
+        platform (kernel and attention-backend selection; None: judged as on an H100, ``cuda-sm90``).
+    device_name : the name the GPU reports (``dashboard.gpus`` ``name``: "NVIDIA A10"), printed by messages
+        that name the device; None: the platform's stand-in card's.
 
     Returns
     -------
@@ -249,7 +258,7 @@ def check(
     tp = sharding.parallel_size(tp, "tp")  # whole number in 1 .. MAX_PARALLEL (ValueError otherwise)
     pp, dp, ep = (sharding.parallel_size(v, n) for v, n in ((pp, "pp"), (dp, "dp"), (ep, "ep")))
     ctx = to_ctx(record, [tp], pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp,
-                  expert_parallel=expert_parallel)
+                  expert_parallel=expert_parallel, platform=platform, device_name=device_name)
     ev = evaluate(ctx, framework, version)
     failures, warnings = hits(ev, 0)
     res = resolve_version(framework, version)
@@ -267,7 +276,7 @@ def check(
                     "", "warning", ours=True)
         )
     hints = suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision_dp, failures,
-                               expert_parallel)
+                        expert_parallel, platform=platform, device_name=device_name)
     model_id = ""
     try:
         model_id = str(ctx.models["model_id"].iloc[0]) if "model_id" in ctx.models.columns else ""

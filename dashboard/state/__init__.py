@@ -24,7 +24,7 @@ from dashboard.state.choices import (  # noqa: F401
     UPLOAD_PREFIX, VERSION_PARAMS, WEIGHT_DTYPES)
 from dashboard.state.data import (  # noqa: F401
     AppData, ExtendedAppData, app_data_from_catalog, catalog_path, load_app_data, part_key,
-    rule_args, state_grid_args, state_platform, state_rule_args, state_version, state_versions)
+    rule_args, state_gpu_args, state_grid_args, state_platform, state_rule_args, state_version, state_versions)
 from dashboard.state.session import (  # noqa: F401
     PlannerState, calibration_problem)
 from dashboard.state.links import (  # noqa: F401

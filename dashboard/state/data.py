@@ -65,20 +65,23 @@ class AppData:
         return self._records[model_id]
 
     def grid(self, *, pp: int = 1, dp: int = 1, ep: int = 1, dp_attention: bool = False,
-             vllm_version: str | None = None, sglang_version: str | None = None, frameworks=None) -> pd.DataFrame:
+             vllm_version: str | None = None, sglang_version: str | None = None, frameworks=None,
+             platform: str | None = None, device_name: str | None = None) -> pd.DataFrame:
         """Validity grid over the whole catalog x :data:`TP_CHOICES` x ``frameworks`` (default: every one).
 
         Each framework's part is computed by :func:`dashboard.rules.grid` once per distinct setting (see
         :func:`rule_args`: for vLLM the release ``vllm_version`` resolves to and EP on/off, for SGLang the
         release ``sglang_version`` resolves to; for all ``(pp, dp, ep, dp_attention)``) and kept for the life
         of the process (at most 64 parts; oldest dropped), so another vLLM or SGLang release computes only
-        that framework's part, when first asked for. Read-only:
+        that framework's part, when first asked for. ``platform`` / ``device_name``: the GPU's (None: an H100);
+        only the frameworks whose rules read it (``platform_keyed_rules``) get a part per GPU. Read-only:
         callers filter, never assign into it. Framework-major, then catalog order, then TP.
         """
         fws = tuple(schema.FRAMEWORKS if frameworks is None else frameworks)
         if not fws:
             raise ValueError("no frameworks given")
-        keys = [part_key(fw, pp, dp, ep, dp_attention, vllm_version, sglang_version) for fw in fws]
+        keys = [part_key(fw, pp, dp, ep, dp_attention, vllm_version, sglang_version, platform=platform,
+                         device_name=device_name) for fw in fws]
         if len(keys) == 1:
             return self._part(keys[0])
         return self.memo(("grid", *keys), lambda: _concat([self._part(k) for k in keys]), maxsize=64)
@@ -186,9 +189,25 @@ def rule_args(framework: str, *, pp: int = 1, dp: int = 1, ep: int = 1, dp_atten
 
 def state_rule_args(state: PlannerState, framework: str) -> dict[str, Any]:
     """:func:`rule_args` of ``framework`` under ``state``'s PP / DP / EP / DP-attention and vLLM / SGLang
-    versions."""
-    return rule_args(framework, pp=state.pp, dp=state.dp, ep=state.ep, dp_attention=state.dp_attention,
-                     **state_versions(state))
+    versions, with the sidebar GPU's ``platform`` and ``device_name`` (:func:`state_gpu_args`) for
+    :func:`dashboard.rules.check`."""
+    return {**rule_args(framework, pp=state.pp, dp=state.dp, ep=state.ep, dp_attention=state.dp_attention,
+                        **state_versions(state)), **state_gpu_args(state)}
+
+
+def state_gpu_args(state: PlannerState) -> dict[str, Any]:
+    """``{"platform": ..., "device_name": ...}`` of the sidebar GPU (None for a card given by its memory, or
+    none): the platform the rules judge on and the name the GPU reports ("NVIDIA A10")."""
+    pid = state_platform(state)
+    if pid is None:
+        return {"platform": None, "device_name": None}
+    from dashboard import gpus
+
+    try:
+        name = str(gpus.gpu_row(state.gpu)["name"]) or None
+    except ValueError:
+        name = None
+    return {"platform": pid, "device_name": name}
 
 
 def state_platform(state: PlannerState) -> str | None:
@@ -217,21 +236,33 @@ def state_version(state: PlannerState, framework: str) -> str:
 
 
 def state_grid_args(state: PlannerState) -> dict[str, Any]:
-    """Keyword arguments of :meth:`AppData.grid` for ``state`` (its parallel settings and versions)."""
+    """Keyword arguments of :meth:`AppData.grid` for ``state`` (its parallel settings, versions and GPU)."""
     return {"pp": state.pp, "dp": state.dp, "ep": state.ep, "dp_attention": bool(state.dp_attention),
-            **state_versions(state)}
+            **state_versions(state), **state_gpu_args(state)}
 
 
-def part_key(framework: str, pp, dp, ep, dp_attention, vllm_version, sglang_version=None) -> tuple:
+def part_key(framework: str, pp, dp, ep, dp_attention, vllm_version, sglang_version=None, *,
+             platform: str | None = None, device_name: str | None = None) -> tuple:
     """Cache key of one framework's grid: the framework and its :func:`rule_args` (a version as the
-    release it resolves to, so "", None and the newest executed release share one entry)."""
+    release it resolves to, so "", None and the newest executed release share one entry), plus the GPU's
+    platform and name for a framework whose rules read them (``platform_keyed_rules``; an H100 and no GPU
+    share one entry)."""
     kw = rule_args(framework, pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vllm_version=vllm_version,
                    sglang_version=sglang_version)
+    if frameworks.get(framework).platform_keyed_rules and platform and platform != _default_platform():
+        kw["platform"] = platform
+        kw["device_name"] = device_name
     if "version" in kw:
         from dashboard import rules
 
         kw["version"] = rules.resolve_version(framework, kw["version"]).release
     return (framework, *sorted(kw.items()))
+
+
+def _default_platform() -> str:
+    from dashboard import gpus
+
+    return gpus.DEFAULT_PLATFORM
 
 
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:

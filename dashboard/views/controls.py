@@ -243,7 +243,7 @@ class Controls(pn.viewable.Viewer):
                      to_widget=lambda v: v)
         s.param.watch(self._tp_options, "tp")
         self._tp_options()
-        self.pp = pn.widgets.IntInput(label="PP", start=1, end=128, width=80)
+        self.pp = pn.widgets.IntInput(label="PP", start=1, end=128, width=80, css_classes=["tp-pp"])
         self.dp = pn.widgets.IntInput(label="DP", start=1, end=128, width=80)
         self.ep = pn.widgets.IntInput(label="EP", start=1, end=1024, width=80)
         for w, p in ((self.pp, "pp"), (self.dp, "dp"), (self.ep, "ep")):

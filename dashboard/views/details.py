@@ -10,7 +10,7 @@ from dashboard import frameworks
 from dashboard.plots import heatmap
 from dashboard.plots import layout as layout_plots
 from dashboard.plots.style import framework_label
-from dashboard.state import AppData, PlannerState, state_platform, state_rule_args, state_version
+from dashboard.state import AppData, PlannerState, state_rule_args, state_version
 from dashboard.views.common import selected_record_changed, esc, notice_html, safe_url, when_shown
 from dashboard.views.layout import layout_parts
 
@@ -104,7 +104,7 @@ def verdict_html(state: PlannerState, data: AppData) -> str:
     except ImportError:
         return head + notice_html("The rules engine (dashboard.rules) is not installed.", "error")
     try:
-        v = rules.check(rec, s.framework, s.tp, platform=state_platform(s), **state_rule_args(s, s.framework))
+        v = rules.check(rec, s.framework, s.tp, **state_rule_args(s, s.framework))
     except Exception as exc:  # noqa: BLE001 -- show the reason instead of a broken page
         return head + notice_html(f"The rules engine could not check this cell: {exc}", "error")
     status = getattr(v, "status", "unknown")

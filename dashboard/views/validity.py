@@ -24,12 +24,14 @@ import pandas as pd
 import panel as pn
 import param
 
+from dashboard import frameworks as _frameworks
 from dashboard.plots import heatmap
 from dashboard.state import (
     VERSION_PARAMS,
     AppData,
     PlannerState,
     filter_models,
+    state_gpu_args,
     state_platform,
     state_version,
 )
@@ -73,7 +75,10 @@ def _grid_key(state: PlannerState, key: str) -> tuple:
     survive a version change, and a release nobody asked for is never computed)."""
     fws = tuple(state.frameworks) if key == "disagreement" else (key,)
     versions = tuple((state_version(state, fw) if fw in fws else None) for fw in VERSION_PARAMS)
-    return (state.pp, state.dp, state.ep, bool(state.dp_attention), *versions)
+    gpu = state_gpu_args(state)
+    keyed = any(_frameworks.get(fw).platform_keyed_rules for fw in fws)
+    plat = (gpu["platform"], gpu["device_name"]) if keyed else (None, None)  # other frameworks: one grid for all GPUs
+    return (state.pp, state.dp, state.ep, bool(state.dp_attention), *plat, *versions)
 
 
 def group_label(key: str, frameworks: tuple[str, ...] = ()) -> str:
@@ -99,8 +104,8 @@ def heatmap_cube(data: AppData, state: PlannerState, key: str) -> tuple:
     fws = tuple(state.frameworks) if key == "disagreement" else ()
 
     def build():
-        grid = data.grid(pp=gkey[0], dp=gkey[1], ep=gkey[2], dp_attention=gkey[3],
-                         **dict(zip(VERSION_PARAMS.values(), gkey[4:])), frameworks=fws or (key,))
+        grid = data.grid(pp=gkey[0], dp=gkey[1], ep=gkey[2], dp_attention=gkey[3], platform=gkey[4],
+                         device_name=gkey[5], **dict(zip(VERSION_PARAMS.values(), gkey[6:])), frameworks=fws or (key,))
         models, tps = list(data.model_ids), [int(t) for t in TP_CHOICES]
         if key == "disagreement":
             frame, colors = heatmap.disagreement_frame(grid, fws, models, tps), heatmap.DISAGREE_COLORS

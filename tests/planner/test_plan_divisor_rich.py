@@ -15,6 +15,7 @@ from dashboard.catalog import load_catalog
 from dashboard.frameworks.sglang import attn_dp_with_replicas
 from dashboard.gpus import platform_of
 from dashboard.planner import FW_LABEL, PLAN_FRAMEWORKS
+from dashboard.planner.hardware import rules_platform
 from dashboard.rules.evidence import config_hash, evidence_for
 
 DSV3 = "deepseek-ai/DeepSeek-V3"
@@ -43,7 +44,7 @@ def _reference(rec, plan_df, gpus: int, gpu: str) -> pd.DataFrame:
                       for fw in fws], ignore_index=True)
     grid_in = {"tp": lays["tp"], "pp": lays["pp"], "dp": lays["r_dp"], "ep": lays["r_ep"],
                "dp_attention": lays["r_dp_attention"], "expert_parallel": lays["r_expert_parallel"]}
-    rg = rules.layout_grid(rec, pd.DataFrame(grid_in), fws, detail=True)
+    rg = rules.layout_grid(rec, pd.DataFrame(grid_in), fws, detail=True, **rules_platform(gpu))
     n = len(lays)
     block = np.array([fws.index(f) for f in lays["framework"]]) * n + np.arange(n)
     meta = {(fw, r.id): r for fw in fws for r in rules.rules_for(fw, None)}

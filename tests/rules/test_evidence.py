@@ -169,19 +169,31 @@ def test_no_other_module_words_the_evidence_itself():
 
 
 def test_a_gpu_whose_platform_was_never_run_reads_from_source(cat):
-    """A table run as an H100 says nothing executed about a T4 or an MI300X: the verdict for those GPUs is
-    ``source``, and the wording names the GPU's platform and the one the release ran as."""
+    """Tables run as an H100, a T4, an A100 and an L40S say nothing executed about a B200 or an MI300X: the
+    verdict for those GPUs is ``source``, and the wording names the GPU's platform and those the release ran as;
+    a GPU of a platform that was run (an A10 is an A100's cuda-sm80) gets that platform's table."""
     from dashboard import gpus
 
     row = cat.loc[LLAMA]
-    for gpu in ("T4-16GB", "A100-80GB", "L40S-48GB", "B200-180GB", "MI300X-192GB"):
+    from dashboard import frameworks
+
+    listed = frameworks.get("vllm").executed_platforms["0.33.0"]
+    ran = ("cuda-sm90", *listed)
+    words = [E.platform_words(p) for p in ran]
+    for gpu in ("MI300X-192GB", "MI355X-288GB"):
         plat = gpus.platform_of(gpu)
         v = rules.check(row, "vllm", 8, platform=plat)
         assert v.evidence == "source", gpu
-        assert v.conformance.ran_elsewhere == ("cuda-sm90",)
+        assert v.conformance.ran_elsewhere == ran
         assert v.evidence_text == (f"rules read from vLLM 0.33.0 source for this GPU ({plat}); not executed on it: "
-                                   "vLLM 0.33.0 was run as an H100-80GB (cuda-sm90) only, and kernels and checks "
-                                   "differ by GPU")
+                                   f"vLLM 0.33.0 was run {', '.join(words[:-1])} and {words[-1]} only, and kernels "
+                                   "and checks differ by GPU")
+    assert "as an H100-80GB (cuda-sm90), as a T4-16GB (cuda-sm75)" in v.evidence_text
+    for gpu in ("T4-16GB", "A10-24GB", "L40S-48GB", "B200-180GB"):
+        plat = gpus.platform_of(gpu)
+        v = rules.check(row, "vllm", 8, platform=plat)
+        assert v.evidence == "executed" and v.conformance.table == f"{plat}/vllm-0.33.0.parquet", gpu
+        assert f"({plat}); conformance table {plat}/vllm-0.33.0.parquet" in v.evidence_text
     for plat in (None, "cuda-sm90"):  # no GPU given, or a Hopper card: the table's own platform
         v = rules.check(row, "vllm", 8, platform=plat)
         assert v.evidence == "executed" and v.evidence_text == RUN_TEXT
@@ -191,7 +203,7 @@ def test_a_gpu_whose_platform_was_never_run_reads_from_source(cat):
 
 
 def test_check_and_plan_take_the_evidence_from_the_gpu(shared_dir):
-    """The issue's example: Qwen3-30B-A3B-FP8 at TP 8 on a T4 was never run (only as an H100)."""
+    """The issue's example, Qwen3-30B-A3B-FP8 at TP 8: run as a T4 now (its platform table), never as an MI300X."""
     import subprocess
     import sys
 
@@ -202,17 +214,20 @@ def test_check_and_plan_take_the_evidence_from_the_gpu(shared_dir):
                             "--tp", "8", "--gpu", gpu, "--json"], capture_output=True, text=True, timeout=300)
         return json.loads(r.stdout)
 
-    t4, h100 = check("T4-16GB"), check("H100-80GB")
-    assert t4["evidence"] == "source" and t4["executed"] is False
-    assert t4["conformance"]["platform"] == "cuda-sm75" and t4["conformance"]["ran_elsewhere"] == ["cuda-sm90"]
-    assert "not executed on it" in t4["evidence_text"] and "executed" not in [f["evidence"] for f in t4["failures"]]
+    mi, t4, h100 = check("MI300X-192GB"), check("T4-16GB"), check("H100-80GB")
+    assert mi["evidence"] == "source" and mi["executed"] is False
+    assert mi["conformance"]["platform"] == "rocm-gfx942" and "cuda-sm90" in mi["conformance"]["ran_elsewhere"]
+    assert "not executed on it" in mi["evidence_text"]
+    assert "executed" not in [f["evidence"] for f in mi["failures"]]
+    assert t4["conformance"]["table_platform"] == "cuda-sm75" and t4["conformance"]["table"].startswith("cuda-sm75/")
     assert h100["evidence"] == "executed" and h100["conformance"]["table_platform"] == "cuda-sm90"
     from dashboard import planner
 
     rec = load_catalog().set_index("model_id", drop=False).loc[LLAMA]
-    a100 = planner.plan(rec, 8, "A100-80GB", context_len=8192)
-    assert set(a100["evidence"]) == {"source"}
+    b = planner.plan(rec, 8, "MI300X-192GB", context_len=8192)
+    assert set(b.loc[b["framework"] == "vllm", "evidence"]) == {"source"}
     assert "executed" in set(planner.plan(rec, 8, "H100-80GB", context_len=8192)["evidence"])
+    assert "executed" in set(planner.plan(rec, 8, "A100-80GB", context_len=8192)["evidence"])
 
 
 def test_a_platform_table_counts_once_the_framework_lists_it(tmp_path, monkeypatch, cat):
@@ -234,7 +249,8 @@ def test_a_platform_table_counts_once_the_framework_lists_it(tmp_path, monkeypat
     E.table.cache_clear()
     try:
         row = cat.loc[LLAMA]
-        assert rules.check(row, "vllm", 8, platform="cuda-sm80").evidence == "source"  # not listed yet
+        monkeypatch.setattr(type(frameworks.get("vllm")), "executed_platforms", {})
+        assert rules.check(row, "vllm", 8, platform="cuda-sm80").evidence == "source"  # not listed
         E.table.cache_clear()
         monkeypatch.setattr(type(frameworks.get("vllm")), "executed_platforms", {"0.33.0": ("cuda-sm80",)})
         v = rules.check(row, "vllm", 8, platform="cuda-sm80")

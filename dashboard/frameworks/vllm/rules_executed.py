@@ -29,6 +29,12 @@ from dashboard.rules import executed as X
 from dashboard.rules.executed import BARE, DIVIDE, FP8_BLOCK_K, FP8_BLOCK_N, UNKNOWN_MODEL_TYPE
 from dashboard.rules import preds as P
 from dashboard.rules.common import Ctx, Rule, not_multiple
+from dashboard.frameworks.vllm.rules_platform import (  # the rules keyed by GPU platform
+    ATTN_PLATFORMS as _ATTN_PLATFORMS,
+    attention as _attention,
+    fp8_moe_no_backend,
+    quant_min_capability,
+)
 
 FW = "vllm"
 V = ">=0.22.0"
@@ -245,7 +251,7 @@ def moonvit_mlp(ctx: Ctx):
     return fire, {"a": vi, "b": ctx.tp}
 
 
-def _fp8_mlp(ctx: Ctx) -> np.ndarray:
+def fp8_mlp(ctx: Ctx) -> np.ndarray:
     """Block-FP8 MLP weights: a block size, and the experts / MLPs are not NVFP4 or MXFP4 (mixed
     checkpoints keep the 128x128 FP8 blocks for attention only). DeepSeek-V4's own model class builds
     its experts in FP4 (``expert_dtype``) and its shared expert without the block check."""
@@ -380,7 +386,7 @@ def _fp8_dense_k(shared: bool):
     def pred(ctx: Ctx):
         bk = ctx.i("weight_block_k")
         inter = ctx.i(col)
-        applies = _fp8_mlp(ctx) & (ctx.is_moe() & ctx.has(col) if shared else ctx.has_dense_mlp())
+        applies = fp8_mlp(ctx) & (ctx.is_moe() & ctx.has(col) if shared else ctx.has_dense_mlp())
         applies = applies & ~not_multiple(inter, ctx.tp) & (ctx.tp > 1)
         size = inter // np.maximum(ctx.tp, 1)
         return applies & not_multiple(size, bk), {"size": size, "block": bk}
@@ -419,7 +425,7 @@ def _fp8_moe(which: str, refine: bool = True):
         bn, bk = ctx.i("weight_block_n"), ctx.i("weight_block_k")
         mt = moe_tp(ctx)
         m = ctx.i("moe_intermediate_size")
-        applies = _fp8_mlp(ctx) & ctx.is_moe() & ctx.has("moe_intermediate_size") & ~not_multiple(m, mt)
+        applies = fp8_mlp(ctx) & ctx.is_moe() & ctx.has("moe_intermediate_size") & ~not_multiple(m, mt)
         ispp = m // np.maximum(mt, 1)
         needed = not_multiple(ispp, bn) | ((mt > 1) & not_multiple(ispp, bk))
         hidden = ctx.i("hidden_size")
@@ -443,10 +449,16 @@ def _fp8_moe(which: str, refine: bool = True):
 
 def _rule(id: str, kind: str, condition: str, message: str, sites: dict[str, str], predicate, *,
           exc_type: str = "AssertionError", archs=(), exclude=(), needs=(), note: str = "",
-          severity: str = "error", ours: bool = False, versions: str = V, src: str = "") -> Rule:
-    return X.executed_rule(FW, EXECUTED, {}, _url, id, kind, condition, message, sites, predicate,
-                           exc_type=exc_type, archs=archs, exclude=exclude, needs=needs, note=note,
-                           severity=severity, ours=ours, versions=versions, src=src)
+          severity: str = "error", ours: bool = False, versions: str = V, src: str = "",
+          platforms: tuple[str, ...] = ()) -> Rule:
+    r = X.executed_rule(FW, EXECUTED, {}, _url, id, kind, condition, message, sites, predicate,
+                        exc_type=exc_type, archs=archs, exclude=exclude, needs=needs, note=note,
+                        severity=severity, ours=ours, versions=versions, src=src)
+    if platforms:
+        import dataclasses
+
+        r = dataclasses.replace(r, platforms=tuple(platforms))
+    return r
 
 
 def _url(release: str, path: str, line: str) -> str:
@@ -469,6 +481,8 @@ def _kv_rules() -> list[Rule]:
             BARE, {r: s[1] for r, s in by_rel.items()}, _kv("replicate"), archs=archs,
             needs=("num_key_value_heads",)))
     return out
+
+
 
 
 #: The rules as written, before :func:`rules` binds the per-release data.
@@ -511,6 +525,10 @@ RULES_AS_WRITTEN: list[Rule] = [
           "does not keep the sym flag)",
           "Unsupported quantization config: bits={bits}, sym=True",
           {"0.33.0": "vllm/model_executor/layers/quantization/auto_gptq.py:153"}, gptq_bits, exc_type="ValueError"),
+    _rule("vllm.quantization.min_capability", "kernel",
+          "the GPU's compute capability is below the resolved quantization method's get_min_capability() "
+          "(executed per method; the method as vLLM resolves it: dashboard/frameworks/vllm/quantization.py)",
+          "{message}", {"0.33.0": "vllm/config/vllm.py:931"}, quant_min_capability, exc_type="ValueError"),
     _rule("vllm.architecture.chatglm_v1", "architecture",
           "ChatGLM-6B v1 config under vLLM's ChatGLM class, which reads ChatGLM2+ keys",
           "'ChatGLMConfig' object has no attribute 'original_rope'",
@@ -609,6 +627,23 @@ RULES_AS_WRITTEN: list[Rule] = [
           "block FP8: o_proj (RowParallelLinear) input per rank = heads/tp * v_head_dim % block_k, tp > 1",
           FP8_BLOCK_K, {"0.33.0": "vllm/model_executor/layers/quantization/utils/fp8_utils.py:1324"}, fp8_o_proj_k,
           exc_type="ValueError"),
+    # -- the attention layers' backends: selection and construction, per GPU platform -----------------------
+    _rule("vllm.attention_backend.none", "attention_backend",
+          "no attention backend of the platform's priority list accepts a layer's selector config (head size, "
+          "dtype, KV-cache dtype, MLA, sparse, sinks, multimodal prefix, sliding window; each backend's own "
+          "answers, executed per platform: dashboard/frameworks/vllm/attention.py)",
+          "{message}", {"0.33.0": "vllm/platforms/cuda.py:472"}, _attention("vllm/platforms/cuda.py:472"),
+          exc_type="ValueError", platforms=_ATTN_PLATFORMS),
+    _rule("vllm.attention_backend.triton_fp8_kv", "attention_backend",
+          "the layer's backend is TRITON_ATTN, the KV cache FP8 and the GPU below SM 8.9",
+          "{message}", {"0.33.0": "vllm/v1/attention/backends/triton_attn.py:520"},
+          _attention("vllm/v1/attention/backends/triton_attn.py:520"), exc_type="ValueError",
+          platforms=_ATTN_PLATFORMS),
+    _rule("vllm.attention_backend.triton_mla_fp8_kv", "attention_backend",
+          "the layer's backend is TRITON_MLA, the KV cache FP8 and the GPU below SM 8.9",
+          "{message}", {"0.33.0": "vllm/v1/attention/backends/mla/triton_mla.py:209"},
+          _attention("vllm/v1/attention/backends/mla/triton_mla.py:209"), exc_type="ValueError",
+          platforms=_ATTN_PLATFORMS),
     _rule("vllm.mlp_intermediate", "mlp_intermediate",
           "dense gated MLP (MergedColumnParallelLinear gate_up): assert all(output_size % tp_size == 0)",
           BARE, {"0.33.0": "vllm/model_executor/layers/linear.py:731"}, P.dense_mlp(), exclude=NON_GATED),
@@ -651,6 +686,13 @@ RULES_AS_WRITTEN: list[Rule] = [
           "boundaries; use a compatible TP size or enable expert parallelism.",
           {"0.33.0": "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe/"
                      "compressed_tensors_moe_wna16.py:245"}, wna16_moe_group, exc_type="ValueError", versions=">=0.33.0"),
+    _rule("vllm.kernel.fp8_moe_backend", "kernel",
+          "block-FP8 experts whose checkpoint block is refined to the TP shard (per-partition intermediate not a "
+          "multiple of the block, gcd >= 32), on a GPU below SM 8.9: only the Triton kernels take a refined "
+          "block, and their FP8 needs SM 8.9",
+          "No FP8 MoE backend supports the deployment configuration.",
+          {"0.33.0": "vllm/model_executor/layers/fused_moe/oracle/fp8.py:546"}, fp8_moe_no_backend,
+          exc_type="NotImplementedError", platforms=("cuda-sm75", "cuda-sm80")),
     _rule("vllm.block_fp8.moe_n", "block_fp8",
           "block FP8 MoE: ispp = moe_intermediate / MoE-TP; no refinement (gcd(block_n, block_k, ispp, hidden) < 32, "
           "or a compressed-tensors checkpoint) and ispp % block_n != 0",
