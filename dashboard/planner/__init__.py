@@ -63,14 +63,14 @@ from dashboard.planner.inputs import (  # noqa: F401
     CACHE_LOCK, prepared, resolve_record, weight_kind, weight_kind_cols)
 from dashboard.planner.enumeration import (  # noqa: F401
     CONTEXT_COLUMNS, CROSS_NODE_HINTS, EVEN_SPREAD_FRAMEWORKS, cross_node, cross_node_message, enumerate_layouts,
-    layout_label, layouts_cached, sglang_default_max_running_requests, unique_rows,
+    layout_label, layout_labels, layouts_cached, sglang_default_max_running_requests, unique_rows,
     vllm_default_max_num_seqs)
 from dashboard.planner.plan import (  # noqa: F401
     check_args, check_frameworks, check_versions, launch_commands, plan)
 from dashboard.planner.formatting import (  # noqa: F401
     RANKING_NOTE, best, format_table, fraction_notes, plan_to_dict, refusals, without_attrs)
 from dashboard.planner.ranking import (  # noqa: F401
-    NEAR_TIE, best_per_row, near_ties, rank_order)
+    NEAR_TIE, best_per_group, best_per_row, near_ties, rank_order)
 from dashboard.planner.plan_catalog import (  # noqa: F401
     IDENTITY_COLUMNS, catalog_shapes, plan_catalog)
 from dashboard.planner.cli import (  # noqa: F401

@@ -145,7 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   frameworks=tuple(args.framework or PLAN_FRAMEWORKS), versions=versions or None,
                   context_len=context_len, kv_dtype=args.kv_dtype, weight_dtype=args.weight_dtype,
                   min_sequences=args.min_sequences, cross_node_tp=args.cross_node_tp,
-                  cross_node_hint=CROSS_NODE_HINTS["cli"])
+                  cross_node_hint=CROSS_NODE_HINTS["cli"],
+                  commands=True if args.json else "best")  # (the table prints the best layouts' commands only)
     except Exception as exc:  # bad input: one line, exit 2 (TP_PLANNER_DEBUG=1 shows the traceback)
         from dashboard.check import CheckInputError
 

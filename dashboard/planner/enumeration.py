@@ -4,6 +4,7 @@ spells it, the labels, and the node-spanning rules."""
 from __future__ import annotations
 
 import math
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -47,18 +48,25 @@ def enumerate_layouts(n_gpus: int, framework: str, *, moe: bool, release: str | 
     return df
 
 
-def unique_rows(lays: pd.DataFrame, keys: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The distinct rule / memory parameter rows of ``lays`` as columns named as the rules name them
+def unique_rows(lays: pd.DataFrame | Mapping[str, np.ndarray], keys: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The distinct rule / memory parameter rows of ``lays`` (a frame, or a mapping of equal-length arrays)
+    as columns named as the rules name them
     (``tp, pp, dp, ep, dp_attention, expert_parallel``; a mapping of arrays, which
     :func:`dashboard.rules.layout_grid` takes without building a frame) and, per row of ``lays``, the
     index of its distinct row."""
-    seen: dict[tuple, int] = {}
-    codes = np.empty(len(lays), dtype=np.int64)
-    for i, t in enumerate(zip(*(lays[k].tolist() for k in keys))):
-        codes[i] = seen.setdefault(t, len(seen))
+    n = len(lays[keys[0]])
     names = ["tp", "pp", "dp", "ep", "dp_attention", "expert_parallel"]
-    rows = list(seen)
-    uniq = {n: np.array([r[j] for r in rows], dtype=bool if j >= 4 else np.int64) for j, n in enumerate(names)}
+    if n == 0:
+        return {nm: np.zeros(0, dtype=bool if j >= 4 else np.int64) for j, nm in enumerate(names)}, np.zeros(0, np.int64)
+    stacked = np.stack([np.asarray(lays[k], dtype=np.int64) for k in keys], axis=1)
+    _, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+    # number the distinct rows in order of first appearance
+    by_first = np.argsort(first, kind="stable")
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[by_first] = np.arange(len(first))
+    codes = rank[inverse.reshape(-1)]
+    rows = stacked[first[by_first]]
+    uniq = {nm: rows[:, j].astype(bool if j >= 4 else np.int64) for j, nm in enumerate(names)}
     return uniq, codes
 
 
@@ -90,6 +98,25 @@ def layout_label(tp, pp, dp, attn_dp, ep, framework) -> str:
     if ep > 1:
         text += f" EP {ep}"
     return text
+
+
+def layout_labels(tp, pp, dp, attn_dp, ep) -> list[str]:
+    """:func:`layout_label` of every row of the equal-length integer arrays (one loop over plain ints: numpy's
+    string ufuncs measured twice as slow on 68,000 rows)."""
+    out: list[str] = []
+    put = out.append
+    for t, p, d, a, e in zip(*(np.asarray(x, dtype=np.int64).tolist() for x in (tp, pp, dp, attn_dp, ep))):
+        text = f"TP {t}"
+        if p > 1:
+            text += f" × PP {p}"
+        if d > 1:
+            text += f" × DP {d}"
+        if a > 1:
+            text += f" attn-DP {a}"
+        if e > 1:
+            text += f" EP {e}"
+        put(text)
+    return out
 
 
 #: vLLM's ``--max-num-seqs`` default (:func:`dashboard.frameworks.vllm.serving.default_max_num_seqs`).

@@ -10,7 +10,7 @@ import pandas as pd
 
 from dashboard import memory
 from dashboard.planner.common import COLUMNS, FW_LABEL, PLAN_FRAMEWORKS, SCHEMA_VERSION
-from dashboard.planner.ranking import RANKING_NOTE, rank_order
+from dashboard.planner.ranking import RANKING_NOTE, best_per_group
 
 __all__ = ["RANKING_NOTE", "best", "format_table", "fraction_notes", "plan_to_dict", "refusals", "without_attrs"]
 
@@ -35,21 +35,34 @@ def refusals(plan_df: pd.DataFrame) -> pd.DataFrame:
     if plan_df.empty:
         return empty
     plan_df = without_attrs(plan_df)
-    bad = plan_df.loc[~plan_df["starts"].to_numpy(dtype=bool)]
-    if bad.empty:  # every layout starts (a small model): nothing to group
+    starts = plan_df["starts"].to_numpy(dtype=bool)
+    if starts.all():  # every layout starts (a small model): nothing to group
         return empty
-    # plain Python over the refused rows (a few hundred at most): a pandas groupby costs more here
-    groups: dict[tuple, list[tuple]] = {}  # (framework, kind, reason) -> rows, in order of first appearance
-    cols = ("framework", "refusal_kind", "refusal", "tp", "pp", "dp", "attn_dp", "ep", "layout")
-    for fw, kind, reason, *sizes, label in zip(*(bad[c].tolist() for c in cols)):
-        groups.setdefault((fw, kind, reason), []).append((*(int(x) for x in sizes), label))
-    order = {fw: i for i, fw in enumerate(PLAN_FRAMEWORKS)}
+    bad = np.flatnonzero(~starts)
+    col = {c: plan_df[c].to_numpy()[bad] for c in ("framework", "refusal_kind", "refusal", "layout")}
+    sizes = [plan_df[c].to_numpy(dtype=np.int64)[bad] for c in ("tp", "pp", "dp", "attn_dp", "ep")]
+    # groups (framework, kind, reason) numbered in order of first appearance
+    key = np.zeros(len(bad), dtype=np.int64)
+    for c in ("framework", "refusal_kind", "refusal"):
+        codes, uniq = pd.factorize(col[c], sort=False, use_na_sentinel=False)
+        key = key * (len(uniq) + 1) + codes
+    group, _ = pd.factorize(key, sort=False)
+    n_groups = int(group.max()) + 1
+    # within a group, by size (tp, pp, dp, attn_dp, ep); ties keep their order (lexsort is stable)
+    order = np.lexsort((*sizes[::-1], group))
+    g_sorted = group[order]
+    bounds = np.r_[0, np.flatnonzero(np.diff(g_sorted)) + 1, len(order)]
+    labels_sorted = col["layout"][order].tolist()
+    fw_order = {fw: i for i, fw in enumerate(PLAN_FRAMEWORKS)}
+    tp_sorted = sizes[0][order].tolist()
     rows = []
-    for (fw, kind, reason), items in groups.items():
-        items.sort(key=lambda r: r[:5])
-        labels = tuple(r[5] for r in items)
+    for gi in range(n_groups):
+        lo, hi = int(bounds[gi]), int(bounds[gi + 1])
+        j = int(order[lo])
+        fw, kind, reason = col["framework"][j], col["refusal_kind"][j], col["refusal"][j]
+        labels = tuple(labels_sorted[lo:hi])
         shown = ", ".join(labels[:6]) + (f" and {len(labels) - 6} more" if len(labels) > 6 else "")
-        rows.append(((order.get(fw, len(order)), items[0][0]),
+        rows.append(((fw_order.get(fw, len(fw_order)), tp_sorted[lo]),
                      {"framework": fw, "refusal_kind": kind, "reason": reason, "layouts": labels,
                       "count": len(labels), "summary": f"{shown} refused by {FW_LABEL.get(fw, fw)}: {reason}"}))
     rows.sort(key=lambda r: r[0])  # by framework, then the smallest TP (stable: ties keep first appearance)
@@ -61,17 +74,11 @@ def best(plan_df: pd.DataFrame) -> pd.DataFrame:
     (:mod:`dashboard.planner.ranking`) applied to that framework's rows alone: its near-ties (within 10 % of
     its most sequences) prefer fewer pipeline stages, then more replicas. One row each, frameworks in the
     plan's order (the framework of the overall rank 1 first); frameworks with no fitting layout are absent."""
-    ok = without_attrs(plan_df)
-    ok = ok.loc[ok["fits"].to_numpy(dtype=bool)]
-    if ok.empty:
-        return ok.reset_index(drop=True)
-    picks = []
-    for fw in dict.fromkeys(ok["framework"].tolist()):
-        sub = ok.loc[ok["framework"] == fw]
-        order = rank_order(sub["sequences_total"].to_numpy(), sub["pp"].to_numpy(), sub["dp"].to_numpy(),
-                           sub["gpus_per_replica"].to_numpy(), np.ones(len(sub), dtype=bool))
-        picks.append(sub.index[order[0]])
-    return ok.loc[picks].reset_index(drop=True)
+    df = without_attrs(plan_df)
+    picks = best_per_group(df["framework"].to_numpy(dtype=object), df["fits"].to_numpy(dtype=bool),
+                           df["sequences_total"].to_numpy(), df["pp"].to_numpy(), df["dp"].to_numpy(),
+                           df["gpus_per_replica"].to_numpy())
+    return df.iloc[picks].reset_index(drop=True)
 
 
 def _at_share(r: dict, share: float, M: float) -> int:

@@ -14,11 +14,12 @@ from dashboard.launch import command_model
 from dashboard.frameworks.sglang import attn_dp_with_replicas as sglang_attn_dp_with_replicas
 from dashboard.planner.common import COLUMNS, PLAN_FRAMEWORKS
 from dashboard.planner.enumeration import (
-    CONTEXT_COLUMNS, CROSS_NODE_HINTS, cross_node, cross_node_message, layout_label, layouts_cached, unique_rows)
+    CONTEXT_COLUMNS, CROSS_NODE_HINTS, cross_node, cross_node_message, layout_labels, layouts_cached, unique_rows)
 from dashboard.planner.hardware import dtype_check_note, dtype_refusal, gpu_info, rules_platform, vllm_auto_dtype
 from dashboard.planner.inputs import prepared, resolve_record, weight_kind_cols
 from dashboard.rules.evidence import config_hash, evidence_for
-from dashboard.planner.ranking import rank_order
+from dashboard.rules.evidence import table as evidence_table
+from dashboard.planner.ranking import best_per_group, rank_order
 
 
 def launch_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_len: int, kv_dtype: str,
@@ -32,6 +33,40 @@ def launch_commands(row: Mapping, model_id: str, *, gpus_per_node: int, context_
     memory fraction the plan assumed are spelled out."""
     return fw_registry.get(row["framework"]).plan_commands(
         row, model_id, gpus_per_node=gpus_per_node, context_len=context_len, kv_dtype=kv_dtype, release=release)
+
+
+def layout_evidence(record: Any, record_hash: str, platform: str | None, releases: Mapping[str, str | None],
+                    fw_rows: Mapping[str, np.ndarray], L: Mapping[str, np.ndarray],
+                    first_error_executed: np.ndarray) -> np.ndarray:
+    """The evidence kind (``executed`` | ``checked`` | ``source``) of every layout row, equal to
+    :func:`dashboard.rules.evidence.evidence_for` asked row by row.
+
+    ``fw_rows``: framework -> row positions; ``L``: the layout columns (``tp``, ``pp``, ``r_dp``, ``r_ep``,
+    ``r_dp_attention``, ``r_expert_parallel``), one entry per row; ``first_error_executed``: bool per row.
+    Only a row of a config the release's table ran, whose first error has executed evidence, and whose
+    ``(tp, pp, dp)`` is that of a judged cell of the config (the first three entries of
+    :func:`dashboard.rules.evidence.layout_key`) can be ``executed``; every other row of a framework has the
+    framework's one non-executed evidence, which is asked once. Returns an object array of the kinds."""
+    out = np.empty(len(first_error_executed), dtype=object)
+    for fw, rows in fw_rows.items():
+        rel = releases[fw]
+        base = evidence_for(record, fw, rel, 1, record_hash=record_hash, first_error_executed=False,
+                            platform=platform)  # not executed: the same for every layout of this framework
+        out[rows] = base.kind
+        if not base.config_run:  # no table, or the table never ran this config: no row is executed
+            continue
+        t = evidence_table(fw, rel, platform)
+        judged = {key[:3] for key in t.cells.get(record_hash, ())} if t is not None else set()
+        tp, pp, dp = (L[c][rows].tolist() for c in ("tp", "pp", "r_dp"))
+        fe = first_error_executed[rows].tolist()
+        for j, (a, b, c, e) in enumerate(zip(tp, pp, dp, fe)):
+            if e and (a, b, c) in judged:
+                i = rows[j]
+                out[i] = evidence_for(record, fw, rel, int(a), pp=int(b), dp=int(c), ep=int(L["r_ep"][i]),
+                                      dp_attention=bool(L["r_dp_attention"][i]),
+                                      expert_parallel=bool(L["r_expert_parallel"][i]), record_hash=record_hash,
+                                      first_error_executed=True, platform=platform).kind
+    return out
 
 
 def node_note(gpus: int, gpus_per_node: int) -> str:
@@ -87,7 +122,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
          frameworks: Sequence[str] = PLAN_FRAMEWORKS, versions: Mapping[str, str | None] | None = None,
          context_len: int, kv_dtype: str = "bf16", weight_dtype: str | None = None,
          min_sequences: int | None = None, cross_node_tp: bool = False,
-         commands: bool = True, cross_node_hint: str = CROSS_NODE_HINTS["api"]) -> pd.DataFrame:
+         commands: bool | str = True, cross_node_hint: str = CROSS_NODE_HINTS["api"]) -> pd.DataFrame:
     """Every way to serve one model on ``gpus`` x ``gpu_type``, per framework, ranked.
 
     Parameters
@@ -109,7 +144,9 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     min_sequences : concurrent sequences a layout must hold to ``fit`` (default 1).
     cross_node_tp : allow a TP group to span nodes (default: TP stays within a node; such layouts are
         refused with ``refusal_kind == "cross_node_tp"``).
-    commands : build the launch commands (``commands`` column; empty tuples when False).
+    commands : build the launch commands (``commands`` column): True for every layout that starts, False for
+        none (empty tuples), ``"best"`` for each framework's best layout only (:func:`dashboard.planner.best`,
+        what :func:`dashboard.planner.format_table` prints; the text of ``tp-planner plan``).
     cross_node_hint : how the cross-node refusal says to allow it, for where it is read
         (:data:`dashboard.planner.enumeration.CROSS_NODE_HINTS`: the API's argument by default, the CLI flag,
         the dashboard's wording).
@@ -149,23 +186,31 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     fw_arr = L["framework"].astype(object)
     n_rows = len(fw_arr)
 
-    # rules: one evaluation over the distinct rule parameters, every framework at once
+    # rules: per framework, one evaluation over that framework's own distinct rule parameters (a layout is
+    # judged only under the framework that spells it)
     keys = ["tp", "pp", "r_dp", "r_ep", "r_dp_attention", "r_expert_parallel"]
-    uniq, u = unique_rows(lays, keys)
-    rg = rules.layout_grid(df, uniq, fws, versions=vers, detail=True, model_memo=model_memo,
-                           **rules_platform(gpu_type))
-    fw_pos = {fw: i for i, fw in enumerate(fws)}
-    idx = np.array([fw_pos[f] for f in fw_arr], dtype=np.int64) * len(uniq["tp"]) + u
-    valid = rg["valid"].to_numpy(dtype=bool)[idx]
-    status = rg["status"].astype(object).to_numpy()[idx]
-    failures = rg["failures"].to_numpy()[idx]
-    first = rg["message"].astype(object).to_numpy()[idx]
-    first_rule = rg["rule_id"].astype(object).to_numpy()[idx]
+    valid = np.zeros(n_rows, dtype=bool)
+    status, failures, first, first_rule = (np.empty(n_rows, dtype=object) for _ in range(4))
+    fw_rows = {fw: np.flatnonzero(fw_arr == fw) for fw in fws}
+    on_gpu = rules_platform(gpu_type)  # the rules judge on the GPU's platform
+    for fw, rows in fw_rows.items():
+        if not len(rows):
+            continue
+        uniq, u = unique_rows({c: L[c][rows] for c in keys}, keys)
+        rg = rules.layout_grid(df, uniq, [fw], versions=vers, detail=True, model_memo=model_memo, **on_gpu)
+        valid[rows] = rg["valid"].to_numpy(dtype=bool)[u]
+        status[rows] = rg["status"].astype(object).to_numpy()[u]
+        failures[rows] = rg["failures"].to_numpy()[u]
+        first[rows] = rg["message"].astype(object).to_numpy()[u]
+        first_rule[rows] = rg["rule_id"].astype(object).to_numpy()[u]
     meta = {}
     for fw in fws:
         for r in rules.rules_for(fw, vers.get(fw)):
             meta.setdefault((fw, r.id), r)
-    src, loc, ours, evid = [], [], [], []
+    rule_of = [meta.get((fw, rid)) if rid else None for fw, rid in zip(fw_arr, first_rule)]
+    src = [r.source_url if r else "" for r in rule_of]
+    loc = [r.location if r else "" for r in rule_of]
+    ours = [bool(r.ours) if r else False for r in rule_of]
     # evidence per config and layout (dashboard.rules.evidence): "executed" only for a cell of this very config
     # in the release's conformance table
     cfg_hash = config_hash(df)
@@ -175,16 +220,9 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
         gpu_platform = _gpus.platform_of(gpu_type)  # the evidence is the GPU's platform's (None: unknown family)
     except ValueError:
         gpu_platform = None
-    for i, (fw, rid, ok) in enumerate(zip(fw_arr, first_rule, valid)):
-        r = meta.get((fw, rid)) if rid else None
-        src.append(r.source_url if r else "")
-        loc.append(r.location if r else "")
-        ours.append(bool(r.ours) if r else False)
-        evid.append(evidence_for(df, fw, releases[fw], int(L["tp"][i]), pp=int(L["pp"][i]), dp=int(L["r_dp"][i]),
-                                 ep=int(L["r_ep"][i]), dp_attention=bool(L["r_dp_attention"][i]),
-                                 expert_parallel=bool(L["r_expert_parallel"][i]), record_hash=cfg_hash,
-                                 first_error_executed=bool(ok or (r is not None and r.evidence == "executed")),
-                                 platform=gpu_platform).kind)
+    executed_first = np.array([bool(ok or (r is not None and r.evidence == "executed"))
+                               for ok, r in zip(valid.tolist(), rule_of)], dtype=bool)
+    evid = layout_evidence(df, cfg_hash, gpu_platform, releases, fw_rows, L, executed_first).tolist()
 
     # memory: one vectorized call per framework over its layouts
     mc = {key: np.full(n_rows, np.nan) for key in ("weight_bytes_per_gpu", "kv_budget_bytes_per_gpu",
@@ -226,30 +264,41 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     cross, uneven = cross_node(tp, pp, n, gpn, fw_arr)
     rec0 = {c: df[c].iloc[0] for c in CONTEXT_COLUMNS if c in df.columns}
     ctx_msg = {fw: context.context_refusal(fw, ctx, rec0) for fw in fws}
-    kind, refusal = [], []
-    for i in range(n_rows):
-        fw = fw_arr[i]
+    # the first reason that applies, in the order above, decided per framework where it is one for all
+    # of the framework's rows and by masks elsewhere; messages built only for the rows that get them
+    kind_arr = np.full(n_rows, "", dtype=object)
+    refusal = np.full(n_rows, "", dtype=object)
+    open_ = np.ones(n_rows, dtype=bool)  # no reason found yet
+
+    def refuse(rows: np.ndarray, what: str, msg) -> None:
+        kind_arr[rows] = what
+        refusal[rows] = msg
+        open_[rows] = False
+
+    for fw in fws:
+        rows = fw_rows[fw]
         if plat_msg[fw]:  # the framework does not run on this GPU family at all
-            kind.append("platform")
-            refusal.append(plat_msg[fw])
+            refuse(rows, "platform", plat_msg[fw])
         elif ctx_msg[fw]:
-            kind.append("context")
-            refusal.append(ctx_msg[fw])
-        elif not valid[i]:
-            kind.append("rule")
-            refusal.append(first[i])
-        elif cross[i] and not cross_node_tp:
-            kind.append("cross_node_tp")
-            refusal.append(cross_node_message(int(tp[i]), int(pp[i]), gpn, fw, bool(uneven[i]), cross_node_hint))
-        elif dtype_msg[fw]:
-            kind.append("dtype")
-            refusal.append(dtype_msg[fw])
-        else:
-            mmsg = _memory_refusal(fw, weights[i], budget[i], mc["reserve_bytes_per_gpu"][i], M, seq_group[i], ctx,
-                                   mc["kv_bytes_per_token_per_rank"][i], tok0[i], frac[i])
-            kind.append("memory" if mmsg else "")
-            refusal.append(mmsg)
-    kind_arr = np.array(kind, dtype=object)
+            refuse(rows, "context", ctx_msg[fw])
+    rows = np.flatnonzero(open_ & ~valid)
+    refuse(rows, "rule", first[rows])
+    if not cross_node_tp:
+        rows = np.flatnonzero(open_ & cross)
+        refuse(rows, "cross_node_tp", np.array(
+            [cross_node_message(int(tp[i]), int(pp[i]), gpn, fw_arr[i], bool(uneven[i]), cross_node_hint)
+             for i in rows] + [None], dtype=object)[:-1])
+    for fw in fws:
+        if dtype_msg[fw]:
+            rows = fw_rows[fw]
+            refuse(rows[open_[rows]], "dtype", dtype_msg[fw])
+    reserve, kv_tok = mc["reserve_bytes_per_gpu"], mc["kv_bytes_per_token_per_rank"]
+    for i in np.flatnonzero(open_):
+        mmsg = _memory_refusal(fw_arr[i], weights[i], budget[i], reserve[i], M, seq_group[i], ctx, kv_tok[i],
+                               tok0[i], frac[i])
+        if mmsg:
+            kind_arr[i] = "memory"
+            refusal[i] = mmsg
     starts = kind_arr == ""
     per_rep = np.where(starts, np.minimum(kv_rep, cap_rep), 0).astype(np.int64)
     total = per_rep * dp
@@ -257,8 +306,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     fits = starts & (total >= need)
     why = [("" if f else (r if not st else f"holds {t} sequences of {ctx} tokens, fewer than the {need} asked"))
            for f, st, r, t in zip(fits, starts, refusal, total.tolist())]
-    labels = [layout_label(*v) for v in zip(tp.tolist(), pp.tolist(), dp.tolist(), groups.tolist(),
-                                              L["ep"].tolist(), fw_arr)]
+    labels = layout_labels(tp, pp, dp, groups, L["ep"])
     tok_na = ~np.isfinite(tokens)
     data = {
         "framework": fw_arr, "release": np.array([releases[f] for f in fw_arr], dtype=object), "layout": labels,
@@ -274,7 +322,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
         "mem_fraction": frac, "kv_sequences_per_replica": kv_rep, "scheduler_limit_per_replica": cap_rep,
         "sequences_per_replica": per_rep, "sequences_total": total,
         "limited_by": np.where(~starts, "", np.where(cap_rep < kv_rep, "scheduler", "kv")).astype(object),
-        "starts": starts, "refusal_kind": kind_arr, "refusal": np.array(refusal, dtype=object), "fits": fits,
+        "starts": starts, "refusal_kind": kind_arr, "refusal": refusal, "fits": fits,
         "why_not": np.array(why, dtype=object),
     }
     # ranking (dashboard.planner.ranking): layouts that fit first; near-ties (within 10 % of the most KV
@@ -287,17 +335,20 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
                    else [v[j] for j in order]) for c, v in data.items()}
     ordered["rank"] = rank
     cmd_model, model_note = command_model(model_id)
+    if commands not in (True, False, "best"):
+        raise ValueError(f"commands must be True, False or 'best', not {commands!r}")
+    ordered["commands"] = [()] * n_rows
     if commands:
         epf = L["expert_parallel"][order]
-        ordered["commands"] = [
-            launch_commands({"framework": ordered["framework"][j], "tp": ordered["tp"][j], "pp": ordered["pp"][j],
-                             "dp": ordered["dp"][j], "attn_dp": ordered["attn_dp"][j], "ep": ordered["ep"][j],
-                             "expert_parallel": bool(epf[j]), "mem_fraction": ordered["mem_fraction"][j]},
-                            cmd_model, gpus_per_node=gpn, context_len=ctx, kv_dtype=kv_dtype,
-                            release=ordered["release"][j]) if ordered["starts"][j] else ()
-            for j in range(n_rows)]
-    else:
-        ordered["commands"] = [()] * n_rows
+        rows = (np.flatnonzero(ordered["starts"]).tolist() if commands is True else
+                best_per_group(ordered["framework"], ordered["fits"], ordered["sequences_total"], ordered["pp"],
+                               ordered["dp"], ordered["gpus_per_replica"]))
+        for j in rows:
+            ordered["commands"][j] = launch_commands(
+                {"framework": ordered["framework"][j], "tp": ordered["tp"][j], "pp": ordered["pp"][j],
+                 "dp": ordered["dp"][j], "attn_dp": ordered["attn_dp"][j], "ep": ordered["ep"][j],
+                 "expert_parallel": bool(epf[j]), "mem_fraction": ordered["mem_fraction"][j]},
+                cmd_model, gpus_per_node=gpn, context_len=ctx, kv_dtype=kv_dtype, release=ordered["release"][j])
     out = pd.DataFrame({c: ordered[c] for c, _ in COLUMNS})
     out.attrs.update(node_note=node_note(n, gpn), command_model=cmd_model, model_note=model_note)
     out.attrs.update(model_id=model_id, gpus=n, gpu=gpu.gpu, gpus_per_node=gpn, context_len=ctx,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["NEAR_TIE", "RANKING_NOTE", "best_per_row", "near_ties", "rank_order"]
+__all__ = ["NEAR_TIE", "RANKING_NOTE", "best_per_group", "best_per_row", "near_ties", "rank_order"]
 
 #: Capacity within this share of the top counts as a near-tie (0.10: within 10 %).
 NEAR_TIE = 0.10
@@ -67,6 +67,22 @@ def rank_order(total, pp, dp, gpus_per_replica, fits, group=None) -> np.ndarray:
     dp_b = np.where(band, -dp, 0)
     # np.lexsort: the last key is the primary one
     return np.lexsort((pp, gpr, -total, dp_b, pp_b, ~band, ~fits))
+
+
+def best_per_group(group, fits, total, pp, dp, gpus_per_replica) -> list[int]:
+    """Position of each group's best fitting row by :func:`rank_order` applied to that group's fitting rows
+    alone (its near-ties measured against its own top), groups in order of their first fitting row; a group
+    with no fitting row has none. ``group`` (labels, e.g. the framework), ``fits`` (bool) and the keys of
+    :func:`rank_order`: 1-D arrays, one entry per row."""
+    g = np.asarray(group, dtype=object)
+    pos = np.flatnonzero(np.asarray(fits, dtype=bool))
+    total, pp, dp, gpr = (np.asarray(a)[pos] for a in (total, pp, dp, gpus_per_replica))
+    out = []
+    for lab in dict.fromkeys(g[pos].tolist()):
+        m = g[pos] == lab
+        order = rank_order(total[m], pp[m], dp[m], gpr[m], np.ones(int(m.sum()), dtype=bool))
+        out.append(int(pos[np.flatnonzero(m)[order[0]]]))
+    return out
 
 
 def best_per_row(total, ok, pp, dp, gpus_per_replica) -> np.ndarray:

@@ -141,6 +141,19 @@ LAYOUT_CELL_PX = 40
 LAYOUT_ROW_PX = 34
 
 
+def cell_px(n_slots: int, max_width: int | None = None) -> int:
+    """Width (pixels) of one head column: :data:`LAYOUT_CELL_PX` up to 40 heads per rank, 26 beyond; in a
+    compact preview ``max_width`` pixels wide, what fits (8 to 40)."""
+    if max_width:
+        return max(8, min(40, (max_width - 110) // max(n_slots, 1)))
+    return LAYOUT_CELL_PX if n_slots <= 40 else 26
+
+
+def preview_height(n_ranks: int) -> int:
+    """Height (pixels) of the compact preview of ``n_ranks`` ranks."""
+    return max(150, 26 * n_ranks + 80)
+
+
 def layout_plot(frame: pd.DataFrame, title: str, max_width: int | None = None) -> hv.Overlay | hv.Text:
     """Ranks x head slots coloured by head kind (replicas and dummy heads in their own shades).
 
@@ -151,11 +164,10 @@ def layout_plot(frame: pd.DataFrame, title: str, max_width: int | None = None) -
     slots = list(dict.fromkeys(frame["slot"]))
     ranks = sorted(frame["rank"].unique(), key=lambda s: int(s.split()[-1]))
     n_slots, n_ranks = len(slots), len(ranks)
-    cell = LAYOUT_CELL_PX if n_slots <= 40 else 26
+    cell = cell_px(n_slots, max_width)
     if max_width:
-        cell = max(8, min(40, (max_width - 110) // max(n_slots, 1)))
         # (the full width: a narrower plot clipped its title, "TP = 16" read as "TP = 1")
-        size = {"width": max_width, "height": max(150, 26 * n_ranks + 80)}
+        size = {"width": max_width, "height": preview_height(n_ranks)}
     else:
         # Fixed cells (never squeezed, never stretched): the figure is as wide as its heads need, plus the
         # rank axis and the legend right of the plot; the view puts it in a container that scrolls
@@ -237,3 +249,94 @@ def _status_legend_hook(colors: dict[str, str], labels: dict[str, str], present:
         fig.add_layout(legend, place)
 
     return hook
+
+
+# -------------------------------------------------------------------------------------- compact preview ----
+#: Width (pixels) of the compact preview under a heatmap cell's details.
+PREVIEW_PX = 360
+_PREVIEW_COLUMNS = ("slot", "rank", "kind", "text", "detail")
+_PREVIEW_TOOLTIP = "<div style='font-size:14px'>@rank &middot; @slot: @detail</div>"
+
+
+def layout_preview_figure():
+    """The compact per-rank preview as a plain Bokeh figure, empty: the look of :func:`layout_plot` with
+    ``max_width=PREVIEW_PX`` (ranks x head slots, cells coloured by head kind, head numbers in the cells
+    when they fit, no toolbar, no legend). Fill and refill it with :func:`update_layout_preview`: the
+    figure, its data source and ranges stay the same Bokeh models, so a new selection sends the browser
+    their new values only, not a new plot."""
+    from bokeh.models import CategoricalColorMapper, ColumnDataSource, FactorRange, HoverTool, Label
+    from bokeh.plotting import figure
+
+    source = ColumnDataSource({c: [] for c in _PREVIEW_COLUMNS}, name="tp-layout-preview-cells")
+    fig = figure(
+        x_range=FactorRange(factors=[]), y_range=FactorRange(factors=[]), width=PREVIEW_PX,
+        height=preview_height(0), x_axis_location="above", toolbar_location=None,
+        tools="wheel_zoom,save,reset,pan,box_zoom", output_backend="webgl", min_border=10,
+        name="tp-layout-preview", margin=(5, 10),
+    )
+    fig.toolbar.logo = None
+    next(t for t in fig.tools if type(t).__name__ == "WheelZoomTool").zoom_together = "none"
+    mapper = CategoricalColorMapper(factors=list(COMPONENT_COLORS), palette=list(COMPONENT_COLORS.values()),
+                                    nan_color="white")
+    cells = fig.rect(x="slot", y="rank", width=1, height=1, source=source, line_color="white", line_width=1.5,
+                     fill_color={"field": "kind", "transform": mapper})
+    fig.text(x="slot", y="rank", text="text", source=source, text_color="black", text_font_size="10pt",
+             text_align="center", text_baseline="middle")
+    fig.tools.insert(0, HoverTool(renderers=[cells], tooltips=_PREVIEW_TOOLTIP))
+    fig.add_layout(Label(x=PREVIEW_PX // 2 - 60, y=40, x_units="screen", y_units="screen", text="no heads to show",
+                         visible=False, name="tp-layout-preview-empty", text_font=FONT))
+    fig.title.text_font = FONT
+    fig.title.text_font_size = "13pt"
+    fig.title.text_color = "black"
+    fig.outline_line_color = None
+    fig.xgrid.grid_line_color = None
+    fig.ygrid.grid_line_color = None
+    for ax in (*fig.xaxis, *fig.yaxis):
+        ax.axis_label = ""
+        ax.major_label_text_font = FONT
+        ax.axis_label_text_font = FONT
+        ax.axis_label_text_font_style = "normal"
+        ax.axis_label_text_font_size = LABEL_SIZE
+        ax.major_tick_line_color = None
+        ax.axis_line_color = None
+        ax.major_label_text_font_size = "11pt"
+        ax.group_text_font_size = "11pt"
+    return fig
+
+
+def update_layout_preview(fig, frame: pd.DataFrame | None, title: str, max_width: int = PREVIEW_PX) -> None:
+    """Show ``frame`` (a :func:`layout_frame`, capped with :func:`cap_layout_slots`) in the preview
+    ``fig`` of :func:`layout_preview_figure`, in place: only the properties whose values change are set
+    (each set is a patch to the browser). Sizes, fonts and label rotation follow :func:`layout_plot`."""
+    import math
+
+    cells, labels = fig.renderers[0], fig.renderers[1]  # (as layout_preview_figure adds them)
+    empty = next(a for a in fig.center if getattr(a, "name", "") == "tp-layout-preview-empty")
+    if frame is None or len(frame) == 0:
+        slots, ranks, data = [], [], {c: [] for c in _PREVIEW_COLUMNS}
+    else:
+        slots = list(dict.fromkeys(frame["slot"]))
+        ranks = sorted(frame["rank"].unique(), key=lambda r: int(str(r).split()[-1]))
+        data = {c: frame[c].astype(object).tolist() for c in _PREVIEW_COLUMNS}
+    cell = cell_px(len(slots), max_width)
+
+    def put(model, **values):
+        changed = {k: v for k, v in values.items() if getattr(model, k) != v}
+        if changed:
+            model.update(**changed)
+
+    # (factors before data: the browser maps the new cells on the new axes)
+    put(fig.x_range, factors=[str(x) for x in slots])
+    put(fig.y_range, factors=[str(r) for r in reversed(ranks)])  # rank 0 on top
+    cells.data_source.data = data
+    put(fig, width=max_width, height=preview_height(len(ranks)) if ranks else 200)
+    put(fig.title, text=title)
+    xaxis, yaxis = fig.xaxis[0], fig.yaxis[0]
+    xfont = "11pt" if cell >= 26 else "7pt"
+    put(xaxis, major_label_orientation=("horizontal" if cell >= 40 else math.pi / 2), major_label_text_font_size=xfont,
+        group_text_font_size=xfont)
+    put(labels, visible=bool(slots) and cell >= 26)
+    put(labels.glyph, text_font_size="10pt" if cell >= 40 else "7pt")
+    put(empty, visible=not slots)
+    put(xaxis, visible=bool(slots))
+    put(yaxis, visible=bool(slots))

@@ -8,10 +8,11 @@ import param
 from dashboard import frameworks
 
 from dashboard.plots import heatmap
+from dashboard.plots import layout as layout_plots
 from dashboard.plots.style import framework_label
 from dashboard.state import AppData, PlannerState, state_rule_args, state_version
 from dashboard.views.common import selected_record_changed, esc, notice_html, safe_url, when_shown
-from dashboard.views.layout import layout_object
+from dashboard.views.layout import layout_parts
 
 
 def fw_label(state: PlannerState, framework: str | None = None) -> str:
@@ -163,8 +164,16 @@ class CellDetails(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._html = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["tp-details"])
-        self._layout = pn.pane.HoloViews(None, linked_axes=False)
+        # The compact per-rank layout: one Bokeh figure for the session, refilled in place
+        # (dashboard.plots.layout.update_layout_preview), so a new selection sends its cells, not a new plot.
+        self._layout_fig = layout_plots.layout_preview_figure()
+        self._layout_fig.visible = False
+        self._layout = pn.pane.Bokeh(self._layout_fig, css_classes=["tp-layout-preview"])
         self._layout_note = pn.pane.HTML(visible=False, sizing_mode="stretch_width")
+        #: What the preview shows now: the catalog it was drawn from and (model, framework, tp, dp,
+        #: dp_attention); None before the first.
+        self._layout_data: AppData | None = None
+        self._layout_key: tuple | None = None
         self.state.param.watch(when_shown(self, "validity", self._refresh), ["model", "framework", "tp", "pp", "dp", "ep", "dp_attention", "gpu", "vllm_version",
                                                                                    "sglang_version"])
         # a model added to the session: redraw when the selected model's row changed
@@ -173,14 +182,29 @@ class CellDetails(pn.viewable.Viewer):
         self._refresh()
 
     def _refresh(self, *_):
-        self._html.object = verdict_html(self.state, self.data)
-        if self.state.model:
-            obj, note = layout_object(self.state, self.data, compact=True)
-        else:
-            obj, note = None, ""
-        self._layout.object = obj
-        self._layout_note.object = note
-        self._layout_note.visible = bool(note)
+        html = verdict_html(self.state, self.data)
+        if self._html.object != html:
+            self._html.object = html
+        s = self.state
+        # The layout depends on the cell alone (not on the GPU, PP, EP or the releases): redrawn only when
+        # the cell, or the session's catalog, changed.
+        key = (s.model, s.framework, s.tp, s.dp, bool(s.dp_attention))
+        if key == self._layout_key and self._layout_data is self.data:
+            return
+        self._layout_key, self._layout_data = key, self.data
+        frame, title, note = layout_parts(s, self.data, compact=True) if s.model else (None, "", "")
+        if frame is not None:
+            layout_plots.update_layout_preview(self._layout_fig, frame, title)
+        # Shown or hidden on the figure itself (the pane's model): toggling the Bokeh pane's own ``visible``
+        # is not passed on to the figure, and in a served session it stopped the session's later updates
+        # from reaching the browser.
+        shown = frame is not None
+        if self._layout_fig.visible != shown:
+            self._layout_fig.visible = shown
+        if self._layout_note.object != note:
+            self._layout_note.object = note
+        if self._layout_note.visible != bool(note):
+            self._layout_note.visible = bool(note)
 
     def __panel__(self):
         return pn.Column(self._html, self._layout_note, self._layout, sizing_mode="stretch_width")

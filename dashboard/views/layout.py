@@ -48,30 +48,31 @@ def kv_pool_note(state: PlannerState, rec) -> str:
             f"head{'s' if pool != 1 else ''} per rank. The memory model budgets the pool.")
 
 
-def layout_object(state: PlannerState, data: AppData, *, compact: bool = False):
-    """(HoloViews element or None, notice html or "") for the selected (model, framework, TP).
-
-    At most :data:`dashboard.plots.layout.MAX_LAYOUT_SLOTS` head columns are drawn (fewer in the compact
-    preview); a notice says how many heads per rank were left out (the layout CSV has them all).
-    """
+def layout_parts(state: PlannerState, data: AppData, *, compact: bool = False):
+    """(frame to draw or None, plot title, notice html or "") for the selected (model, framework, TP):
+    the :func:`dashboard.plots.layout.layout_frame` of the cell, capped at
+    :data:`dashboard.plots.layout.MAX_LAYOUT_SLOTS` head columns (fewer in the compact preview), and a
+    notice saying how many heads per rank were left out (the layout CSV has them all) or why there is no
+    layout."""
     if not state.model:
-        return None, notice_html("Tap a heatmap cell or pick a model to see how its heads land on each rank.")
+        return None, "", notice_html("Tap a heatmap cell or pick a model to see how its heads land on each rank.")
     rec = data.record(state.model)
     if rec is None:
-        return None, notice_html(f"Model {state.model} is not in the catalog.", "warning")
+        return None, "", notice_html(f"Model {state.model} is not in the catalog.", "warning")
     if rec.get("status") != "ok":
-        return None, notice_html(
+        return None, "", notice_html(
             f"{state.model}: config unreadable ({rec.get('status')}: {rec.get('status_reason') or ''}); no layout.",
             "warning",
         )
     try:
         from dashboard import layout as layout_mod
     except ImportError:
-        return None, notice_html("Per-rank layout is not available: dashboard.layout is not installed yet.", "warning")
+        return None, "", notice_html("Per-rank layout is not available: dashboard.layout is not installed yet.",
+                                     "warning")
     try:
         df = layout_mod.rank_layout(rec, state.framework, state.tp, dp=state.dp, dp_attention=state.dp_attention)
     except Exception as exc:  # noqa: BLE001 -- the layout module refuses impossible layouts with a reason
-        return None, notice_html(
+        return None, "", notice_html(
             f"No per-rank layout for {state.model} on {framework_label(state.framework)} at TP={state.tp}: {exc}",
             "warning",
         )
@@ -85,9 +86,18 @@ def layout_object(state: PlannerState, data: AppData, *, compact: bool = False):
         note = f"{pool} {note}".strip()
     note = notice_html(note, "info") if note else ""
     # Short titles: the model id is in the heading above the plot (and in the details column).
-    title = f"{framework_label(state.framework)}, TP = {state.tp}"
+    title = f"TP = {state.tp}: heads per rank" if compact else f"{framework_label(state.framework)}, TP = {state.tp}"
+    return frame, title, note
+
+
+def layout_object(state: PlannerState, data: AppData, *, compact: bool = False):
+    """(HoloViews element or None, notice html or "") for the selected (model, framework, TP)
+    (:func:`layout_parts`, drawn by :func:`dashboard.plots.layout.layout_plot`)."""
+    frame, title, note = layout_parts(state, data, compact=compact)
+    if frame is None:
+        return None, note
     if compact:
-        return layout_plots.layout_plot(frame, f"TP = {state.tp}: heads per rank", max_width=360), note
+        return layout_plots.layout_plot(frame, title, max_width=layout_plots.PREVIEW_PX), note
     return layout_plots.layout_plot(frame, title), note
 
 
