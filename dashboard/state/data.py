@@ -236,9 +236,11 @@ def state_version(state: PlannerState, framework: str) -> str:
 
 
 def state_grid_args(state: PlannerState) -> dict[str, Any]:
-    """Keyword arguments of :meth:`AppData.grid` for ``state`` (its parallel settings, versions and GPU)."""
+    """Keyword arguments of :meth:`AppData.grid` for ``state`` (its parallel settings, versions and GPU platform).
+    The process-wide grids are kept per platform, not per card: a message that prints the device names the
+    platform's stand-in card there (``device_name`` None); :func:`state_rule_args` (one check) names the user's."""
     return {"pp": state.pp, "dp": state.dp, "ep": state.ep, "dp_attention": bool(state.dp_attention),
-            **state_versions(state), **state_gpu_args(state)}
+            **state_versions(state), "platform": state_gpu_args(state)["platform"], "device_name": None}
 
 
 def part_key(framework: str, pp, dp, ep, dp_attention, vllm_version, sglang_version=None, *,
@@ -251,7 +253,8 @@ def part_key(framework: str, pp, dp, ep, dp_attention, vllm_version, sglang_vers
                    sglang_version=sglang_version)
     if frameworks.get(framework).platform_keyed_rules and platform and platform != _default_platform():
         kw["platform"] = platform
-        kw["device_name"] = device_name
+        if device_name:
+            kw["device_name"] = device_name
     if "version" in kw:
         from dashboard import rules
 

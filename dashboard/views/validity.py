@@ -77,7 +77,10 @@ def _grid_key(state: PlannerState, key: str) -> tuple:
     versions = tuple((state_version(state, fw) if fw in fws else None) for fw in VERSION_PARAMS)
     gpu = state_gpu_args(state)
     keyed = any(_frameworks.get(fw).platform_keyed_rules for fw in fws)
-    plat = (gpu["platform"], gpu["device_name"]) if keyed else (None, None)  # other frameworks: one grid for all GPUs
+    # one grid per platform, not per card: the heatmap's hover text names the platform's stand-in card where a
+    # message prints the device (the details pane's check names the user's card); other frameworks: one grid
+    # for every GPU. Bounded: at most one part per platform.
+    plat = (gpu["platform"], None) if keyed else (None, None)
     return (state.pp, state.dp, state.ep, bool(state.dp_attention), *plat, *versions)
 
 
