@@ -21,7 +21,7 @@ class VLLM(Framework):
     executed_releases = ("0.22.0", "0.33.0")
     #: The platform tables the rules are held to (tests/rules/test_conformance_platform_rules.py): the rules keyed
     #: by platform (attention backends, FP8 MoE kernels, quantization minimums) match every verdict there.
-    executed_platforms = {"0.33.0": ("cuda-sm75", "cuda-sm80", "cuda-sm89", "cuda-sm100")}
+    executed_platforms = {"0.33.0": ("cuda-sm75", "cuda-sm80", "cuda-sm89", "cuda-sm100", "cuda-sm120")}
     platform_keyed_rules = True
     release_label = "vLLM"
 
