@@ -224,6 +224,9 @@ PLATFORMS: dict[str, Platform] = {p.id: p for p in (
 
 #: The platform the first conformance tables were built on, and the heatmap's default GPU's.
 DEFAULT_PLATFORM = "cuda-sm90"
+#: The platform of a card given by its memory only (``other:<GiB>``): its family is unknown, so its verdicts are
+#: judged as on :data:`DEFAULT_PLATFORM` and are never executed evidence for it.
+UNKNOWN_PLATFORM = "unknown"
 
 
 def platform_of(gpu: Any) -> str | None:
@@ -232,6 +235,15 @@ def platform_of(gpu: Any) -> str | None:
     row = dict(gpu) if isinstance(gpu, (Mapping, pd.Series)) else gpu_row(gpu)
     p = row.get("platform")
     return None if p is None or (isinstance(p, float) and math.isnan(p)) or not str(p) or pd.isna(p) else str(p)
+
+
+def evidence_platform(gpu: Any) -> str | None:
+    """The platform a verdict's evidence is about for ``gpu``: :func:`platform_of`, or
+    :data:`UNKNOWN_PLATFORM` for a card given by its memory (``other:<GiB>``); None without a GPU. Raises
+    ``ValueError`` as :func:`gpu_row`."""
+    if gpu is None or gpu == "":
+        return None
+    return platform_of(gpu) or UNKNOWN_PLATFORM
 
 
 def platform(pid: str) -> Platform:

@@ -37,7 +37,10 @@ def test_the_heatmap_and_details_follow_the_sidebar_gpu(app):
     app.state.gpu = "T4-16GB"  # a platform whose table was run: its own table backs the verdict
     details = app.validity._details._html.object
     assert "as a T4-16GB (cuda-sm75); conformance table cuda-sm75/vllm-0.33.0.parquet" in details
-    app.state.gpu = "other:24"  # a card given by its memory: family unknown, the tables' own platform is named
-    assert "ran as an H100-80GB (cuda-sm90)." in _summary(app)
+    app.state.gpu = "other:24"  # a card given by its memory: family unknown, judged as the tables' own platform
+    assert "The family of other:24 is unknown" in _summary(app)
+    assert "judged as on the tables run as an H100-80GB (cuda-sm90), and none was executed on this card" in _summary(app)
+    details = app.validity._details._html.object
+    assert "Reproduced" not in details and "family is unknown" in details
     app.state.gpu = "H200-141GB"  # another Hopper card: the H100's table is its platform's
     assert "Reproduced by running" in app.validity._details._html.object

@@ -40,14 +40,14 @@ def _message_origin(spec: dict[str, Any] | None) -> str:
 
 
 def gpu_platform(req: Request) -> str | None:
-    """The platform id of ``req.gpu`` (:func:`dashboard.gpus.platform_of`), None without a GPU or for a card
-    given by its memory only."""
+    """The platform id of ``req.gpu`` (:func:`dashboard.gpus.evidence_platform`): None without a GPU,
+    ``"unknown"`` for a card given by its memory only (judged as the default platform, never executed evidence)."""
     if not req.gpu:
         return None
     from dashboard import gpus
 
     try:
-        return gpus.platform_of(req.gpu)
+        return gpus.evidence_platform(req.gpu)  # "unknown" for an other:<GiB> card: judged as an H100, not executed
     except ValueError:
         return None
 
@@ -55,7 +55,7 @@ def gpu_platform(req: Request) -> str | None:
 def gpu_device_name(req: Request) -> str | None:
     """The name ``req.gpu`` reports to the engine (``data/gpus.csv`` ``name``: "NVIDIA A10"), printed by the
     messages that name the device; None without a GPU or for a card given by its memory only."""
-    if not req.gpu or gpu_platform(req) is None:
+    if not req.gpu or gpu_platform(req) in (None, "unknown"):
         return None
     from dashboard import gpus
 

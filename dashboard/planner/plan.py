@@ -217,7 +217,7 @@ def plan(record: Any, gpus: int, gpu_type: str, *, gpus_per_node: int | None = N
     from dashboard import gpus as _gpus
 
     try:
-        gpu_platform = _gpus.platform_of(gpu_type)  # the evidence is the GPU's platform's (None: unknown family)
+        gpu_platform = _gpus.evidence_platform(gpu_type)  # the evidence is the GPU's platform's ("unknown": other:<GiB>)
     except ValueError:
         gpu_platform = None
     executed_first = np.array([bool(ok or (r is not None and r.evidence == "executed"))

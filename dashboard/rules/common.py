@@ -289,7 +289,9 @@ class Ctx:
     ) -> None:
         from dashboard import gpus
 
-        self.platform = gpus.platform(platform).id if platform is not None else gpus.DEFAULT_PLATFORM
+        # a card of unknown family (given by its memory) is judged as the default platform
+        unknown = platform is None or platform == gpus.UNKNOWN_PLATFORM
+        self.platform = gpus.DEFAULT_PLATFORM if unknown else gpus.platform(platform).id
         self.device_name = str(device_name) if device_name else None
         self.models = models
         self.n_models = len(models)

@@ -385,6 +385,10 @@ def evidence_text(ev: Evidence) -> str:
             out += (f" (on that table the rules give the same verdict on {a['verdict_agree']:,} of {a['judged']:,} "
                     f"cells and the same first error on {pct:.1f} % of refusals)")
         return out
+    if ev.ran_elsewhere and ev.platform == "unknown":  # dashboard.gpus.UNKNOWN_PLATFORM: an other:<GiB> card
+        return (f"rules checked against {rel}'s own code run {platform_words(ev.ran_elsewhere[0])}; this GPU's family "
+                "is unknown (a card given by its memory), so it is judged as that platform and nothing was executed "
+                "on it: kernels and checks differ by GPU")
     if ev.ran_elsewhere:
         words = [platform_words(p) for p in ev.ran_elsewhere]
         ran = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]

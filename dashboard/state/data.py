@@ -199,8 +199,8 @@ def state_gpu_args(state: PlannerState) -> dict[str, Any]:
     """``{"platform": ..., "device_name": ...}`` of the sidebar GPU (None for a card given by its memory, or
     none): the platform the rules judge on and the name the GPU reports ("NVIDIA A10")."""
     pid = state_platform(state)
-    if pid is None:
-        return {"platform": None, "device_name": None}
+    if pid is None or pid == gpus_unknown():
+        return {"platform": pid, "device_name": None}
     from dashboard import gpus
 
     try:
@@ -211,14 +211,14 @@ def state_gpu_args(state: PlannerState) -> dict[str, Any]:
 
 
 def state_platform(state: PlannerState) -> str | None:
-    """The platform id of the GPU ``state`` selects (:func:`dashboard.gpus.platform_of`: ``"cuda-sm90"`` for
-    an H100), None when none is selected or it is a card given by its memory (``other:<GiB>``)."""
+    """The platform id of the GPU ``state`` selects (:func:`dashboard.gpus.evidence_platform`: ``"cuda-sm90"`` for
+    an H100, ``"unknown"`` for a card given by its memory, ``other:<GiB>``), None when none is selected."""
     if not state.gpu:
         return None
     from dashboard import gpus
 
     try:
-        return gpus.platform_of(state.gpu)
+        return gpus.evidence_platform(state.gpu)
     except ValueError:
         return None
 
@@ -251,7 +251,8 @@ def part_key(framework: str, pp, dp, ep, dp_attention, vllm_version, sglang_vers
     share one entry)."""
     kw = rule_args(framework, pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vllm_version=vllm_version,
                    sglang_version=sglang_version)
-    if frameworks.get(framework).platform_keyed_rules and platform and platform != _default_platform():
+    if frameworks.get(framework).platform_keyed_rules and platform and platform not in (_default_platform(),
+                                                                                         gpus_unknown()):
         kw["platform"] = platform
         if device_name:
             kw["device_name"] = device_name
@@ -260,6 +261,12 @@ def part_key(framework: str, pp, dp, ep, dp_attention, vllm_version, sglang_vers
 
         kw["version"] = rules.resolve_version(framework, kw["version"]).release
     return (framework, *sorted(kw.items()))
+
+
+def gpus_unknown() -> str:
+    from dashboard import gpus
+
+    return gpus.UNKNOWN_PLATFORM
 
 
 def _default_platform() -> str:

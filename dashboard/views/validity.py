@@ -58,6 +58,9 @@ def platform_note(gpu: str, platform: str | None, releases: list[tuple[str, str 
     ran = evidence.platform_words(evidence.DEFAULT_TABLE_PLATFORM)
     if platform is None or platform == evidence.DEFAULT_TABLE_PLATFORM:
         return f"The conformance tables behind the executed verdicts ran {ran}."
+    if platform == "unknown":  # dashboard.gpus.UNKNOWN_PLATFORM: a card given by its memory
+        return (f"The family of {gpu} is unknown (a card given by its memory): the verdicts are judged as on the tables "
+                f"run {ran}, and none was executed on this card.")
     here = []
     for fw, ver in releases:
         rel = resolve_version(fw, ver or None).release

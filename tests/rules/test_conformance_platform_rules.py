@@ -229,3 +229,25 @@ def test_check_offers_only_layouts_that_start_on_the_users_gpu(shared_dir) -> No
                         & (cells["dp"] == 1)]
             assert (hit["outcome"] == "built").all(), alt
     assert not any(a["tp"] == 4 and not a["expert_parallel"] and a["pp"] == 1 for a in doc["alternatives"])
+
+
+def test_plan_and_check_agree_on_fp8_weights_below_native_fp8(catalog) -> None:
+    """vLLM serves FP8 and NVFP4 checkpoints below native support through Marlin (Fp8Config / ModelOpt FP4 minimum
+    capability 75, executed): the planner's hardware table refuses no vLLM layout for it, so plan and check agree."""
+    from dashboard import planner
+
+    rec = catalog.set_index("model_id", drop=False).loc["Qwen/Qwen3-30B-A3B-FP8"]
+    p = planner.plan(rec, 2, "A100-80GB", context_len=8192)
+    v = p[(p["framework"] == "vllm") & (p["tp"] == 2) & (p["pp"] == 1) & (p["dp"] == 1)]
+    assert v["valid"].all() and (v["refusal_kind"] != "dtype").all() and v["starts"].any()
+    assert rules.check(rec, "vllm", 2, platform="cuda-sm80").valid
+    sg = p[p["framework"] == "sglang"]
+    assert (sg["refusal_kind"] == "dtype").all()  # SGLang's hardware refusal is unchanged (its own rules)
+
+
+def test_a_card_given_by_its_memory_is_never_executed_evidence(catalog) -> None:
+    rec = catalog.set_index("model_id").loc["openai/gpt-oss-20b"]
+    v = rules.check(rec, "vllm", 1, platform=gpus.evidence_platform("other:24"))
+    assert v.valid and v.evidence == "source" and v.conformance.platform == "unknown"
+    assert "family is unknown" in v.evidence_text and "judged as that platform" in v.evidence_text
+    assert gpus.evidence_platform("other:24") == "unknown" and gpus.evidence_platform("A10-24GB") == "cuda-sm80"

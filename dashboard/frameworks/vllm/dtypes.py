@@ -38,10 +38,18 @@ def dtype_refusal(gpu: gpus.GPU, weight_kind: str, kv_dtype: str, *, explicit: b
 
     ``explicit``: the weight dtype was asked for (``--dtype``); otherwise ``--dtype auto`` casts a bfloat16
     checkpoint to a dtype the GPU has (:func:`vllm_auto_dtype`), so bf16 weights are not refused; a bf16 KV cache
-    never is (``--kv-cache-dtype auto`` follows the model dtype). A bf16 refusal on a CUDA GPU is vLLM's own
-    message; the rest are :func:`dashboard.gpus.dtype_refusal_message`."""
+    never is (``--kv-cache-dtype auto`` follows the model dtype). FP8 / NVFP4 weights on a CUDA GPU are not
+    refused here: vLLM runs them through Marlin below native support, and the quantization method's executed
+    minimum capability decides (rule ``vllm.quantization.min_capability``). A bf16 refusal on a CUDA GPU is vLLM's
+    own message; the rest are :func:`dashboard.gpus.dtype_refusal_message`."""
+    cc0 = gpu.compute_capability or ""
     needs = [(d, what) for d, what in gpus.dtype_needs(weight_kind, kv_dtype)
-             if d != "bf16" or (what == "weights" and explicit)]
+             if (d != "bf16" or (what == "weights" and explicit))
+             # FP8 / NVFP4 *weights* on a CUDA GPU: vLLM serves them below native support through its Marlin
+             # weight-only kernels; the quantization method's own minimum capability decides (the executed rule
+             # vllm.quantization.min_capability: fp8 75, modelopt_fp4 75, modelopt 80, mxfp4 80), not the
+             # hardware table
+             and not (what == "weights" and d in ("fp8", "nvfp4") and cc0 and not cc0.startswith("gfx"))]
     hit = gpus.first_unsupported(gpu, needs)
     if hit is None:
         return ""
