@@ -209,7 +209,8 @@ def run_check(rec: dict[str, Any], src: Source, req: Request) -> dict[str, Any]:
     try:
         v = rules.check(typed, req.framework, req.tp, version=req.version, pp=req.pp, dp=req.dp, ep=req.ep,
                         dp_attention=req.dp_attention, vision_dp=req.vision_dp, expert_parallel=req.expert_parallel,
-                        platform=gpu_platform(req), device_name=gpu_device_name(req))
+                        platform=gpu_platform(req), device_name=gpu_device_name(req),
+                        kv_cache_dtype=req.kv_cache_dtype)
     except ValueError as e:
         raise CheckInputError(printable(e, 300)) from None
     issues = [hit_issue(h) for h in v.failures]

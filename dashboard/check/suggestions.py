@@ -27,7 +27,7 @@ def _ok_tps(rec, req: Request, sizes: list[int], lay: dict[str, Any]) -> list[in
     kw = {k: lay[k] for k in ("pp", "dp", "ep", "dp_attention", "vision_dp", "expert_parallel")}
     from dashboard.check.judge import gpu_device_name, gpu_platform  # judged on the user's GPU, as the verdict is
 
-    kw.update(platform=gpu_platform(req), device_name=gpu_device_name(req))
+    kw.update(platform=gpu_platform(req), device_name=gpu_device_name(req), kv_cache_dtype=req.kv_cache_dtype)
     try:
         ok = rules.ok_sizes(rec, req.framework, req.version, np.array(sorted(set(sizes)), dtype=np.int64), **kw)
     except (ValueError, TypeError):

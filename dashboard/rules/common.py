@@ -266,6 +266,9 @@ class Ctx:
         (:attr:`Rule.platforms`, kernel and attention-backend selection).
     device_name : the name the GPU reports (``torch.cuda.get_device_name()``: "NVIDIA A10"), for messages
         that print it; None: the platform's stand-in card's.
+    kv_cache_dtype : the KV-cache dtype the user asks for (``--kv-cache-dtype``, the engine's spelling); None or
+        ``"auto"``: the checkpoint's declared scheme, else the model dtype (rules that read it: the attention
+        backends).
 
     With scalar sizes the attributes ``pp``, ``dp``, ``ep``, ``dp_attention``, ``expert_parallel`` are
     Python scalars (the common case, unchanged); with per-layout arrays they are per-cell numpy arrays,
@@ -286,8 +289,12 @@ class Ctx:
         model_memo: dict | None = None,
         platform: str | None = None,
         device_name: str | None = None,
+        kv_cache_dtype: str | None = None,
     ) -> None:
         from dashboard import gpus
+
+        # the user's --kv-cache-dtype (the engine's spelling; None / "auto": the checkpoint's and the model's)
+        self.kv_cache_dtype = str(kv_cache_dtype) if kv_cache_dtype not in (None, "", "auto") else None
 
         # a card of unknown family (given by its memory) is judged as the default platform
         unknown = platform is None or platform == gpus.UNKNOWN_PLATFORM
@@ -315,7 +322,7 @@ class Ctx:
         self._model_memo: dict[object, object] = self._memo if model_memo is None else model_memo
         self._layout_args = dict(pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp,
                                  expert_parallel=expert_parallel, platform=self.platform,
-                                 device_name=self.device_name)
+                                 device_name=self.device_name, kv_cache_dtype=self.kv_cache_dtype)
 
     def subset(self, model_rows: np.ndarray) -> tuple["Ctx", np.ndarray]:
         """A Ctx over the models at positions ``model_rows`` (same layouts), and the indices of its cells

@@ -130,7 +130,7 @@ def ok_sizes(record, framework: str, version, sizes: np.ndarray, **kw) -> np.nda
 
 def suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision_dp, failures,
                  expert_parallel: bool = False, platform: str | None = None,
-                 device_name: str | None = None) -> list[str]:
+                 device_name: str | None = None, kv_cache_dtype: str | None = None) -> list[str]:
     """What the user could change for ``record`` to run under ``framework`` (sentences; [] when nothing
     fails): nearby valid TP sizes, then the framework's attention-DP and expert-parallel switches
     (:class:`dashboard.frameworks.base.Framework` ``dp_attention_groups`` / ``dp_attention_suggestion`` /
@@ -142,14 +142,15 @@ def suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision
     upper = min(max(64, 2 * tp), sharding.MAX_PARALLEL)
     sizes = np.arange(1, upper + 1, dtype=np.int64)
     base = dict(pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp,
-                expert_parallel=expert_parallel, platform=platform, device_name=device_name)
+                expert_parallel=expert_parallel, platform=platform, device_name=device_name,
+                kv_cache_dtype=kv_cache_dtype)
     ok = ok_sizes(record, framework, version, sizes, **base)
     if not failures:
         return out
     if any(f.rule_id.endswith("ep_without_moe") for f in failures):
         out.append("This model has no experts: launch it without expert parallelism " + fw.ep_off_hint)
         if valid_with_ep_off(record, framework, version, tp, pp, dp, dp_attention, vision_dp,
-                             platform=platform, device_name=device_name):
+                             platform=platform, device_name=device_name, kv_cache_dtype=kv_cache_dtype):
             out.append(f"Valid at tp={tp} without expert parallelism.")
             return out
     below = ok[ok < tp]
@@ -188,11 +189,12 @@ def suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision
 
 
 def valid_with_ep_off(record, framework, version, tp, pp, dp, dp_attention, vision_dp, *,
-                      platform: str | None = None, device_name: str | None = None) -> bool:
+                      platform: str | None = None, device_name: str | None = None,
+                      kv_cache_dtype: str | None = None) -> bool:
     """Whether ``framework`` accepts ``record`` at this layout with expert parallelism off (on ``platform``)."""
     return bool(ok_sizes(record, framework, version, np.array([tp], dtype=np.int64), pp=pp, dp=dp, ep=1,
                           dp_attention=dp_attention, vision_dp=vision_dp, expert_parallel=False,
-                          platform=platform, device_name=device_name).size)
+                          platform=platform, device_name=device_name, kv_cache_dtype=kv_cache_dtype).size)
 
 
 def is_moe_record(record) -> bool:
@@ -222,6 +224,7 @@ def check(
     expert_parallel: bool = False,
     platform: str | None = None,
     device_name: str | None = None,
+    kv_cache_dtype: str | None = None,
 ) -> Verdict:
     """Would ``framework`` accept this model at this parallel layout, and if not, what would it say?
 
@@ -244,6 +247,7 @@ def check(
         platform (kernel and attention-backend selection; None: judged as on an H100, ``cuda-sm90``).
     device_name : the name the GPU reports (``dashboard.gpus`` ``name``: "NVIDIA A10"), printed by messages
         that name the device; None: the platform's stand-in card's.
+    kv_cache_dtype : ``--kv-cache-dtype`` as given (None / "auto": the checkpoint's scheme, else the model dtype).
 
     Returns
     -------
@@ -258,7 +262,8 @@ def check(
     tp = sharding.parallel_size(tp, "tp")  # whole number in 1 .. MAX_PARALLEL (ValueError otherwise)
     pp, dp, ep = (sharding.parallel_size(v, n) for v, n in ((pp, "pp"), (dp, "dp"), (ep, "ep")))
     ctx = to_ctx(record, [tp], pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vision_dp=vision_dp,
-                  expert_parallel=expert_parallel, platform=platform, device_name=device_name)
+                  expert_parallel=expert_parallel, platform=platform, device_name=device_name,
+                  kv_cache_dtype=kv_cache_dtype)
     ev = evaluate(ctx, framework, version)
     failures, warnings = hits(ev, 0)
     res = resolve_version(framework, version)
@@ -276,7 +281,7 @@ def check(
                     "", "warning", ours=True)
         )
     hints = suggestions(record, framework, version, tp, pp, dp, ep, dp_attention, vision_dp, failures,
-                        expert_parallel, platform=platform, device_name=device_name)
+                        expert_parallel, platform=platform, device_name=device_name, kv_cache_dtype=kv_cache_dtype)
     model_id = ""
     try:
         model_id = str(ctx.models["model_id"].iloc[0]) if "model_id" in ctx.models.columns else ""
@@ -286,6 +291,11 @@ def check(
                          dp_attention=dp_attention, vision_dp=vision_dp, expert_parallel=expert_parallel,
                          first_error_executed=not failures or failures[0].evidence == "executed",
                          platform=platform)
+    if kv_cache_dtype not in (None, "", "auto") and ev_of.executed:
+        # the tables ran --kv-cache-dtype auto: another KV dtype is that config and layout, not that run
+        import dataclasses
+
+        ev_of = dataclasses.replace(ev_of, executed=False)
     return Verdict(
         model_id=model_id,
         framework=framework,

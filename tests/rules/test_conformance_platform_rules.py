@@ -251,3 +251,18 @@ def test_a_card_given_by_its_memory_is_never_executed_evidence(catalog) -> None:
     assert v.valid and v.evidence == "source" and v.conformance.platform == "unknown"
     assert "family is unknown" in v.evidence_text and "judged as that platform" in v.evidence_text
     assert gpus.evidence_platform("other:24") == "unknown" and gpus.evidence_platform("A10-24GB") == "cuda-sm80"
+
+
+def test_an_explicit_kv_cache_dtype_lifts_the_checkpoints_fp8_kv(catalog) -> None:
+    """vLLM's advice after the Triton FP8-KV refusal is "--kv-cache-dtype bfloat16": with it the A100 takes the
+    layer (a given --kv-cache-dtype wins over the checkpoint's scheme; vllm/engine/arg_utils.py:2297 resolves
+    only "auto"); the verdict is then not "reproduced" (the tables ran auto); bfloat16 on a T4 hits Triton's bf16
+    check (triton_attn.py:525)."""
+    rec = catalog.set_index("model_id").loc["nvidia/Gemma-4-31B-IT-NVFP4"]
+    auto = rules.check(rec, "vllm", 1, platform="cuda-sm80")
+    assert auto.failures[0].rule_id == "vllm.attention_backend.triton_fp8_kv" and auto.evidence == "executed"
+    bf16 = rules.check(rec, "vllm", 1, platform="cuda-sm80", kv_cache_dtype="bfloat16")
+    assert bf16.valid and bf16.evidence != "executed"
+    t4 = rules.check(rec, "vllm", 1, platform="cuda-sm75", kv_cache_dtype="bfloat16")
+    assert t4.failures[0].message.startswith("bfloat16 KV cache is not supported on Tesla T4 (compute capability 7.5)")
+    assert rules.check(rec, "vllm", 1, platform="cuda-sm75", kv_cache_dtype="float16").valid

@@ -299,10 +299,15 @@ def impl_error(backend: str, sel: SelectorConfig, capability: tuple[int, int], d
     ``mla/triton_mla.py:199-213``): ``ValueError`` naming the device and the suggested ``--kv-cache-dtype``
     (``float16`` below SM 8.0, else ``bfloat16``). None when the implementation accepts the layer."""
     site = IMPL_SITES.get(backend)
-    if site is None or not str(sel.kv_cache_dtype).startswith("fp8"):
+    if site is None:
         return None
     cap = capability[0] * 10 + capability[1]
-    if cap >= 89:
+    if backend == "TRITON_ATTN" and sel.kv_cache_dtype == "bfloat16" and cap < 80:  # triton_attn.py:525-532
+        return Selection(backend=backend, site=site[0], exc_type="ValueError",
+                         message=(f"bfloat16 KV cache is not supported on {device_name} (compute capability "
+                                  f"{capability[0]}.{capability[1]}); bfloat16 requires SM80+. Re-run with "
+                                  "--kv-cache-dtype float16."))
+    if not str(sel.kv_cache_dtype).startswith("fp8") or cap >= 89:
         return None
     suggested = "float16" if cap < 80 else "bfloat16"
     msg = (f"FP8 KV cache is not supported by the {site[1]} on {device_name} (compute capability "
@@ -384,11 +389,12 @@ def _get(rec: Mapping, key: str) -> Any:
     return v
 
 
-def layer_configs(rec: Mapping, platform: str, tp: int = 1) -> list[SelectorConfig] | None:
+def layer_configs(rec: Mapping, platform: str, tp: int = 1, kv_override: str | None = None) -> list[SelectorConfig] | None:
     """The distinct selector configs of a model's attention layers, in the order vLLM builds them (sliding-window
     layers first where a model has both -- Gemma, gpt-oss, Cohere2 start with one), at TP ``tp`` on ``platform``;
     [] when it has no softmax-attention layer; None when the port does not know the model's attention path
-    (:data:`OWN_ATTENTION_ARCHITECTURES`) or the record lacks the head shape."""
+    (:data:`OWN_ATTENTION_ARCHITECTURES`) or the record lacks the head shape. ``kv_override``: the user's
+    ``--kv-cache-dtype`` (None / "auto": the checkpoint's scheme, else the model dtype)."""
     from dashboard import gpus
 
     arch = str(_get(rec, "architectures") or "")
@@ -406,6 +412,8 @@ def layer_configs(rec: Mapping, platform: str, tp: int = 1) -> list[SelectorConf
     dtype = model_dtype(_get(rec, "torch_dtype"), str(_get(rec, "text_model_type") or _get(rec, "model_type") or ""),
                         cap)
     kv = kv_cache_dtype(_get(rec, "kv_cache_quant"), _get(rec, "quant_method"), arch, cap)
+    if kv_override and kv_override != "auto":  # --kv-cache-dtype given: it wins (arg_utils.py:2297 resolves "auto" only)
+        kv = str(kv_override)
     mt = str(_get(rec, "model_type") or "")
     mm = mt in MM_PREFIX_LM_MODELS or (mt in ("gemma4",) and _get(rec, "bidirectional_attention") == "vision")
     if mm and not bool(_get(rec, "has_vision")):
@@ -452,14 +460,15 @@ def canonical_sparse_kv(backend: str, kv: str) -> str:
     return kv
 
 
-def layer_calls(rec: Mapping, platform: str, tp: int = 1) -> list[tuple[SelectorConfig, Selection]] | None:
+def layer_calls(rec: Mapping, platform: str, tp: int = 1,
+                kv_override: str | None = None) -> list[tuple[SelectorConfig, Selection]] | None:
     """Every distinct selector call a model's layers make on ``platform`` at TP ``tp``, in order, with what the
     port answers; the calls stop at the first error, as vLLM's construction does. An MLA layer's backend may
     rewrite the cache dtype (:func:`canonical_sparse_kv`, ``mla_attention.py:523-529``): the later layers then
     select again with it. None as :func:`layer_configs`."""
     import dataclasses
 
-    cfgs = layer_configs(rec, platform, tp)
+    cfgs = layer_configs(rec, platform, tp, kv_override)
     if cfgs is None:
         return None
     out: list[tuple[SelectorConfig, Selection]] = []
@@ -479,14 +488,15 @@ def layer_calls(rec: Mapping, platform: str, tp: int = 1) -> list[tuple[Selector
     return out
 
 
-def first_error(rec: Mapping, platform: str, tp: int = 1, device_name: str | None = None) -> Selection | None:
+def first_error(rec: Mapping, platform: str, tp: int = 1, device_name: str | None = None,
+                kv_override: str | None = None) -> Selection | None:
     """The first attention-backend error a model's layers raise on ``platform`` at TP ``tp`` (selection at
     :data:`SELECT_SITE`, else the chosen backend's construction check :func:`impl_error`), None when every
     layer gets a backend; ``Selection(decided=False)`` when the port cannot tell (unknown attention path,
     platform not executed, a combination not recorded). ``device_name``: ``get_device_name()`` as the
     Triton message prints it (default: the platform stand-in's)."""
     doc = facts(platform)
-    calls = layer_calls(rec, platform, tp) if doc is not None else None
+    calls = layer_calls(rec, platform, tp, kv_override) if doc is not None else None
     if calls is None:
         return Selection(decided=False)
     name = device_name or doc.get("device_name", "")

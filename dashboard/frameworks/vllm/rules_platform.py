@@ -42,14 +42,14 @@ def _attention_first_errors(ctx: Ctx) -> tuple[np.ndarray, np.ndarray]:
                 tp = int(tp)
                 cfg_key = tp if rec.get("is_mla") is True else 0
                 if cfg_key not in seen:
-                    seen[cfg_key] = A.first_error(rec, ctx.platform, tp, ctx.device_name)
+                    seen[cfg_key] = A.first_error(rec, ctx.platform, tp, ctx.device_name, ctx.kv_cache_dtype)
                 e = seen[cfg_key]
                 if e is not None and e.decided and e.message:
                     sites[m * ctx.n_tp + j] = e.site
                     msgs[m * ctx.n_tp + j] = e.message
         return sites, msgs
 
-    return ctx.memo(("vllm.attention_first_errors", ctx.platform, ctx.device_name), compute)
+    return ctx.memo(("vllm.attention_first_errors", ctx.platform, ctx.device_name, ctx.kv_cache_dtype), compute)
 
 
 def quant_min_capability(ctx: Ctx):
