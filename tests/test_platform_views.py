@@ -44,3 +44,11 @@ def test_the_heatmap_and_details_follow_the_sidebar_gpu(app):
     assert "Reproduced" not in details and "family is unknown" in details
     app.state.gpu = "H200-141GB"  # another Hopper card: the H100's table is its platform's
     assert "Reproduced by running" in app.validity._details._html.object
+
+
+def test_the_note_says_which_frameworks_ran_as_the_gpu() -> None:
+    from dashboard.views.validity import platform_note
+
+    note = platform_note("T4-16GB", "cuda-sm75", [("vllm", None), ("sglang", None)])
+    assert note.startswith("Executed vLLM verdicts for T4-16GB come from the tables run as a T4-16GB (cuda-sm75).")
+    assert "SGLang was not run as this GPU: its verdicts are the rules checked as an H100-80GB (cuda-sm90)" in note

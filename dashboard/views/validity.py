@@ -61,13 +61,23 @@ def platform_note(gpu: str, platform: str | None, releases: list[tuple[str, str 
     if platform == "unknown":  # dashboard.gpus.UNKNOWN_PLATFORM: a card given by its memory
         return (f"The family of {gpu} is unknown (a card given by its memory): the verdicts are judged as on the tables "
                 f"run {ran}, and none was executed on this card.")
-    here = []
+    from dashboard import schema
+
+    here, elsewhere = [], []
     for fw, ver in releases:
         rel = resolve_version(fw, ver or None).release
         if evidence.table(fw, rel, platform) is not None:
             here.append(fw)
+        elif evidence.table(fw, rel) is not None:
+            elsewhere.append(fw)
+    label = lambda fws: " and ".join(schema.FRAMEWORK_LABELS.get(f, f) for f in fws)  # noqa: E731
     if here:
-        return f"Executed verdicts for {gpu} come from the tables run {evidence.platform_words(platform)}."
+        out = f"Executed {label(here)} verdicts for {gpu} come from the tables run {evidence.platform_words(platform)}."
+        if elsewhere:
+            out += (f" {label(elsewhere)} {'was' if len(elsewhere) == 1 else 'were'} not run as this GPU: "
+                    f"{'its' if len(elsewhere) == 1 else 'their'} verdicts are the rules checked {ran}, read from "
+                    "source for this GPU.")
+        return out
     return (f"Your GPU, {gpu} ({platform}), was never run through the conformance harness: the verdicts are the "
             f"rules checked {ran}, read from source for this GPU.")
 
