@@ -28,7 +28,6 @@ Depends only on vLLM, torch and the sibling ``vllm_worker.py`` (its platform sta
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import traceback
@@ -54,39 +53,12 @@ def _call(fn, *a):
         return {"error": f"{type(e).__name__}: {e}"[:300]}
 
 
-@contextlib.contextmanager
-def cuda_allocations_on_meta():
-    """``torch.empty/zeros/ones/full(..., device="cuda")`` give meta tensors while a backend module is imported:
-    ``mla/cutlass_mla.py:99`` allocates a 128 MB workspace at import, which the GPU-less stand-in cannot
-    (the harness allocates nothing). Nothing else changes."""
-    import torch
-
-    names = ("empty", "zeros", "ones", "full")
-    saved = {n: getattr(torch, n) for n in names}
-
-    def wrap(fn):
-        def inner(*a, **kw):
-            d = kw.get("device")
-            if d is not None and str(d).startswith("cuda"):
-                kw["device"] = "meta"
-            return fn(*a, **kw)
-        return inner
-
-    for n in names:
-        setattr(torch, n, wrap(saved[n]))
-    try:
-        yield
-    finally:
-        for n, f in saved.items():
-            setattr(torch, n, f)
-
-
 def backend_class(backend):
     """vLLM's class of ``backend`` (``cuda.py:189 _get_attn_backend_class``) imported under
     :func:`cuda_allocations_on_meta`; ImportError/OSError propagate, as vLLM's selection catches them."""
     from vllm.platforms.cuda import _get_attn_backend_class
 
-    with cuda_allocations_on_meta():  # the same patch as vllm_worker.preload_attention_backends
+    with vw.cuda_allocations_on_meta():
         return _get_attn_backend_class(backend)
 
 
@@ -261,12 +233,7 @@ def main() -> int:
             if not b.value:  # TORCH_SDPA: a ViT tag with no class
                 continue
             backends[b.name] = backend_facts(b, cap, job["combination"])
-    for b in AttentionBackendEnum:  # imported once, under the patch: selection below finds them loaded
-        if b.value:
-            try:
-                backend_class(b)
-            except Exception:  # noqa: BLE001 - selection meets (and records) the same error
-                pass
+    vw.preload_attention_backends()  # selection below finds every backend module loaded
     models = [model_calls(m) for m in job.get("models", [])]
     selection = []
     for g in grid:

@@ -25,6 +25,7 @@ Stand-ins (what is simulated, and nothing else):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -609,40 +610,41 @@ def registry(version: str) -> dict:
             "model_types": wc.config_model_types("vllm.transformers_utils")}
 
 
-def preload_attention_backends() -> None:
-    """Import every attention backend class once with ``torch.empty/zeros/ones/full(device="cuda")`` giving meta
-    tensors: ``mla/cutlass_mla.py:99`` allocates a 128 MB CUDA workspace at import, which the GPU-less stand-in
-    cannot (the harness allocates nothing); vLLM's selection then finds the module loaded. A backend that does
-    not import is left for vLLM's own selection to meet (it records ImportError as a reason)."""
-    import contextlib
-
+@contextlib.contextmanager
+def cuda_allocations_on_meta():
+    """``torch.empty/zeros/ones/full(..., device="cuda")`` give meta tensors inside the block:
+    ``mla/cutlass_mla.py:99`` allocates a 128 MB CUDA workspace at import, which the GPU-less stand-in cannot (the
+    harness allocates nothing). Nothing else changes; the functions are restored on exit."""
     import torch
 
-    @contextlib.contextmanager
-    def on_meta():
-        names = ("empty", "zeros", "ones", "full")
-        saved = {n: getattr(torch, n) for n in names}
+    names = ("empty", "zeros", "ones", "full")
+    saved = {n: getattr(torch, n) for n in names}
 
-        def wrap(fn):
-            def inner(*a, **kw):
-                if kw.get("device") is not None and str(kw["device"]).startswith("cuda"):
-                    kw["device"] = "meta"
-                return fn(*a, **kw)
-            return inner
+    def wrap(fn):
+        def inner(*a, **kw):
+            if kw.get("device") is not None and str(kw["device"]).startswith("cuda"):
+                kw["device"] = "meta"
+            return fn(*a, **kw)
+        return inner
 
-        for n in names:
-            setattr(torch, n, wrap(saved[n]))
-        try:
-            yield
-        finally:
-            for n, f in saved.items():
-                setattr(torch, n, f)
+    for n in names:
+        setattr(torch, n, wrap(saved[n]))
+    try:
+        yield
+    finally:
+        for n, f in saved.items():
+            setattr(torch, n, f)
 
+
+def preload_attention_backends() -> None:
+    """Import every attention backend class once under :func:`cuda_allocations_on_meta`, so vLLM's selection finds
+    the modules loaded. A backend that does not import is left for vLLM's own selection to meet (it records
+    ImportError as a reason)."""
     try:
         from vllm.v1.attention.backends.registry import AttentionBackendEnum
     except Exception:  # noqa: BLE001 - releases without the registry
         return
-    with on_meta():
+    with cuda_allocations_on_meta():
         for b in AttentionBackendEnum:
             if not b.value:
                 continue

@@ -246,6 +246,19 @@ def evidence_platform(gpu: Any) -> str | None:
     return platform_of(gpu) or UNKNOWN_PLATFORM
 
 
+def judged_on(gpu: Any) -> dict[str, str | None]:
+    """The keyword arguments that judge the rules on ``gpu`` (``platform`` / ``device_name`` of
+    :func:`dashboard.rules.check`, ``grid``, ``layout_grid``): :func:`evidence_platform` and the name the card
+    reports (``name``: "NVIDIA A10"; None for a card given by its memory). Both None without a GPU, or for an id
+    the GPU table does not know (the caller reports that)."""
+    try:
+        pid = evidence_platform(gpu)
+        name = str(gpu_row(gpu)["name"]) or None if pid not in (None, UNKNOWN_PLATFORM) else None
+    except ValueError:
+        return {"platform": None, "device_name": None}
+    return {"platform": pid, "device_name": name}
+
+
 def platform(pid: str) -> Platform:
     """The :class:`Platform` of an id; ``ValueError`` naming the known ids otherwise."""
     try:

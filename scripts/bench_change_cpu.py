@@ -30,12 +30,13 @@ import random
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_worst_case import export  # noqa: E402 - git archive of a revision, unpacked (one helper for both)
 
 
 def measure(changes: int, warm: int, seed: int) -> dict:
@@ -106,15 +107,6 @@ def run_child(tree: Path, args) -> dict:
     if p.returncode != 0:
         raise SystemExit(f"measurement in {tree} failed:\n{p.stderr[-4000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
-
-
-def export(rev: str, dest: Path) -> Path:
-    tar = dest / "tree.tar"
-    subprocess.run(["git", "archive", "--format=tar", "-o", str(tar), rev], cwd=ROOT, check=True)
-    with tarfile.open(tar) as t:
-        t.extractall(dest / "tree", filter="data")
-    tar.unlink()
-    return dest / "tree"
 
 
 def line(name: str, s: dict) -> str:

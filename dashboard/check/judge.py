@@ -40,29 +40,19 @@ def _message_origin(spec: dict[str, Any] | None) -> str:
 
 
 def gpu_platform(req: Request) -> str | None:
-    """The platform id of ``req.gpu`` (:func:`dashboard.gpus.evidence_platform`): None without a GPU,
-    ``"unknown"`` for a card given by its memory only (judged as the default platform, never executed evidence)."""
-    if not req.gpu:
-        return None
+    """The platform id of ``req.gpu`` (:func:`dashboard.gpus.judged_on`): None without a GPU, ``"unknown"`` for a
+    card given by its memory only (judged as the default platform, never executed evidence)."""
     from dashboard import gpus
 
-    try:
-        return gpus.evidence_platform(req.gpu)  # "unknown" for an other:<GiB> card: judged as an H100, not executed
-    except ValueError:
-        return None
+    return gpus.judged_on(req.gpu)["platform"] if req.gpu else None
 
 
 def gpu_device_name(req: Request) -> str | None:
-    """The name ``req.gpu`` reports to the engine (``data/gpus.csv`` ``name``: "NVIDIA A10"), printed by the
-    messages that name the device; None without a GPU or for a card given by its memory only."""
-    if not req.gpu or gpu_platform(req) in (None, "unknown"):
-        return None
+    """The name ``req.gpu`` reports to the engine ("NVIDIA A10"), printed by the messages that name the device;
+    None without a GPU or for a card given by its memory only."""
     from dashboard import gpus
 
-    try:
-        return str(gpus.gpu_row(req.gpu)["name"]) or None
-    except ValueError:
-        return None
+    return gpus.judged_on(req.gpu)["device_name"] if req.gpu else None
 
 
 def platform_issue(req: Request) -> Issue | None:

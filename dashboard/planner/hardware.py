@@ -62,13 +62,6 @@ dtype_refusal = _dtype_refusal
 
 
 def rules_platform(gpu_type: str) -> dict:
-    """The keyword arguments that judge the rules on ``gpu_type``'s platform (:func:`dashboard.rules.layout_grid`
-    ``platform`` / ``device_name``): its family (``data/gpus.csv`` ``platform``) and the name it reports. A card
-    given by its memory only (``other:<GiB>``), or an unknown one, is judged as the default (an H100)."""
-    from dashboard import gpus
-
-    try:
-        pid = gpus.platform_of(gpu_type)
-        return {"platform": pid, "device_name": str(gpus.gpu_row(gpu_type)["name"]) or None} if pid else {}
-    except ValueError:
-        return {}
+    """The keyword arguments that judge the rules on ``gpu_type`` (:func:`dashboard.gpus.judged_on`): a card given
+    by its memory only (``other:<GiB>``) is judged as the default platform (an H100)."""
+    return gpus.judged_on(gpu_type)

@@ -11,7 +11,7 @@ from typing import Any, TYPE_CHECKING
 
 import pandas as pd
 
-from dashboard import frameworks, schema
+from dashboard import frameworks, gpus, schema
 from dashboard.state.choices import CATALOG_ENV, TP_CHOICES, VERSION_PARAMS
 
 if TYPE_CHECKING:  # annotations only
@@ -196,18 +196,9 @@ def state_rule_args(state: PlannerState, framework: str) -> dict[str, Any]:
 
 
 def state_gpu_args(state: PlannerState) -> dict[str, Any]:
-    """``{"platform": ..., "device_name": ...}`` of the sidebar GPU (None for a card given by its memory, or
-    none): the platform the rules judge on and the name the GPU reports ("NVIDIA A10")."""
-    pid = state_platform(state)
-    if pid is None or pid == gpus_unknown():
-        return {"platform": pid, "device_name": None}
-    from dashboard import gpus
-
-    try:
-        name = str(gpus.gpu_row(state.gpu)["name"]) or None
-    except ValueError:
-        name = None
-    return {"platform": pid, "device_name": name}
+    """``{"platform": ..., "device_name": ...}`` of the sidebar GPU (:func:`dashboard.gpus.judged_on`): the
+    platform the rules judge on and the name the GPU reports ("NVIDIA A10")."""
+    return gpus.judged_on(state.gpu) if state.gpu else {"platform": None, "device_name": None}
 
 
 def state_platform(state: PlannerState) -> str | None:
@@ -215,8 +206,6 @@ def state_platform(state: PlannerState) -> str | None:
     an H100, ``"unknown"`` for a card given by its memory, ``other:<GiB>``), None when none is selected."""
     if not state.gpu:
         return None
-    from dashboard import gpus
-
     try:
         return gpus.evidence_platform(state.gpu)
     except ValueError:
@@ -251,8 +240,8 @@ def part_key(framework: str, pp, dp, ep, dp_attention, vllm_version, sglang_vers
     share one entry)."""
     kw = rule_args(framework, pp=pp, dp=dp, ep=ep, dp_attention=dp_attention, vllm_version=vllm_version,
                    sglang_version=sglang_version)
-    if frameworks.get(framework).platform_keyed_rules and platform and platform not in (_default_platform(),
-                                                                                         gpus_unknown()):
+    if frameworks.get(framework).platform_keyed_rules and platform and platform not in (gpus.DEFAULT_PLATFORM,
+                                                                                         gpus.UNKNOWN_PLATFORM):
         kw["platform"] = platform
         if device_name:
             kw["device_name"] = device_name
@@ -261,18 +250,6 @@ def part_key(framework: str, pp, dp, ep, dp_attention, vllm_version, sglang_vers
 
         kw["version"] = rules.resolve_version(framework, kw["version"]).release
     return (framework, *sorted(kw.items()))
-
-
-def gpus_unknown() -> str:
-    from dashboard import gpus
-
-    return gpus.UNKNOWN_PLATFORM
-
-
-def _default_platform() -> str:
-    from dashboard import gpus
-
-    return gpus.DEFAULT_PLATFORM
 
 
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:

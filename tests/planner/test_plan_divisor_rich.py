@@ -17,6 +17,7 @@ from dashboard.gpus import platform_of
 from dashboard.planner import FW_LABEL, PLAN_FRAMEWORKS
 from dashboard.planner.hardware import rules_platform
 from dashboard.rules.evidence import config_hash, evidence_for
+from tests.planner.plan_rows import check_plan_row
 
 DSV3 = "deepseek-ai/DeepSeek-V3"
 KEY = ["framework", "tp", "pp", "dp", "attn_dp", "ep"]
@@ -88,13 +89,7 @@ def test_top_layouts_are_accepted_by_the_single_layout_check(rec, big):
     top = big[big["fits"]].head(10)
     assert len(top) == 10 and top["rank"].tolist() == list(range(1, 11))
     for r in top.to_dict("records"):
-        fw = r["framework"]
-        if fw == "vllm":
-            v = rules.check(r0, fw, r["tp"], pp=r["pp"], dp=r["dp"], expert_parallel=r["ep"] > 1)
-        elif r["attn_dp"] > 1:
-            v = rules.check(r0, fw, r["tp"], pp=r["pp"], dp=r["attn_dp"], ep=r["ep"], dp_attention=True)
-        else:
-            v = rules.check(r0, fw, r["tp"], pp=r["pp"], dp=r["dp"], ep=r["ep"])
+        v = check_plan_row(r0, r)
         assert v.valid and r["refusal_kind"] == "" and r["starts"], r["layout"]
     # the order is the ranking rule's over every fitting row
     fits = big["fits"].to_numpy()

@@ -15,6 +15,7 @@ import pytest
 
 from dashboard import memory, planner, rules
 from dashboard.catalog import load_catalog
+from tests.planner.plan_rows import check_plan_row
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA = "meta-llama/Llama-3.1-70B-Instruct"
@@ -126,13 +127,7 @@ def test_rule_refusals_carry_the_rule(rec):
 def test_verdicts_match_rules_check_on_every_layout(dsv3, cat):
     rec = cat[cat["model_id"] == DSV3].iloc[0]
     for r in dsv3.to_dict("records"):
-        fw = r["framework"]
-        if fw == "vllm":
-            v = rules.check(rec, fw, r["tp"], pp=r["pp"], dp=r["dp"], expert_parallel=r["ep"] > 1)
-        elif r["attn_dp"] > 1:
-            v = rules.check(rec, fw, r["tp"], pp=r["pp"], dp=r["attn_dp"], ep=r["ep"], dp_attention=True)
-        else:
-            v = rules.check(rec, fw, r["tp"], pp=r["pp"], dp=r["dp"], ep=r["ep"])
+        v = check_plan_row(rec, r)
         assert (r["valid"], r["status"]) == (v.valid, v.status), r["layout"]
 
 

@@ -188,6 +188,19 @@ MODEL_CHECKS = {
 }
 
 
+#: The flag checks after the attention type in ``validate_configuration`` (``backend.py:332-347``), in its order:
+#: (selector field, the backend's executed answer, vLLM's reason).
+_LATER_FLAG_CHECKS = (
+    ("has_sliding_window", "supports_sliding_window", "sliding window not supported"),
+    ("use_rswa", "supports_rswa", "R-SWA not supported"),
+    ("use_non_causal", "supports_non_causal", "non-causal attention not supported"),
+    ("use_batch_invariant", "supports_batch_invariance", "batch invariance not supported"),
+    ("use_kv_connector", "supports_kv_connector", "KV connector not supported"),
+    ("use_pcp", "supports_pcp", "PCP not supported"),
+    ("use_dcp", "supports_dcp", "DCP not supported"),
+)
+
+
 def reasons(name: str, sel: SelectorConfig, doc: dict) -> list[str] | None:
     """Why backend ``name`` cannot take ``sel`` on the platform of ``doc`` (:func:`facts`), in the order of
     ``validate_configuration`` (``vllm/v1/attention/backend.py:279-369``); [] when it can; None when the
@@ -222,20 +235,9 @@ def reasons(name: str, sel: SelectorConfig, doc: dict) -> list[str] | None:
         out.append("compute capability not supported")
     if sel.attn_type not in b["attn_types"]:
         out.append(f"attention type {sel.attn_type} not supported")
-    if sel.has_sliding_window and not b["supports_sliding_window"]:
-        out.append("sliding window not supported")
-    if sel.use_rswa and not b["supports_rswa"]:
-        out.append("R-SWA not supported")
-    if sel.use_non_causal and not b["supports_non_causal"]:
-        out.append("non-causal attention not supported")
-    if sel.use_batch_invariant and not b["supports_batch_invariance"]:
-        out.append("batch invariance not supported")
-    if sel.use_kv_connector and not b["supports_kv_connector"]:
-        out.append("KV connector not supported")
-    if sel.use_pcp and not b["supports_pcp"]:
-        out.append("PCP not supported")
-    if sel.use_dcp and not b["supports_dcp"]:
-        out.append("DCP not supported")
+    for flag, fact, reason in _LATER_FLAG_CHECKS:
+        if getattr(sel, flag) and not b[fact]:
+            out.append(reason)
     key = (int(sel.head_size), sel.dtype, str(sel.kv_cache_dtype), sel.use_mla, sel.has_sink, sel.use_sparse,
            sel.use_mm_prefix)
     combination = b["combination"].get(key)

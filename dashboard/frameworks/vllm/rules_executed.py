@@ -32,6 +32,7 @@ from dashboard.rules.common import Ctx, Rule, not_multiple
 from dashboard.frameworks.vllm.rules_platform import (  # the rules keyed by GPU platform
     ATTN_PLATFORMS as _ATTN_PLATFORMS,
     attention as _attention,
+    fp8_moe_block,
     fp8_moe_no_backend,
     quant_min_capability,
 )
@@ -416,22 +417,14 @@ def fp8_o_proj_k(ctx: Ctx):
 
 
 def _fp8_moe(which: str, refine: bool = True):
-    """Block FP8 fused MoE (``Fp8MoEMethod.create_weights``). The checkpoint block is refined to
-    ``gcd(block_n, block_k, ispp, hidden)`` when that is >= 32 (``refine_fp8_moe_block_shape``,
-    ``moe_backend="auto"``); otherwise ``validate_fp8_block_shape_moe``: ispp % block_n, then
+    """Block FP8 fused MoE (``Fp8MoEMethod.create_weights``). The checkpoint block is refined
+    (:func:`fp8_moe_block`); otherwise ``validate_fp8_block_shape_moe``: ispp % block_n, then
     (global tp > 1) ispp % block_k."""
 
     def pred(ctx: Ctx):
         bn, bk = ctx.i("weight_block_n"), ctx.i("weight_block_k")
-        mt = moe_tp(ctx)
-        m = ctx.i("moe_intermediate_size")
-        applies = fp8_mlp(ctx) & ctx.is_moe() & ctx.has("moe_intermediate_size") & ~not_multiple(m, mt)
-        ispp = m // np.maximum(mt, 1)
-        needed = not_multiple(ispp, bn) | ((mt > 1) & not_multiple(ispp, bk))
-        hidden = ctx.i("hidden_size")
-        g = np.gcd(np.gcd(np.gcd(np.maximum(bn, 1), np.maximum(bk, 1)), ispp), np.maximum(hidden, 1))
-        # compressed-tensors FP8 MoE validates without refining (compressed_tensors_moe_w8a8_fp8.py)
-        refined = needed & (g >= 32) & ctx.str_in("quant_method", ("fp8",)) & refine
+        applies, ispp, refined = fp8_moe_block(ctx)
+        refined = refined & refine
         fail_n = applies & ~refined & not_multiple(ispp, bn)
         if which == "n":
             return fail_n, {"size": ispp, "block": bn}

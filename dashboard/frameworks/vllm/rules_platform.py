@@ -83,11 +83,22 @@ def fp8_moe_no_backend(ctx: Ctx):
     Triton-based kernels can consume the refined block shape" -- whose FP8 needs SM 8.9 (no native FP8 below:
     Marlin, the FP8 path there, takes 128x128 blocks only). Raised ``NotImplementedError`` on CUDA."""
     from dashboard import gpus
-    from dashboard.frameworks.vllm.rules_executed import fp8_mlp, moe_tp
 
     cap = tuple(gpus.platform(ctx.platform).capability)
     if gpus.platform(ctx.platform).is_rocm or cap >= (8, 9):
         return np.zeros(ctx.n, dtype=bool), {}
+    applies, _ispp, refined = fp8_moe_block(ctx)
+    return applies & refined, {}
+
+
+def fp8_moe_block(ctx: Ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Block FP8 fused MoE per cell: ``(applies, ispp, refined)`` -- block-FP8 experts whose MoE-TP divides the
+    expert width, the per-partition width ``ispp`` (elements), and whether ``refine_fp8_moe_block_shape``
+    (``fused_moe/oracle/fp8.py:293-317``, ``moe_backend="auto"``) refines the checkpoint block to
+    ``gcd(block_n, block_k, ispp, hidden)`` (>= 32, needed when ispp is not a multiple of the block; Fp8Config
+    only: compressed-tensors FP8 MoE validates without refining, ``compressed_tensors_moe_w8a8_fp8.py``)."""
+    from dashboard.frameworks.vllm.rules_executed import fp8_mlp, moe_tp
+
     bn, bk = ctx.i("weight_block_n"), ctx.i("weight_block_k")
     mt = moe_tp(ctx)
     m = ctx.i("moe_intermediate_size")
@@ -97,4 +108,4 @@ def fp8_moe_no_backend(ctx: Ctx):
     hidden = ctx.i("hidden_size")
     g = np.gcd(np.gcd(np.gcd(np.maximum(bn, 1), np.maximum(bk, 1)), ispp), np.maximum(hidden, 1))
     refined = needed & (g >= 32) & ctx.str_in("quant_method", ("fp8",))
-    return applies & refined, {}
+    return applies, ispp, refined
